@@ -1,0 +1,25 @@
+/* Subcommands of the pertload CLI; each returns the process exit status
+ * (0 success, 1 failure, 2 usage error). */
+#ifndef PL_CLI_H
+#define PL_CLI_H
+
+#include "pertload.h"
+
+int pl_cmd_synth(int argc, char **argv);
+int pl_cmd_build(int argc, char **argv);
+int pl_cmd_masks(int argc, char **argv);
+int pl_cmd_inspect(int argc, char **argv);
+int pl_cmd_verify(int argc, char **argv);
+int pl_cmd_bench(int argc, char **argv);
+
+/** Print "pertload CMD: message" for a failed call and return exit status 1. */
+int pl_cli_fail(const char *cmd, int rc, const pl_err *err);
+
+/** Print a usage error for CMD and return exit status 2. */
+int pl_cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** Parse an unsigned integer argument; returns -1 (and prints) on bad input. */
+int pl_cli_u64(const char *cmd, const char *opt, const char *s, unsigned long long *out);
+
+#endif

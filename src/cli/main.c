@@ -1,0 +1,89 @@
+/* pertload: command-line entry point. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pl_config.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+    const char *help;
+} cmds[] = {
+    {"synth", pl_cmd_synth, "generate synthetic yeast-scale input files"},
+    {"build", pl_cmd_build, "build a database from input files"},
+    {"masks", pl_cmd_masks, "print the masks of one deletion set as JSON"},
+    {"inspect", pl_cmd_inspect, "summarise a database"},
+    {"verify", pl_cmd_verify, "check every checksum of a database"},
+    {"bench", pl_cmd_bench, "measure throughput"},
+};
+
+int pl_cli_fail(const char *cmd, int rc, const pl_err *err)
+{
+    if (err && err->msg[0])
+        fprintf(stderr, "pertload %s: %s\n", cmd, err->msg);
+    else
+        fprintf(stderr, "pertload %s: %s\n", cmd, pl_strerror(rc));
+    return 1;
+}
+
+int pl_cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "pertload %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: pertload %s %s\n", cmd, usage);
+    return 2;
+}
+
+int pl_cli_u64(const char *cmd, const char *opt, const char *s, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-') {
+        fprintf(stderr, "pertload %s: %s needs a non-negative integer\n", cmd, opt);
+        return -1;
+    }
+    *out = strtoull(s, &end, 10);
+    if (errno || *end) {
+        fprintf(stderr, "pertload %s: %s: '%s' is not a non-negative integer\n", cmd, opt, s);
+        return -1;
+    }
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "pertload %s: data loader for gene-perturbation graph models\n\n"
+               "usage: pertload COMMAND [ARGS]\n\ncommands:\n", PL_VERSION);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
+    fprintf(f, "\n'pertload COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("pertload %s\n", PL_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            return cmds[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "pertload: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,407 @@
+/* Opening, describing and verifying a database. */
+#include "db.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <roaring/roaring.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checksum.h"
+#include "error.h"
+#include "fileio.h"
+
+enum { N_GENES, N_TYPES, N_LABELS, N_REACTIONS, N_METABOLITES };
+static const char *const name_keys[5] = {"genes", "types", "labels", "reactions",
+                                         "metabolites"};
+
+/* Split a NUL-joined names value into exactly `n` pointers into the map. */
+static int load_names(pl_db *db, int which, uint64_t n, pl_err *err)
+{
+    const char *key = name_keys[which];
+    const void *v;
+    size_t len;
+    db->names[which] = calloc(n ? n : 1, sizeof(char *));
+    if (!db->names[which])
+        return pl__err(err, -ENOMEM, "out of memory");
+    int rc = pl__db_get(db->txn, db->dbi[PL_DBI_NAMES], PL_DBI_NAMES, key, strlen(key), &v,
+                        &len, err);
+    if (rc == -ENOENT && n == 0)
+        return 0;
+    if (rc == -ENOENT)
+        return pl__err(err, PL_ECORRUPT, "key names/%s: missing", key);
+    PL_TRY(rc);
+    const char *p = v, *end = p + len;
+    for (uint64_t i = 0; i < n; i++) {
+        const char *z = memchr(p, '\0', (size_t)(end - p));
+        PL_FAIL_IF(!z, err, PL_ECORRUPT, "key names/%s: %llu names, expected %llu", key,
+                   (unsigned long long)i, (unsigned long long)n);
+        db->names[which][i] = p;
+        p = z + 1;
+    }
+    PL_FAIL_IF(p != end, err, PL_ECORRUPT, "key names/%s: more names than expected", key);
+    return 0;
+}
+
+static int open_meta(pl_db *db, pl_err *err)
+{
+    const void *v;
+    size_t len;
+    MDB_val k = {4, "meta"}, raw;
+    int rc = mdb_get(db->txn, db->dbi[PL_DBI_META], &k, &raw);
+    PL_FAIL_IF(rc == MDB_NOTFOUND, err, PL_ECORRUPT, "%s: key meta/meta missing", db->path);
+    PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s: %s", db->path, mdb_strerror(rc));
+    /* The version first: another version may lay the record out differently. */
+    if (raw.mv_size >= 12 && memcmp(raw.mv_data, PL_META_MAGIC, 8) == 0) {
+        uint32_t ver;
+        memcpy(&ver, (const char *)raw.mv_data + 8, 4);
+        PL_FAIL_IF(ver != PL_FORMAT_VERSION, err, PL_EFORMAT,
+                   "%s: database format version %u; this pertload reads version %u "
+                   "(rebuild the database)",
+                   db->path, ver, PL_FORMAT_VERSION);
+    }
+    PL_TRY(pl__db_get(db->txn, db->dbi[PL_DBI_META], PL_DBI_META, "meta", 4, &v, &len, err));
+    PL_FAIL_IF(len != sizeof db->meta || memcmp(v, PL_META_MAGIC, 8) != 0, err, PL_ECORRUPT,
+               "%s: key meta/meta: not a pertload metadata record", db->path);
+    memcpy(&db->meta, v, sizeof db->meta);
+    const struct pl__meta *m = &db->meta;
+    PL_FAIL_IF(m->n_types < 1 || m->n_types > PL_MAX_TYPES || m->n_genes < 1 ||
+                   m->n_genes > INT32_MAX || m->block_rows != PL_BLOCK_ROWS ||
+                   m->payload_ndim > 8 ||
+                   m->n_blocks != (m->n_samples + PL_BLOCK_ROWS - 1) / PL_BLOCK_ROWS,
+               err, PL_ECORRUPT, "%s: key meta/meta: inconsistent counts", db->path);
+    return 0;
+}
+
+static int open_blocks(pl_db *db, pl_err *err)
+{
+    const void *v;
+    size_t len;
+    uint64_t nb = db->meta.n_blocks;
+    int rc = pl__db_get(db->txn, db->dbi[PL_DBI_META], PL_DBI_META, "blocks", 6, &v, &len,
+                        err);
+    PL_FAIL_IF(rc == -ENOENT, err, PL_ECORRUPT, "%s: key meta/blocks missing", db->path);
+    PL_TRY(rc);
+    PL_FAIL_IF(len != nb * sizeof *db->blocks, err, PL_ECORRUPT,
+               "%s: key meta/blocks: %zu bytes for %llu blocks", db->path, len,
+               (unsigned long long)nb);
+    db->blocks = malloc(len ? len : 1);
+    if (!db->blocks)
+        return pl__err(err, -ENOMEM, "out of memory");
+    memcpy(db->blocks, v, len);
+    size_t max_raw = 0, max_comp = 0;
+    uint64_t row = 0, off = PL_SSTORE_HEADER;
+    for (uint64_t b = 0; b < nb; b++) {
+        const struct pl__block_entry *e = &db->blocks[b];
+        PL_FAIL_IF(e->first_row != row || e->offset != off || e->n_rows == 0 ||
+                       e->n_rows > PL_BLOCK_ROWS ||
+                       e->raw_size != pl__block_raw_size(e->n_rows, e->n_refs,
+                                                         db->meta.n_labels),
+                   err, PL_ECORRUPT, "%s: key meta/blocks: entry %llu inconsistent",
+                   db->path, (unsigned long long)b);
+        row += e->n_rows;
+        off += PL_BLOCK_HEADER + e->comp_size;
+        if (e->raw_size > max_raw)
+            max_raw = e->raw_size;
+        if (e->comp_size > max_comp)
+            max_comp = e->comp_size;
+    }
+    PL_FAIL_IF(row != db->meta.n_samples || off != db->meta.samples_bytes, err, PL_ECORRUPT,
+               "%s: key meta/blocks: does not cover the sample store", db->path);
+    db->raw_cap = max_raw;
+    db->blockbuf_cap = max_comp + PL_BLOCK_HEADER;
+    db->raw = aligned_alloc(64, (max_raw + 63) / 64 * 64 + 64);
+    db->blockbuf = malloc(db->blockbuf_cap);
+    db->dctx = ZSTD_createDCtx();
+    if (!db->raw || !db->blockbuf || !db->dctx)
+        return pl__err(err, -ENOMEM, "out of memory");
+    return 0;
+}
+
+static int open_samples(pl_db *db, pl_err *err)
+{
+    char p[4096];
+    pl__path_join(p, sizeof p, db->path, PL_FILE_SAMPLES);
+    db->samples_fd = open(p, O_RDONLY | O_CLOEXEC);
+    PL_FAIL_IF(db->samples_fd < 0, err, -errno, "%s: %s", p, strerror(errno));
+    struct stat st;
+    PL_FAIL_IF(fstat(db->samples_fd, &st) < 0, err, -errno, "%s: %s", p, strerror(errno));
+    PL_FAIL_IF((uint64_t)st.st_size != db->meta.samples_bytes, err, PL_ECORRUPT,
+               "%s: %llu bytes, the database expects %llu (truncated or replaced)", p,
+               (unsigned long long)st.st_size, (unsigned long long)db->meta.samples_bytes);
+    char hdr[PL_SSTORE_HEADER];
+    PL_TRY(pl__read_all(db->samples_fd, hdr, sizeof hdr, 0, p, err));
+    return pl__sstore_check_header(hdr, db->meta.n_samples, db->meta.n_blocks,
+                                   db->meta.n_labels, err);
+}
+
+static void fill_info(pl_db *db)
+{
+    const struct pl__meta *m = &db->meta;
+    pl_db_info *i = &db->info;
+    i->format_version = m->format_version;
+    i->n_types = m->n_types;
+    i->n_genes = m->n_genes;
+    i->n_reactions = m->n_reactions;
+    i->n_metabolites = m->n_metabolites;
+    i->n_gpr = m->n_gpr;
+    i->n_rmr = m->n_rmr;
+    i->n_samples = m->n_samples;
+    i->n_labels = m->n_labels;
+    i->has_metabolism = m->has_metabolism;
+    memcpy(i->n_edges, m->n_edges, sizeof i->n_edges);
+    i->gene_names = db->names[N_GENES];
+    i->type_names = db->names[N_TYPES];
+    i->label_names = db->names[N_LABELS];
+    i->reaction_names = db->names[N_REACTIONS];
+    i->metabolite_names = db->names[N_METABOLITES];
+    i->block_rows = m->block_rows;
+    i->n_blocks = m->n_blocks;
+    memcpy(i->payload_dtype, m->payload_dtype, sizeof i->payload_dtype);
+    i->payload_dtype[7] = '\0';
+    i->payload_ndim = m->payload_ndim;
+    memcpy(i->payload_shape, m->payload_shape, sizeof i->payload_shape);
+    i->payload_row_bytes = m->payload_row_bytes;
+}
+
+static int open_db(pl_db *db, const char *path, pl_err *err)
+{
+    char p[4096];
+    struct stat st;
+    PL_FAIL_IF(stat(path, &st) < 0, err, -errno, "%s: %s", path, strerror(errno));
+    PL_FAIL_IF(!S_ISDIR(st.st_mode), err, -ENOTDIR, "%s: not a pertload database directory",
+               path);
+    pl__path_join(p, sizeof p, path, PL_FILE_LMDB);
+    PL_FAIL_IF(stat(p, &st) < 0, err, -errno, "%s: %s", p, strerror(errno));
+    int rc = mdb_env_create(&db->env);
+    PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s: %s", path, mdb_strerror(rc));
+    mdb_env_set_maxdbs(db->env, PL_DBI_COUNT);
+    mdb_env_set_mapsize(db->env, PL_DB_MAPSIZE);
+    rc = mdb_env_open(db->env, path, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0644);
+    PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s: %s", p, mdb_strerror(rc));
+    rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &db->txn);
+    PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s: %s", p, mdb_strerror(rc));
+    for (int i = 0; i < PL_DBI_COUNT; i++) {
+        rc = mdb_dbi_open(db->txn, pl__dbi_names[i], 0, &db->dbi[i]);
+        PL_FAIL_IF(rc, err, rc == MDB_NOTFOUND ? PL_ECORRUPT : pl__lmdb_code(rc),
+                   "%s: sub-database %s: %s", p, pl__dbi_names[i], mdb_strerror(rc));
+    }
+    PL_TRY(open_meta(db, err));
+    const struct pl__meta *m = &db->meta;
+    PL_TRY(load_names(db, N_GENES, m->n_genes, err));
+    PL_TRY(load_names(db, N_TYPES, m->n_types, err));
+    PL_TRY(load_names(db, N_LABELS, m->n_labels, err));
+    PL_TRY(load_names(db, N_REACTIONS, m->n_reactions, err));
+    PL_TRY(load_names(db, N_METABOLITES, m->n_metabolites, err));
+    const void *v;
+    size_t len;
+    rc = pl__db_get(db->txn, db->dbi[PL_DBI_META], PL_DBI_META, "params", 6, &v, &len, err);
+    if (rc == 0 && len > 0 && ((const char *)v)[len - 1] == '\0')
+        db->info.params = v;
+    else if (rc < 0 && rc != -ENOENT)
+        return rc;
+    else
+        db->info.params = "";
+    PL_TRY(open_blocks(db, err));
+    PL_TRY(open_samples(db, err));
+    PL_FAIL_IF(pl__strtab_init(&db->gene_index) < 0, err, -ENOMEM, "out of memory");
+    for (uint64_t g = 0; g < m->n_genes; g++) {
+        const char *name = db->names[N_GENES][g];
+        PL_FAIL_IF(pl__strtab_intern(&db->gene_index, name, strlen(name), NULL) < 0, err,
+                   -ENOMEM, "out of memory");
+    }
+    fill_info(db);
+    return 0;
+}
+
+PL_API int pl_db_open(const char *path, pl_db **out, pl_err *err)
+{
+    *out = NULL;
+    pl_db *db = calloc(1, sizeof *db);
+    if (!db)
+        return pl__err(err, -ENOMEM, "out of memory");
+    db->samples_fd = -1;
+    db->cached_block = -1;
+    db->path = strdup(path);
+    int rc = db->path ? open_db(db, path, err) : pl__err(err, -ENOMEM, "out of memory");
+    if (rc < 0) {
+        pl_db_close(db);
+        return rc;
+    }
+    *out = db;
+    return 0;
+}
+
+PL_API void pl_db_close(pl_db *db)
+{
+    if (!db)
+        return;
+    if (db->txn)
+        mdb_txn_abort(db->txn);
+    if (db->env)
+        mdb_env_close(db->env);
+    for (int i = 0; i < 5; i++)
+        free(db->names[i]);
+    pl__strtab_free(&db->gene_index);
+    free(db->blocks);
+    if (db->samples_fd >= 0)
+        close(db->samples_fd);
+    ZSTD_freeDCtx(db->dctx);
+    free(db->blockbuf);
+    free(db->raw);
+    free(db->path);
+    free(db);
+}
+
+PL_API const pl_db_info *pl_db_info_get(const pl_db *db) { return &db->info; }
+
+PL_API int64_t pl_db_gene_index(const pl_db *db, const char *name)
+{
+    return pl__strtab_find(&db->gene_index, name, strlen(name));
+}
+
+int pl__db_load_block(pl_db *db, uint64_t b, pl_err *err)
+{
+    const struct pl__block_entry *e = &db->blocks[b];
+    size_t len = PL_BLOCK_HEADER + e->comp_size;
+    db->cached_block = -1;
+    PL_TRY(pl__read_all(db->samples_fd, db->blockbuf, len, e->offset, PL_FILE_SAMPLES, err));
+    PL_TRY(pl__block_decode(db->blockbuf, len, e, b, db->meta.n_labels, db->meta.n_genes,
+                            db->dctx, db->raw, &db->view, err));
+    db->cached_block = (int64_t)b;
+    return 0;
+}
+
+PL_API int pl_db_sample(pl_db *db, uint64_t row, pl_sample *s, pl_err *err)
+{
+    PL_FAIL_IF(row >= db->meta.n_samples, err, PL_ERANGE,
+               "row %llu out of range (the database has %llu samples)",
+               (unsigned long long)row, (unsigned long long)db->meta.n_samples);
+    uint64_t b = row / PL_BLOCK_ROWS;
+    if (db->cached_block != (int64_t)b)
+        PL_TRY(pl__db_load_block(db, b, err));
+    uint32_t i = (uint32_t)(row - db->blocks[b].first_row);
+    const pl__block_view *v = &db->view;
+    s->id = v->ids[i];
+    s->n_genes = v->gptr[i + 1] - v->gptr[i];
+    s->genes = v->genes + v->gptr[i];
+    s->labels = v->labels + (size_t)i * db->meta.n_labels;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ verify */
+
+static int verify_inc(pl_db *db, const MDB_val *k, const MDB_val *v, pl_err *err)
+{
+    char kd[96];
+    pl__key_describe(PL_DBI_INC, k->mv_data, k->mv_size, kd, sizeof kd);
+    PL_FAIL_IF(k->mv_size != 6, err, PL_ECORRUPT, "key %s: bad key", kd);
+    const unsigned char *kb = k->mv_data;
+    uint32_t kind = (uint32_t)kb[0] << 8 | kb[1];
+    uint32_t gene = (uint32_t)kb[2] << 24 | (uint32_t)kb[3] << 16 | (uint32_t)kb[4] << 8 | kb[5];
+    const struct pl__meta *m = &db->meta;
+    uint64_t limit;
+    if (kind < m->n_types)
+        limit = m->n_edges[kind];
+    else if (m->has_metabolism && kind - m->n_types <= PL_LIST_RMR)
+        limit = kind - m->n_types == PL_LIST_GPR        ? m->n_gpr
+                : kind - m->n_types == PL_LIST_REACTION ? m->n_reactions
+                                                        : m->n_rmr;
+    else
+        return pl__err(err, PL_ECORRUPT, "key %s: unknown list kind", kd);
+    PL_FAIL_IF(gene >= m->n_genes, err, PL_ECORRUPT, "key %s: gene out of range", kd);
+    roaring_bitmap_t *r = roaring_bitmap_portable_deserialize_safe(v->mv_data, v->mv_size - 8);
+    PL_FAIL_IF(!r, err, PL_ECORRUPT, "key %s: not a valid roaring bitmap", kd);
+    uint64_t card = roaring_bitmap_get_cardinality(r);
+    uint32_t max = card ? roaring_bitmap_maximum(r) : 0;
+    roaring_bitmap_free(r);
+    PL_FAIL_IF(card == 0 || max >= limit, err, PL_ECORRUPT,
+               "key %s: positions out of range", kd);
+    return 0;
+}
+
+static int verify_payload(pl_db *db, pl_err *err)
+{
+    const struct pl__meta *m = &db->meta;
+    if (!m->payload_dtype[0])
+        return 0;
+    char p[4096];
+    pl__path_join(p, sizeof p, db->path, PL_FILE_PAYLOAD);
+    const void *v;
+    size_t len;
+    int rc = pl__db_get(db->txn, db->dbi[PL_DBI_META], PL_DBI_META, "payload", 7, &v, &len,
+                        err);
+    PL_FAIL_IF(rc == -ENOENT, err, PL_ECORRUPT, "key meta/payload missing");
+    PL_TRY(rc);
+    uint64_t data = m->payload_row_bytes * m->n_samples;
+    uint64_t chunks = (data + PL_PAYLOAD_CHUNK - 1) / PL_PAYLOAD_CHUNK;
+    PL_FAIL_IF(len != chunks * 8, err, PL_ECORRUPT, "key meta/payload: wrong size");
+    PL_FAIL_IF(pl__file_size(p) != m->payload_bytes ||
+                   m->payload_bytes != m->payload_offset + data,
+               err, PL_ECORRUPT, "%s: size does not match the database (truncated?)", p);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    PL_FAIL_IF(fd < 0, err, -errno, "%s: %s", p, strerror(errno));
+    char *buf = malloc(PL_PAYLOAD_CHUNK);
+    rc = buf ? 0 : pl__err(err, -ENOMEM, "out of memory");
+    for (uint64_t c = 0; rc == 0 && c < chunks; c++) {
+        uint64_t off = c * PL_PAYLOAD_CHUNK;
+        size_t n = (size_t)(data - off < PL_PAYLOAD_CHUNK ? data - off : PL_PAYLOAD_CHUNK);
+        uint64_t want;
+        memcpy(&want, (const char *)v + 8 * c, 8);
+        rc = pl__read_all(fd, buf, n, m->payload_offset + off, p, err);
+        if (rc == 0 && pl__xxh64(buf, n, 0) != want)
+            rc = pl__err(err, PL_ECORRUPT, "%s: chunk %llu (bytes %llu..%llu): checksum "
+                         "mismatch", p, (unsigned long long)c,
+                         (unsigned long long)(m->payload_offset + off),
+                         (unsigned long long)(m->payload_offset + off + n));
+    }
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+PL_API int pl_db_verify(pl_db *db, pl_err *err)
+{
+    for (int d = 0; d < PL_DBI_COUNT; d++) {
+        MDB_cursor *cur;
+        MDB_val k, v;
+        int rc = mdb_cursor_open(db->txn, db->dbi[d], &cur);
+        PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s: %s", db->path, mdb_strerror(rc));
+        for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+            int r = pl__db_check(d, &k, &v, err);
+            if (r == 0 && d == PL_DBI_INC)
+                r = verify_inc(db, &k, &v, err);
+            if (r < 0) {
+                mdb_cursor_close(cur);
+                return r;
+            }
+        }
+        mdb_cursor_close(cur);
+        PL_FAIL_IF(rc != MDB_NOTFOUND, err, pl__lmdb_code(rc), "%s: %s", db->path,
+                   mdb_strerror(rc));
+    }
+    /* Edge arrays: decompress and range-check. */
+    const struct pl__meta *m = &db->meta;
+    for (uint32_t t = 0; t < m->n_types; t++) {
+        unsigned char key[2];
+        pl__edges_key(key, t);
+        int32_t *e;
+        int rc = pl__db_get_zstd(db->txn, db->dbi[PL_DBI_EDGES], PL_DBI_EDGES, key, 2,
+                                 8 * m->n_edges[t], (void **)&e, err);
+        PL_FAIL_IF(rc == -ENOENT, err, PL_ECORRUPT, "key edges/type %u missing", t);
+        PL_TRY(rc);
+        uint64_t bad = 0;
+        for (uint64_t i = 0; i < 2 * m->n_edges[t]; i++)
+            bad += (e[i] < 0 || (uint64_t)e[i] >= m->n_genes);
+        free(e);
+        PL_FAIL_IF(bad, err, PL_ECORRUPT, "key edges/type %u: gene index out of range", t);
+    }
+    for (uint64_t b = 0; b < m->n_blocks; b++)
+        PL_TRY(pl__db_load_block(db, b, err));
+    return verify_payload(db, err);
+}

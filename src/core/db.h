@@ -1,0 +1,35 @@
+/* The open database handle, shared by the run-time stages. */
+#ifndef PL_CORE_DB_H
+#define PL_CORE_DB_H
+
+#include <lmdb.h>
+#include <zstd.h>
+
+#include "dbformat.h"
+#include "sstore.h"
+#include "strtab.h"
+
+struct pl_db {
+    char *path;
+    MDB_env *env;
+    MDB_txn *txn;                  /* one read transaction for the handle's life */
+    MDB_dbi dbi[PL_DBI_COUNT];
+    struct pl__meta meta;
+    pl_db_info info;
+    const char **names[5];         /* genes, types, labels, reactions, metabolites */
+    pl_strtab gene_index;
+    struct pl__block_entry *blocks; /* [n_blocks], copied out of the map */
+    int samples_fd;
+    /* pl_db_sample(): one cached decoded block */
+    ZSTD_DCtx *dctx;
+    void *blockbuf, *raw;
+    size_t blockbuf_cap, raw_cap;
+    int64_t cached_block;
+    pl__block_view view;
+};
+
+/** Read the whole compressed block `b` into `db->blockbuf` and decode it into
+ *  `db->raw` (used by pl_db_sample and pl_db_verify). */
+int pl__db_load_block(pl_db *db, uint64_t b, pl_err *err);
+
+#endif

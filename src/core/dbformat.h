@@ -1,0 +1,124 @@
+/* The on-disk format of a pertload database, in one place.
+ *
+ * A database is a directory:
+ *   data.mdb     LMDB environment (no lock file: opened read-only, MDB_NOLOCK)
+ *   samples.pls  sample store: zstd-compressed blocks, each with an XXH64
+ *   payload.npy  optional per-sample payload, a valid .npy whose header is
+ *                padded to PL_PAYLOAD_ALIGN so rows can be read with O_DIRECT
+ *
+ * LMDB sub-databases (every value ends with an 8-byte XXH64 trailer seeded by
+ * the XXH64 of its key, so a value moved under another key is caught too):
+ *   "meta"   "meta"    struct pl__meta
+ *            "params"  build parameters text
+ *            "blocks"  struct pl__block_entry[n_blocks]
+ *            "payload" uint64 XXH64 per PL_PAYLOAD_CHUNK bytes of payload data
+ *   "names"  "genes" "types" "labels" "reactions" "metabolites"
+ *            names joined by NUL bytes (each name NUL-terminated)
+ *   "edges"  'e' u8 type   zstd( int32 src[E], int32 dst[E] )
+ *            "gpr"         zstd( int32 gene[n], int32 reaction[n] )
+ *            "rmr"         zstd( int32 reaction[n], int32 metabolite[n], float stoich[n] )
+ *   "inc"    be16 kind, be32 gene -> roaring portable bitmap of positions
+ *            kinds 0..n_types-1: incident edge positions of the gene;
+ *            n_types+PL_LIST_GPR: GPR edge positions of the gene;
+ *            n_types+PL_LIST_REACTION: reactions with the gene in their GPR;
+ *            n_types+PL_LIST_RMR: RMR positions of those reactions.
+ *            Empty bitmaps are not stored.
+ * All integers little-endian (the only byte order pertload builds on).
+ */
+#ifndef PL_CORE_DBFORMAT_H
+#define PL_CORE_DBFORMAT_H
+
+#include <lmdb.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pertload.h"
+
+#define PL_META_MAGIC "PERTLOAD"
+#define PL_PAYLOAD_ALIGN 4096u
+#define PL_PAYLOAD_CHUNK (1u << 20)
+#define PL_BLOCK_ROWS 1024u
+#define PL_DB_MAPSIZE ((size_t)1 << 40)
+
+#define PL_FILE_LMDB "data.mdb"
+#define PL_FILE_SAMPLES "samples.pls"
+#define PL_FILE_PAYLOAD "payload.npy"
+
+struct pl__meta {
+    char magic[8];
+    uint32_t format_version;
+    uint32_t n_types;
+    uint64_t n_genes, n_reactions, n_metabolites, n_gpr, n_rmr, n_samples;
+    uint32_t n_labels;
+    uint32_t has_metabolism;
+    uint32_t block_rows;
+    uint32_t payload_ndim;
+    uint64_t n_blocks;
+    uint64_t n_edges[PL_MAX_TYPES];
+    char payload_dtype[8];
+    uint64_t payload_shape[8];
+    uint64_t payload_row_bytes;
+    uint64_t payload_offset;     /* data start in payload.npy */
+    uint64_t samples_bytes;      /* size of samples.pls */
+    uint64_t payload_bytes;      /* size of payload.npy */
+};
+
+/* Sample-store index entry, one per block. */
+struct pl__block_entry {
+    uint64_t offset;     /* of the block header in samples.pls */
+    uint32_t comp_size;  /* compressed bytes after the header */
+    uint32_t raw_size;
+    uint64_t first_row;
+    uint32_t n_rows;
+    uint32_t n_refs;     /* gene references in the block */
+    uint64_t checksum;   /* XXH64 of the compressed bytes */
+};
+
+/* Named sub-databases. */
+enum { PL_DBI_META, PL_DBI_NAMES, PL_DBI_EDGES, PL_DBI_INC, PL_DBI_COUNT };
+extern const char *const pl__dbi_names[PL_DBI_COUNT];
+
+/** Key of an incidence bitmap: be16 kind, be32 gene (sorts by kind, gene). */
+static inline void pl__inc_key(unsigned char key[6], uint32_t kind, uint32_t gene)
+{
+    key[0] = (unsigned char)(kind >> 8);
+    key[1] = (unsigned char)kind;
+    key[2] = (unsigned char)(gene >> 24);
+    key[3] = (unsigned char)(gene >> 16);
+    key[4] = (unsigned char)(gene >> 8);
+    key[5] = (unsigned char)gene;
+}
+
+/** Key of an edge array: 'e', u8 type. */
+static inline void pl__edges_key(unsigned char key[2], uint32_t type)
+{
+    key[0] = 'e';
+    key[1] = (unsigned char)type;
+}
+
+/** Printable description of key `k` of sub-database `dbi`, for messages. */
+void pl__key_describe(int dbi, const void *k, size_t klen, char *buf, size_t cap);
+
+/** Store `len` bytes under `key` with the checksum trailer (MDB_RESERVE).
+ *  @param flags LMDB put flags (MDB_APPEND for sorted bulk loads). */
+int pl__db_put(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t klen,
+               const void *val, size_t len, unsigned flags, pl_err *err);
+
+/** Fetch `key` and check its trailer. `*val` / `*len` point into the map.
+ *  @return 0, -ENOENT when absent (no message), PL_ECORRUPT naming the key. */
+int pl__db_get(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t klen,
+               const void **val, size_t *len, pl_err *err);
+
+/** Check the trailer of a value read by a cursor. */
+int pl__db_check(int which, const MDB_val *k, const MDB_val *v, pl_err *err);
+
+/** Store `len` bytes zstd-compressed (level 3) with the trailer. */
+int pl__db_put_zstd(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t klen,
+                    const void *val, size_t len, pl_err *err);
+
+/** Fetch a zstd value into a new malloc'd buffer of exactly `want` bytes.
+ *  @return 0, -ENOENT, PL_ECORRUPT (bad trailer, bad frame or size). */
+int pl__db_get_zstd(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t klen,
+                    size_t want, void **out, pl_err *err);
+
+#endif

@@ -1,0 +1,34 @@
+/* Internal error helpers: every stage reports failures through these. */
+#ifndef PL_CORE_ERROR_H
+#define PL_CORE_ERROR_H
+
+#include "pertload.h"
+
+/** Record `code` and a printf-style message in `err` (may be NULL).
+ *  @return `code`, so that callers can `return pl__err(err, code, ...)`. */
+int pl__err(pl_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** Prefix the message already in `err` with "prefix: " (keeps the code). */
+int pl__err_prefix(pl_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/** Map an LMDB return code to a pertload code (-errno or PL_ELMDB). */
+int pl__lmdb_code(int rc);
+
+/** Fail with `code` and a message when `cond` holds (zstd's RETURN_ERROR_IF). */
+#define PL_FAIL_IF(cond, err, code, ...)                                       \
+    do {                                                                       \
+        if (cond)                                                              \
+            return pl__err((err), (code), __VA_ARGS__);                        \
+    } while (0)
+
+/** Propagate a negative return value. */
+#define PL_TRY(expr)                                                           \
+    do {                                                                       \
+        int pl__rc = (expr);                                                   \
+        if (pl__rc < 0)                                                        \
+            return pl__rc;                                                     \
+    } while (0)
+
+#endif

@@ -1,0 +1,26 @@
+/* Small file helpers with pertload errors. */
+#ifndef PL_CORE_FILEIO_H
+#define PL_CORE_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pertload.h"
+
+/** pwrite all `len` bytes at `off`; errors name `path` (ENOSPC included). */
+int pl__write_all(int fd, const void *p, size_t len, uint64_t off, const char *path,
+                  pl_err *err);
+
+/** pread exactly `len` bytes at `off`; a short read is PL_ECORRUPT (truncated). */
+int pl__read_all(int fd, void *p, size_t len, uint64_t off, const char *path, pl_err *err);
+
+/** Remove a directory tree (best effort; used to clean up failed builds). */
+void pl__rmtree(const char *path);
+
+/** Join a directory and a file name into `buf`. @return buf. */
+char *pl__path_join(char *buf, size_t cap, const char *dir, const char *name);
+
+/** Size of the file at `path`, or 0. */
+uint64_t pl__file_size(const char *path);
+
+#endif

@@ -1,0 +1,26 @@
+/* Progress lines on a terminal (counts, rate, ETA); silent in pipes. */
+#ifndef PL_CORE_PROGRESS_H
+#define PL_CORE_PROGRESS_H
+
+#include <stdint.h>
+
+typedef struct pl__progress {
+    int on;
+    const char *what;
+    uint64_t total;   /* 0 when unknown */
+    double t0, last;
+} pl__progress;
+
+/** Monotonic seconds. */
+double pl__now(void);
+
+/** Start a progress line. @param mode 1 on, 0 off, -1 on when stderr is a tty. */
+void pl__progress_start(pl__progress *p, int mode, const char *what, uint64_t total);
+
+/** Report `done` units; prints at most five times a second. */
+void pl__progress_update(pl__progress *p, uint64_t done);
+
+/** Print the final count and end the line. */
+void pl__progress_end(pl__progress *p, uint64_t done);
+
+#endif

@@ -1,0 +1,90 @@
+/* Sample store (samples.pls): the block codec, a writer and a block decoder.
+ *
+ * File: a 64-byte header, then blocks. A block is a 32-byte header
+ * {u32 magic "PLBK", u32 comp_size, u32 raw_size, u32 n_rows, u64 first_row,
+ * u64 XXH64(compressed)} followed by zstd(raw). The raw block is columnar:
+ *   u32 n_rows, u32 n_refs, u64 ids[n], u32 gptr[n+1], i32 genes[n_refs],
+ *   f32 labels[n * n_labels]
+ * Blocks hold PL_BLOCK_ROWS rows (the last one fewer); their index lives in
+ * LMDB (meta/blocks) and is repeated in each block header.
+ */
+#ifndef PL_CORE_SSTORE_H
+#define PL_CORE_SSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zstd.h>
+
+#include "dbformat.h"
+
+#define PL_SSTORE_MAGIC "PLSAMPL1"
+#define PL_SSTORE_HEADER 64u
+#define PL_BLOCK_HEADER 32u
+#define PL_BLOCK_MAGIC 0x4b424c50u /* "PLBK" */
+
+/** Raw size of a block with `n` rows, `refs` gene references, `labels` columns. */
+static inline size_t pl__block_raw_size(uint64_t n, uint64_t refs, uint64_t labels)
+{
+    return 8 + 8 * n + 4 * (n + 1) + 4 * refs + 4 * n * labels;
+}
+
+typedef struct pl__sstore_writer {
+    int fd;
+    char *path;
+    uint32_t n_labels;
+    /* rows of the open block */
+    uint32_t n;
+    uint64_t *ids;
+    uint32_t *gptr;
+    float *labels;
+    int32_t *genes;
+    size_t n_refs, cap_refs;
+    /* output */
+    void *buf;            /* block header + compressed bytes */
+    size_t buf_cap;
+    void *raw;
+    size_t raw_cap;
+    ZSTD_CCtx *cctx;
+    uint64_t offset, n_samples;
+    struct pl__block_entry *index;
+    size_t n_blocks, cap_blocks;
+} pl__sstore_writer;
+
+/** Create `path` (must not exist) for a store with `n_labels` label columns. */
+int pl__sstore_create(pl__sstore_writer *w, const char *path, uint32_t n_labels,
+                      pl_err *err);
+
+/** Append one sample; `genes` holds `n` gene indices (n >= 1). */
+int pl__sstore_add(pl__sstore_writer *w, uint64_t id, const int32_t *genes,
+                   uint32_t n, const float *labels, pl_err *err);
+
+/** Flush the last block, write the file header and fsync. The index stays in
+ *  `w->index[0..n_blocks)` for the caller to store. */
+int pl__sstore_finish(pl__sstore_writer *w, pl_err *err);
+
+/** Release the writer (closes the file; does not delete it). */
+void pl__sstore_writer_free(pl__sstore_writer *w);
+
+/** A decoded block: arrays point into the caller's raw buffer. */
+typedef struct pl__block_view {
+    uint32_t n, n_refs;
+    const uint64_t *ids;
+    const uint32_t *gptr;   /* [n+1] */
+    const int32_t *genes;   /* [n_refs] */
+    const float *labels;    /* [n * n_labels] */
+} pl__block_view;
+
+/** Check a block read from the file at `e->offset` (header + compressed
+ *  bytes, `len` = PL_BLOCK_HEADER + e->comp_size) against its index entry,
+ *  decompress it into `raw` (8-byte aligned, >= e->raw_size bytes) and
+ *  validate its structure (gene indices < n_genes, each sample >= 1 gene).
+ *  @param which the block number, for messages. */
+int pl__block_decode(const void *block, size_t len, const struct pl__block_entry *e,
+                     uint64_t which, uint32_t n_labels, uint64_t n_genes,
+                     ZSTD_DCtx *dctx, void *raw, pl__block_view *v, pl_err *err);
+
+/** Check the store's file header against the metadata. */
+int pl__sstore_check_header(const void *hdr, uint64_t n_samples, uint64_t n_blocks,
+                            uint32_t n_labels, pl_err *err);
+
+#endif
