@@ -17,8 +17,10 @@ double pl__now(void);
 /** Start a progress line. @param mode 1 on, 0 off, -1 on when stderr is a tty. */
 void pl__progress_start(pl__progress *p, int mode, const char *what, uint64_t total);
 
-/** Report `done` units; prints at most five times a second. */
-void pl__progress_update(pl__progress *p, uint64_t done);
+/** Report `done` units; prints at most five times a second.
+ *  @param frac fraction of the work done (for the ETA when the total is not
+ *  known in units, e.g. bytes of a file read); negative: done / total. */
+void pl__progress_update(pl__progress *p, uint64_t done, double frac);
 
 /** Print the final count and end the line. */
 void pl__progress_end(pl__progress *p, uint64_t done);
