@@ -131,6 +131,9 @@ typedef struct pl_db_info {
     uint32_t payload_ndim;            /**< dimensions after the sample axis */
     uint64_t payload_shape[8];
     uint64_t payload_row_bytes;
+    uint64_t graph_bytes;             /**< size of data.mdb */
+    uint64_t samples_bytes;           /**< size of the sample store */
+    uint64_t payload_bytes;           /**< size of payload.npy, 0 if none */
 } pl_db_info;
 
 /** Open a database read-only. Checks the format version and the metadata

@@ -166,6 +166,10 @@ static void fill_info(pl_db *db)
     i->payload_ndim = m->payload_ndim;
     memcpy(i->payload_shape, m->payload_shape, sizeof i->payload_shape);
     i->payload_row_bytes = m->payload_row_bytes;
+    i->samples_bytes = m->samples_bytes;
+    i->payload_bytes = m->payload_bytes;
+    char p[4096];
+    i->graph_bytes = pl__file_size(pl__path_join(p, sizeof p, db->path, PL_FILE_LMDB));
 }
 
 static int open_db(pl_db *db, const char *path, pl_err *err)
@@ -400,6 +404,26 @@ PL_API int pl_db_verify(pl_db *db, pl_err *err)
             bad += (e[i] < 0 || (uint64_t)e[i] >= m->n_genes);
         free(e);
         PL_FAIL_IF(bad, err, PL_ECORRUPT, "key edges/type %u: gene index out of range", t);
+    }
+    if (m->has_metabolism) {
+        int32_t *a;
+        const struct {
+            const char *key;
+            uint64_t n, width, limit0, limit1;
+        } arr[2] = {{"gpr", m->n_gpr, 2, m->n_genes, m->n_reactions},
+                    {"rmr", m->n_rmr, 3, m->n_reactions, m->n_metabolites}};
+        for (int k = 0; k < 2; k++) {
+            int rc = pl__db_get_zstd(db->txn, db->dbi[PL_DBI_EDGES], PL_DBI_EDGES, arr[k].key,
+                                     3, 4 * arr[k].width * arr[k].n, (void **)&a, err);
+            PL_FAIL_IF(rc == -ENOENT, err, PL_ECORRUPT, "key edges/%s missing", arr[k].key);
+            PL_TRY(rc);
+            uint64_t bad = 0;
+            for (uint64_t i = 0; i < arr[k].n; i++)
+                bad += a[i] < 0 || (uint64_t)a[i] >= arr[k].limit0 || a[arr[k].n + i] < 0 ||
+                       (uint64_t)a[arr[k].n + i] >= arr[k].limit1;
+            free(a);
+            PL_FAIL_IF(bad, err, PL_ECORRUPT, "key edges/%s: index out of range", arr[k].key);
+        }
     }
     for (uint64_t b = 0; b < m->n_blocks; b++)
         PL_TRY(pl__db_load_block(db, b, err));
