@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install pertload's build and test dependencies from Debian's packages.
+set -euo pipefail
+pkgs=(build-essential meson ninja-build pkg-config liblmdb-dev liburing-dev libzstd-dev
+      libroaring-dev libcriterion-dev python3 python3-numpy python3-pytest valgrind)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
