@@ -1,8 +1,18 @@
+/* pertload bench: throughput measurements (bench/). */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/bench.h"
 #include "cli.h"
 
 int pl_cmd_bench(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return 2;
+    const char *usage = "masks DB [--samples N] [--peer-samples M]";
+    if (argc >= 2 && !strcmp(argv[1], "masks"))
+        return pl_bench_masks(argc - 1, argv + 1);
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: pertload bench %s\n", usage);
+        return 0;
+    }
+    return pl_cli_usage("bench", usage, "expected a benchmark name");
 }

@@ -1,8 +1,100 @@
+/* pertload synth: generate synthetic yeast-scale input files. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "preprocess/synth.h"
+
+static const char usage[] = "OUT [--genes N] [--samples S] [--seed X] [--scale F] "
+                            "[--payload-dim D] [--quiet]";
+
+static void help(void)
+{
+    printf("usage: pertload synth %s\n\n"
+           "Write a synthetic yeast-scale data set into directory OUT (created if absent):\n"
+           "genes.txt, edges/<type>.tsv for the nine yeast edge types, reactions.txt,\n"
+           "gpr.tsv, rmr.tsv, samples.tsv, payload.npy (with --payload-dim) and\n"
+           "build-args.txt, the arguments of `pertload build -o DB` for these files, one\n"
+           "per line:  xargs -d '\\n' -a OUT/build-args.txt pertload build -o DB\n"
+           "The same options give byte-identical files.\n\n"
+           "options:\n"
+           "  --genes N        number of genes (default 6607)\n"
+           "  --samples S      number of samples (default 1000000)\n"
+           "  --seed X         random seed (default 1)\n"
+           "  --scale F        multiply edge, reaction and metabolite counts (default 1.0)\n"
+           "  --payload-dim D  write payload.npy, float32 [S, D] (default 0: none)\n"
+           "  --quiet          no progress and no summary\n",
+           usage);
+}
 
 int pl_cmd_synth(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return 2;
+    pl_synth_opts o = {.n_genes = 6607, .n_samples = 1000000, .seed = 1, .scale = 1.0,
+                       .progress = -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            help();
+            return 0;
+        }
+        if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            o.progress = 0;
+            continue;
+        }
+        if (a[0] != '-' || !a[1]) {
+            if (o.out)
+                return pl_cli_usage("synth", usage, "more than one OUT ('%s', '%s')", o.out,
+                                    a);
+            o.out = a;
+            continue;
+        }
+        /* options with a value: "--opt V" or "--opt=V" */
+        char opt[32];
+        const char *eq = strchr(a, '='), *v;
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        if (len >= sizeof opt)
+            return pl_cli_usage("synth", usage, "unknown option '%s'", a);
+        memcpy(opt, a, len);
+        opt[len] = '\0';
+        if (eq)
+            v = eq + 1;
+        else if (i + 1 < argc)
+            v = argv[++i];
+        else
+            return pl_cli_usage("synth", usage, "%s needs a value", opt);
+        unsigned long long u;
+        if (!strcmp(opt, "--scale")) {
+            char *end;
+            o.scale = strtod(v, &end);
+            if (!*v || *end || !isfinite(o.scale) || o.scale < 0)
+                return pl_cli_usage("synth", usage, "--scale: '%s' is not a number >= 0", v);
+        } else if (!strcmp(opt, "--genes") || !strcmp(opt, "--samples") ||
+                   !strcmp(opt, "--seed") || !strcmp(opt, "--payload-dim")) {
+            if (pl_cli_u64("synth", opt, v, &u) < 0)
+                return 2;
+            if (!strcmp(opt, "--genes"))
+                o.n_genes = u;
+            else if (!strcmp(opt, "--samples"))
+                o.n_samples = u;
+            else if (!strcmp(opt, "--seed"))
+                o.seed = u;
+            else if (u > UINT32_MAX)
+                return pl_cli_usage("synth", usage, "--payload-dim: %llu is too large", u);
+            else
+                o.payload_dim = (uint32_t)u;
+        } else {
+            return pl_cli_usage("synth", usage, "unknown option '%s'", opt);
+        }
+    }
+    if (!o.out)
+        return pl_cli_usage("synth", usage, "missing OUT");
+
+    pl_err err = {0};
+    int rc = pl__synth(&o, &err);
+    if (rc == PL_EUSAGE)
+        return pl_cli_usage("synth", usage, "%s", err.msg);
+    return rc < 0 ? pl_cli_fail("synth", rc, &err) : 0;
 }

@@ -1,0 +1,9 @@
+/* Benchmarks behind `pertload bench`; each returns an exit status. */
+#ifndef PL_BENCH_H
+#define PL_BENCH_H
+
+/** `pertload bench masks DB [--samples N] [--peer-samples M]`: single-core
+ *  samples/s of the masks engine beside the naive unions it replaces. */
+int pl_bench_masks(int argc, char **argv);
+
+#endif

@@ -1,0 +1,328 @@
+/* Masks engine throughput beside its peers, on the same samples, in one run.
+ *
+ * Peers (each computes the removed positions of every list kind of a sample
+ * as a sorted uint32 array, the output pertload emits):
+ *   roaring_or_many  CRoaring roaring_bitmap_or_many + to_uint32_array
+ *   roaring_or       CRoaring pairwise roaring_bitmap_or + to_uint32_array
+ *   plain_merge      two-way merges of the per-gene sorted arrays with bounds
+ *                    checks, pairwise for three or more genes
+ *   write_only       memcpy of the engine's output bytes alone (the roofline)
+ * Every peer's total output size is checked against the engine's. */
+#include <errno.h>
+#include <roaring/roaring.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "masks/masks.h"
+#include "src/core/db.h"
+#include "src/core/error.h"
+#include "src/core/progress.h"
+
+typedef struct samples {
+    uint64_t n;
+    uint64_t *ptr;    /* [n+1] */
+    int32_t *genes;   /* sorted unique per sample */
+} samples;
+
+typedef struct peer_ctx {
+    const pl_graph *g;
+    roaring_bitmap_t **bm; /* [kind * n_genes + gene], NULL when empty */
+    uint32_t *out, *tmp;
+    uint64_t cap;
+} peer_ctx;
+
+static int load_samples(pl_db *db, uint64_t want, samples *s, pl_err *err)
+{
+    const pl_db_info *info = pl_db_info_get(db);
+    s->n = want < info->n_samples ? want : info->n_samples;
+    s->ptr = malloc((s->n + 1) * sizeof *s->ptr);
+    uint64_t cap = 4 * s->n + 16, used = 0;
+    s->genes = malloc(cap * sizeof *s->genes);
+    if (!s->ptr || !s->genes)
+        return pl__err(err, -ENOMEM, "out of memory");
+    s->ptr[0] = 0;
+    for (uint64_t r = 0; r < s->n; r++) {
+        pl_sample smp;
+        PL_TRY(pl_db_sample(db, r, &smp, err));
+        if (used + smp.n_genes > cap) {
+            cap = 2 * (used + smp.n_genes);
+            int32_t *g = realloc(s->genes, cap * sizeof *g);
+            if (!g)
+                return pl__err(err, -ENOMEM, "out of memory");
+            s->genes = g;
+        }
+        uint32_t bad;
+        int64_t k = pl__masks_genes((uint32_t)info->n_genes, smp.genes, smp.n_genes,
+                                    s->genes + used, &bad);
+        PL_FAIL_IF(k < 0, err, PL_ECORRUPT, "row %llu: gene out of range",
+                   (unsigned long long)r);
+        used += (uint64_t)k;
+        s->ptr[r + 1] = used;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ peers */
+
+static uint64_t run_engine(pl_masks *m, const samples *s, uint64_t n)
+{
+    uint64_t total = 0;
+    pl_masks_result res;
+    for (uint64_t i = 0; i < n; i++) {
+        pl_masks_compute(m, s->genes + s->ptr[i], (uint32_t)(s->ptr[i + 1] - s->ptr[i]), &res);
+        for (uint32_t k = 0; k < res.n_lists; k++)
+            total += res.removed[k].n;
+    }
+    return total;
+}
+
+static uint64_t run_or_many(peer_ctx *p, const samples *s, uint64_t n)
+{
+    const pl_graph *g = p->g;
+    uint64_t total = 0;
+    const roaring_bitmap_t *in[64];
+    for (uint64_t i = 0; i < n; i++) {
+        const int32_t *gs = s->genes + s->ptr[i];
+        uint32_t k = (uint32_t)(s->ptr[i + 1] - s->ptr[i]);
+        for (uint32_t kind = 0; kind < g->n_lists; kind++) {
+            size_t m = 0;
+            for (uint32_t j = 0; j < k && m < 64; j++) {
+                roaring_bitmap_t *b = p->bm[(uint64_t)kind * g->n_genes + (uint32_t)gs[j]];
+                if (b)
+                    in[m++] = b;
+            }
+            roaring_bitmap_t *u = roaring_bitmap_or_many(m, in);
+            roaring_bitmap_to_uint32_array(u, p->out);
+            total += roaring_bitmap_get_cardinality(u);
+            roaring_bitmap_free(u);
+        }
+    }
+    return total;
+}
+
+static uint64_t run_or_pairwise(peer_ctx *p, const samples *s, uint64_t n)
+{
+    const pl_graph *g = p->g;
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const int32_t *gs = s->genes + s->ptr[i];
+        uint32_t k = (uint32_t)(s->ptr[i + 1] - s->ptr[i]);
+        for (uint32_t kind = 0; kind < g->n_lists; kind++) {
+            roaring_bitmap_t *u = roaring_bitmap_create();
+            for (uint32_t j = 0; j < k; j++) {
+                roaring_bitmap_t *b = p->bm[(uint64_t)kind * g->n_genes + (uint32_t)gs[j]];
+                if (b) {
+                    roaring_bitmap_t *v = roaring_bitmap_or(u, b);
+                    roaring_bitmap_free(u);
+                    u = v;
+                }
+            }
+            roaring_bitmap_to_uint32_array(u, p->out);
+            total += roaring_bitmap_get_cardinality(u);
+            roaring_bitmap_free(u);
+        }
+    }
+    return total;
+}
+
+/* A textbook two-way merge with bounds checks. */
+static uint64_t merge_plain(const uint32_t *a, uint64_t na, const uint32_t *b, uint64_t nb,
+                            uint32_t *o)
+{
+    uint64_t i = 0, j = 0, n = 0;
+    while (i < na && j < nb) {
+        if (a[i] < b[j])
+            o[n++] = a[i++];
+        else if (b[j] < a[i])
+            o[n++] = b[j++];
+        else
+            o[n++] = a[i++], j++;
+    }
+    while (i < na)
+        o[n++] = a[i++];
+    while (j < nb)
+        o[n++] = b[j++];
+    return n;
+}
+
+static uint64_t run_plain_merge(peer_ctx *p, const samples *s, uint64_t n)
+{
+    const pl_graph *g = p->g;
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const int32_t *gs = s->genes + s->ptr[i];
+        uint32_t k = (uint32_t)(s->ptr[i + 1] - s->ptr[i]);
+        for (uint32_t kind = 0; kind < g->n_lists; kind++) {
+            uint64_t len = 0, l;
+            for (uint32_t j = 0; j < k; j++) {
+                const uint32_t *b = pl__graph_list(g, kind, (uint32_t)gs[j], &l);
+                len = merge_plain(p->out, len, b, l, p->tmp);
+                uint32_t *t = p->out;
+                p->out = p->tmp;
+                p->tmp = t;
+            }
+            total += len;
+        }
+    }
+    return total;
+}
+
+static uint64_t run_write_only(peer_ctx *p, pl_masks *m, const samples *s, uint64_t n,
+                               double *secs)
+{
+    /* Sizes first (untimed), then copy that many bytes per list. */
+    uint32_t *sizes = malloc(n * p->g->n_lists * sizeof *sizes);
+    pl_masks_result res;
+    uint64_t total = 0;
+    for (uint64_t i = 0; sizes && i < n; i++) {
+        pl_masks_compute(m, s->genes + s->ptr[i], (uint32_t)(s->ptr[i + 1] - s->ptr[i]), &res);
+        for (uint32_t k = 0; k < res.n_lists; k++)
+            sizes[i * res.n_lists + k] = res.removed[k].n;
+    }
+    double t0 = pl__now();
+    for (uint64_t i = 0; sizes && i < n; i++)
+        for (uint32_t k = 0; k < p->g->n_lists; k++) {
+            uint32_t len = sizes[i * p->g->n_lists + k];
+            memcpy(p->out, p->tmp, 4 * (size_t)len);
+            total += len;
+        }
+    *secs = pl__now() - t0;
+    free(sizes);
+    return total;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static int load_bitmaps(pl_db *db, peer_ctx *p, pl_err *err)
+{
+    const pl_graph *g = p->g;
+    p->bm = calloc((size_t)g->n_lists * g->n_genes, sizeof *p->bm);
+    PL_FAIL_IF(!p->bm, err, -ENOMEM, "out of memory");
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc = mdb_cursor_open(db->txn, db->dbi[PL_DBI_INC], &cur);
+    PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s", mdb_strerror(rc));
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        const unsigned char *kb = k.mv_data;
+        uint32_t kind = (uint32_t)kb[0] << 8 | kb[1];
+        uint32_t gene = (uint32_t)kb[2] << 24 | (uint32_t)kb[3] << 16 | (uint32_t)kb[4] << 8 |
+                        kb[5];
+        if (kind < g->n_lists && gene < g->n_genes)
+            p->bm[(uint64_t)kind * g->n_genes + gene] =
+                roaring_bitmap_portable_deserialize_safe(v.mv_data, v.mv_size - 8);
+    }
+    mdb_cursor_close(cur);
+    return 0;
+}
+
+static void report(const char *name, uint64_t n, double secs, double base_rate,
+                   uint64_t total, uint64_t want_total)
+{
+    double rate = secs > 0 ? (double)n / secs : 0;
+    printf("  %-16s %10llu samples %9.3f s %12.0f samples/s %9.3f us/sample  engine is "
+           "%7.2fx%s\n", name, (unsigned long long)n, secs, rate, rate > 0 ? 1e6 / rate : 0,
+           rate > 0 ? base_rate / rate : 0, total == want_total ? "" : "  OUTPUT MISMATCH");
+}
+
+int pl_bench_masks(int argc, char **argv)
+{
+    const char *path = NULL;
+    unsigned long long n_samples = 1000000, n_peer = 20000;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--samples") && i + 1 < argc)
+            n_samples = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--peer-samples") && i + 1 < argc)
+            n_peer = strtoull(argv[++i], NULL, 10);
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else {
+            fprintf(stderr, "usage: pertload bench masks DB [--samples N] [--peer-samples M]\n");
+            return 2;
+        }
+    }
+    if (!path) {
+        fprintf(stderr, "usage: pertload bench masks DB [--samples N] [--peer-samples M]\n");
+        return 2;
+    }
+    pl_err err = {0};
+    pl_db *db = NULL;
+    pl_graph *g = NULL;
+    pl_masks *m = NULL;
+    samples s = {0};
+    peer_ctx p = {0};
+    int rc = pl_db_open(path, &db, &err);
+    double t0 = pl__now();
+    if (rc == 0)
+        rc = pl_graph_load(db, &g, &err);
+    double t_load = pl__now() - t0;
+    if (rc == 0)
+        rc = load_samples(db, n_samples, &s, &err);
+    if (rc == 0 && !(m = pl_masks_new(g)))
+        rc = pl__err(&err, -ENOMEM, "out of memory");
+    p.g = g;
+    if (rc == 0)
+        rc = load_bitmaps(db, &p, &err);
+    if (rc == 0) {
+        uint64_t maxlen = 0;
+        for (uint32_t k = 0; k < g->n_lists; k++)
+            maxlen += g->kind[k].count + 1;
+        p.cap = maxlen;
+        p.out = malloc(maxlen * 4);
+        p.tmp = calloc(maxlen, 4);
+        if (!p.out || !p.tmp)
+            rc = pl__err(&err, -ENOMEM, "out of memory");
+    }
+    if (rc < 0) {
+        fprintf(stderr, "pertload bench masks: %s\n", err.msg);
+        goto out;
+    }
+    uint64_t np = n_peer < s.n ? n_peer : s.n;
+    uint64_t removed = 0, genes = s.ptr[s.n];
+    printf("masks engine, one core, sparse output for %u lists (%u edge types%s); graph "
+           "loaded in %.3f s\n", g->n_lists, g->n_types, g->n_lists > g->n_types ?
+           " + GPR, reactions, RMR" : "", t_load);
+    run_engine(m, &s, np < 1000 ? np : 1000); /* warm-up */
+    t0 = pl__now();
+    removed = run_engine(m, &s, s.n);
+    double t_all = pl__now() - t0;
+    printf("  all samples: %llu samples, %.2f genes and %.0f removed positions per sample\n",
+           (unsigned long long)s.n, s.n ? (double)genes / (double)s.n : 0,
+           s.n ? (double)removed / (double)s.n : 0);
+    double rate_all = s.n && t_all > 0 ? (double)s.n / t_all : 0;
+    report("pertload", s.n, t_all, rate_all, 0, 0);
+    printf("peers on the first %llu samples (same samples for all):\n", (unsigned long long)np);
+    t0 = pl__now();
+    uint64_t want = run_engine(m, &s, np);
+    double t_eng = pl__now() - t0, base = np && t_eng > 0 ? (double)np / t_eng : 0;
+    report("pertload", np, t_eng, base, want, want);
+    t0 = pl__now();
+    uint64_t got = run_plain_merge(&p, &s, np);
+    report("plain_merge", np, pl__now() - t0, base, got, want);
+    t0 = pl__now();
+    got = run_or_pairwise(&p, &s, np);
+    report("roaring_or", np, pl__now() - t0, base, got, want);
+    uint64_t nm = np < 2000 ? np : 2000;
+    t0 = pl__now();
+    got = run_or_many(&p, &s, nm);
+    uint64_t want_m = run_engine(m, &s, nm);
+    report("roaring_or_many", nm, pl__now() - t0, base, got, want_m);
+    double t_w;
+    got = run_write_only(&p, m, &s, np, &t_w);
+    report("write_only", np, t_w, base, got, want);
+out:
+    if (p.bm)
+        for (uint64_t i = 0; g && i < (uint64_t)g->n_lists * g->n_genes; i++)
+            roaring_bitmap_free(p.bm[i]);
+    free(p.bm);
+    free(p.out);
+    free(p.tmp);
+    free(s.ptr);
+    free(s.genes);
+    pl_masks_free(m);
+    pl_graph_free(g);
+    pl_db_close(db);
+    return rc < 0 ? 1 : 0;
+}

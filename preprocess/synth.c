@@ -1,0 +1,871 @@
+/* Synthetic yeast-scale input files (see synth.h).
+ *
+ * Every component draws from its own xoshiro256** stream, seeded from (seed, component),
+ * so that changing --samples leaves the graph as it was and vice versa; gene names depend
+ * on --genes only. Degrees are heavy-tailed: an endpoint is drawn with weight
+ * 1/(rank + r0)^ALPHA over a random ranking of the genes, one ranking per edge type; the
+ * offset r0 (about 34 for 6,607 genes) keeps the biggest hubs at thousands of edges
+ * rather than a tenth of the type. Types under SMALL_TYPE_EDGES draw from a random half
+ * of the genes, so the other half is isolated there. Pairs are kept unique by a hash set
+ * (otherwise hub pairs repeat by the hundred); duplicates and self-loops are then added
+ * on purpose at P_DUP and P_SELF. */
+#include "synth.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/core/error.h"
+#include "src/core/progress.h"
+
+/* The yeast figures of DESIGN section 1 and of yeast-GEM 9.0.2. */
+static const struct {
+    const char *name;
+    uint64_t edges;
+} edge_types[] = {
+    {"physical", 144211},
+    {"regulatory", 44310},
+    {"tflink", 207250},
+    {"string12_0_neighborhood", 153320},
+    {"string12_0_fusion", 18394},
+    {"string12_0_cooccurence", 17692},
+    {"string12_0_coexpression", 1002806},
+    {"string12_0_experimental", 828701},
+    {"string12_0_database", 79224},
+};
+#define N_TYPES (sizeof edge_types / sizeof edge_types[0])
+#define YEAST_GENES 6607.0
+#define YEAST_REACTIONS 4131.0
+#define YEAST_METABOLITES 2806.0
+#define YEAST_METABOLIC_GENES 1161.0
+
+#define ALPHA 0.9                /* power-law exponent of endpoint weights */
+#define SMALL_TYPE_EDGES 100000  /* smaller types use half the genes */
+#define P_SELF 0.001             /* self-loops */
+#define P_DUP 0.005              /* exact duplicates of an earlier edge */
+#define P_SINGLE (5694.0 / 13525071.0)
+#define P_TRIPLE (376732.0 / 13525071.0)
+#define P_FIT_MISSING 0.03
+#define P_GI_MISSING 0.10
+#define P_NA 0.25                /* a missing label is "NA", otherwise empty */
+#define P_NO_GPR 0.30            /* reactions without genes */
+#define LOCI (16u * 2u * 999u)   /* Y + chromosome A-P + arm L/R + 001..999 */
+#define NAME_CAP 24
+#define WBUF (1u << 20)
+
+enum { S_NAMES = 1, S_FITNESS, S_METAB, S_SAMPLES, S_PAYLOAD, S_IDS, S_SCORES, S_EDGES = 64 };
+
+/* ------------------------------------------------------------------ PRNG */
+
+typedef struct rng {
+    uint64_t s[4];
+} rng;
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Seed the stream of one component. */
+static void rng_seed(rng *r, uint64_t seed, uint64_t stream)
+{
+    uint64_t x = seed;
+    x = splitmix64(&x) ^ (stream * 0xD1B54A32D192ED03ull);
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+/* xoshiro256** */
+static inline uint64_t rng_next(rng *r)
+{
+    uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return out;
+}
+
+/* Uniform in [0, 1). */
+static inline double rng_unif(rng *r) { return (double)(rng_next(r) >> 11) * 0x1p-53; }
+
+/* Uniform in [0, n) for n < 2^32. */
+static inline uint32_t rng_below(rng *r, uint32_t n)
+{
+    return (uint32_t)(((rng_next(r) >> 32) * n) >> 32);
+}
+
+/* ------------------------------------------------------ power-law sampler */
+
+/* Draws ids with weight 1/(rank + r0)^ALPHA over a random ranking of a random subset
+ * of the ids, in O(1) with Walker's alias table (Vose's construction). */
+typedef struct plaw {
+    uint32_t n;       /* ids drawn from */
+    uint32_t *id;     /* [n_all]: the first n are the subset, by rank */
+    uint32_t *thr;    /* [n] keep slot k when 32 random bits are below thr[k] */
+    uint32_t *alias;  /* [n] otherwise take alias[k] */
+} plaw;
+
+static void plaw_free(plaw *p)
+{
+    free(p->id);
+    free(p->thr);
+    free(p->alias);
+}
+
+/* Rank a random n-subset of 0..n_all-1 (1 <= n <= n_all). */
+static int plaw_init(plaw *p, rng *r, uint32_t n_all, uint32_t n, pl_err *err)
+{
+    double *w = malloc((size_t)n * sizeof *w), r0 = 1.0 + n / 200.0, sum = 0;
+    uint32_t *stack = malloc((size_t)n * sizeof *stack), n_small = 0, n_large = n;
+    p->n = n;
+    p->id = malloc((size_t)n_all * sizeof *p->id);
+    p->thr = malloc((size_t)n * sizeof *p->thr);
+    p->alias = malloc((size_t)n * sizeof *p->alias);
+    if (!w || !stack || !p->id || !p->thr || !p->alias) {
+        free(w);
+        free(stack);
+        plaw_free(p);
+        return pl__err(err, -ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < n_all; i++)
+        p->id[i] = i;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = i + rng_below(r, n_all - i), t = p->id[i];
+        p->id[i] = p->id[j];
+        p->id[j] = t;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        sum += w[k] = pow(k + r0, -ALPHA);
+    for (uint32_t k = 0; k < n; k++) { /* small slots at the bottom, large at the top */
+        w[k] *= n / sum;
+        p->alias[k] = k;
+        stack[w[k] < 1 ? n_small++ : --n_large] = k;
+    }
+    while (n_small > 0 && n_large < n) {
+        uint32_t sm = stack[--n_small], lg = stack[n_large];
+        p->thr[sm] = (uint32_t)(w[sm] * 0x1p32);
+        p->alias[sm] = lg;
+        w[lg] -= 1 - w[sm];
+        if (w[lg] < 1) { /* lg moves from the large to the small stack */
+            n_large++;
+            stack[n_small++] = lg;
+        }
+    }
+    for (uint32_t i = 0; i < n_small; i++) /* rounding leftovers: keep always */
+        p->thr[stack[i]] = UINT32_MAX, p->alias[stack[i]] = stack[i];
+    for (uint32_t i = n_large; i < n; i++)
+        p->thr[stack[i]] = UINT32_MAX, p->alias[stack[i]] = stack[i];
+    free(w);
+    free(stack);
+    return 0;
+}
+
+static inline uint32_t plaw_draw(const plaw *p, rng *r)
+{
+    uint64_t x = rng_next(r);
+    uint32_t k = (uint32_t)(((x >> 32) * p->n) >> 32);
+    return p->id[(uint32_t)x < p->thr[k] ? k : p->alias[k]];
+}
+
+/* Fill v[0..k) with distinct draws (k <= the number of ids that can be drawn). */
+static void draw_distinct(const plaw *p, rng *r, uint32_t n_uniform, uint32_t *v, uint32_t k)
+{
+    for (uint32_t i = 0; i < k; i++) {
+        int again;
+        do {
+            v[i] = p ? plaw_draw(p, r) : rng_below(r, n_uniform);
+            again = 0;
+            for (uint32_t j = 0; j < i; j++)
+                again |= v[j] == v[i];
+        } while (again);
+    }
+}
+
+/* ----------------------------------------------------------- output files */
+
+typedef struct wfile {
+    FILE *f;
+    char *buf;
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+} wfile;
+
+/* Create `path`.tmp for writing; nothing to release on failure. */
+static int w_open(wfile *w, const char *path, pl_err *err)
+{
+    w->f = NULL;
+    w->buf = NULL;
+    if (snprintf(w->path, sizeof w->path, "%s", path) >= (int)sizeof w->path)
+        return pl__err(err, -ENAMETOOLONG, "%s: %s", path, strerror(ENAMETOOLONG));
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
+    w->buf = malloc(WBUF);
+    if (!w->buf)
+        return pl__err(err, -ENOMEM, "%s: out of memory", path);
+    w->f = fopen(w->tmp, "wb");
+    if (!w->f) {
+        int e = errno;
+        free(w->buf);
+        return pl__err(err, -e, "%s: cannot create: %s", w->tmp, strerror(e));
+    }
+    setvbuf(w->f, w->buf, _IOFBF, WBUF);
+    return 0;
+}
+
+static int w_put(wfile *w, const void *p, size_t n, pl_err *err)
+{
+    if (fwrite(p, 1, n, w->f) == n)
+        return 0;
+    int e = errno ? errno : EIO;
+    return pl__err(err, -e, "%s: write failed: %s", w->path, strerror(e));
+}
+
+/* Close and drop the temporary file (after a failure). */
+static void w_abort(wfile *w)
+{
+    if (w->f) {
+        fclose(w->f);
+        unlink(w->tmp);
+    }
+    free(w->buf);
+    w->f = NULL;
+    w->buf = NULL;
+}
+
+/* Flush, close and rename into place. Releases `w` whatever happens. */
+static int w_close(wfile *w, pl_err *err)
+{
+    int e = 0;
+    errno = 0;
+    if (fflush(w->f) != 0 || ferror(w->f))
+        e = errno ? errno : EIO;
+    if (fclose(w->f) != 0 && !e)
+        e = errno ? errno : EIO;
+    w->f = NULL;
+    free(w->buf);
+    w->buf = NULL;
+    if (!e && rename(w->tmp, w->path) == 0)
+        return 0;
+    if (!e) {
+        e = errno;
+        unlink(w->tmp);
+        return pl__err(err, -e, "%s: rename failed: %s", w->path, strerror(e));
+    }
+    unlink(w->tmp);
+    return pl__err(err, -e, "%s: write failed: %s", w->path, strerror(e));
+}
+
+static char *put_u64(char *p, uint64_t v)
+{
+    char t[20];
+    int n = 0;
+    do
+        t[n++] = (char)('0' + v % 10);
+    while (v /= 10);
+    while (n)
+        *p++ = t[--n];
+    return p;
+}
+
+/* --------------------------------------------------------------- generator */
+
+typedef struct synth {
+    const pl_synth_opts *o;
+    uint32_t n;                 /* genes */
+    char (*name)[NAME_CAP];     /* [n] gene names */
+    uint8_t *name_len;          /* [n] */
+    uint64_t n_edges[N_TYPES], n_self, n_dup;
+    uint32_t n_isolated[N_TYPES];
+    uint64_t max_degree[N_TYPES];
+    uint64_t n_react, n_met, n_met_used, n_no_gpr, n_gpr, n_rmr;
+    uint64_t n_by_k[4];         /* samples by number of deleted genes */
+} synth;
+
+/* OUT joined with `name`. */
+static int out_path(const synth *s, char *buf, const char *name, pl_err *err)
+{
+    const char *out = s->o->out;
+    size_t len = strlen(out);
+    const char *sep = len && out[len - 1] == '/' ? "" : "/";
+    if (snprintf(buf, PATH_MAX, "%s%s%s", out, sep, name) >= PATH_MAX)
+        return pl__err(err, -ENAMETOOLONG, "%s: %s", out, strerror(ENAMETOOLONG));
+    return 0;
+}
+
+static int make_dir(const char *path, pl_err *err)
+{
+    struct stat st;
+    if (mkdir(path, 0777) == 0)
+        return 0;
+    int e = errno;
+    if (e == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return 0;
+    if (e == EEXIST)
+        e = ENOTDIR;
+    return pl__err(err, -e, "%s: cannot create directory: %s", path, strerror(e));
+}
+
+/* Unique ORF-like names (YAL001C), sorted: a random subset of the loci, chosen in order
+ * by selection sampling; past LOCI genes every locus is used again with a suffix "-1"... */
+static int make_names(synth *s, pl_err *err)
+{
+    s->name = malloc((size_t)s->n * sizeof *s->name);
+    s->name_len = malloc(s->n);
+    if (!s->name || !s->name_len)
+        return pl__err(err, -ENOMEM, "out of memory");
+    rng r;
+    rng_seed(&r, 0, S_NAMES);
+    uint32_t want = s->n < LOCI ? s->n : LOCI;
+    for (uint32_t l = 0, i = 0; i < s->n; l++) {
+        if (l >= LOCI) /* only when n > LOCI: every locus was taken */
+            l = 0;
+        if (i < LOCI && rng_below(&r, LOCI - l) >= want - i)
+            continue;
+        uint32_t arm = l / 999, num = l % 999 + 1;
+        uint64_t h = l;
+        char strand = splitmix64(&h) & 1 ? 'W' : 'C';
+        int n = snprintf(s->name[i], NAME_CAP, "Y%c%c%03u%c", 'A' + arm / 2,
+                         arm % 2 ? 'R' : 'L', num, strand);
+        if (i >= LOCI)
+            n += snprintf(s->name[i] + n, NAME_CAP - (size_t)n, "-%u", i / LOCI);
+        s->name_len[i++] = (uint8_t)n;
+    }
+    return 0;
+}
+
+static int write_genes(synth *s, pl_err *err)
+{
+    char path[PATH_MAX], line[NAME_CAP + 1];
+    wfile w;
+    PL_TRY(out_path(s, path, "genes.txt", err));
+    PL_TRY(w_open(&w, path, err));
+    for (uint32_t g = 0; g < s->n; g++) {
+        memcpy(line, s->name[g], s->name_len[g]);
+        line[s->name_len[g]] = '\n';
+        int rc = w_put(&w, line, s->name_len[g] + 1u, err);
+        if (rc < 0) {
+            w_abort(&w);
+            return rc;
+        }
+    }
+    return w_close(&w, err);
+}
+
+/* Insert `key` (never 0) into the open-addressing set; 1 if it was new. */
+static int set_add(uint64_t *set, uint64_t mask, uint64_t key)
+{
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    for (uint64_t i = (h ^ h >> 29) & mask;; i = (i + 1) & mask) {
+        if (set[i] == key)
+            return 0;
+        if (!set[i]) {
+            set[i] = key;
+            return 1;
+        }
+    }
+}
+
+/* One edge TSV: `src dst`, plus a STRING score for the string12_0_* types. */
+static int write_edges(synth *s, uint32_t t, pl__progress *pg, uint64_t *done, pl_err *err)
+{
+    const uint64_t E = s->n_edges[t];
+    const int scored = !strncmp(edge_types[t].name, "string", 6);
+    char path[PATH_MAX], file[128], line[2 * NAME_CAP + 16];
+    uint64_t mask = 15, *edge = NULL, *set = NULL, *deg = NULL;
+    plaw pw = {0};
+    wfile w;
+    rng r;
+    int rc;
+
+    while (mask + 1 < 2 * E)
+        mask = mask * 2 + 1;
+    snprintf(file, sizeof file, "edges/%s.tsv", edge_types[t].name);
+    PL_TRY(out_path(s, path, file, err));
+    rng_seed(&r, s->o->seed, S_EDGES + t);
+    uint32_t n_act = edge_types[t].edges < SMALL_TYPE_EDGES ? (s->n + 1) / 2 : s->n;
+    PL_TRY(plaw_init(&pw, &r, s->n, n_act, err));
+    edge = malloc((E ? E : 1) * sizeof *edge);
+    set = calloc(mask + 1, sizeof *set);
+    deg = calloc(s->n, sizeof *deg);
+    if (!edge || !set || !deg) {
+        rc = pl__err(err, -ENOMEM, "%s: out of memory", path);
+        goto out;
+    }
+    if ((rc = w_open(&w, path, err)) < 0)
+        goto out;
+    for (uint64_t i = 0; i < E; i++) {
+        uint64_t e;
+        if (i > 0 && rng_unif(&r) < P_DUP) {
+            e = edge[(uint64_t)(rng_unif(&r) * (double)i)];
+            s->n_dup++;
+        } else {
+            for (int tries = 0;; tries++) { /* give up on uniqueness for tiny graphs */
+                uint32_t a = plaw_draw(&pw, &r), b = a;
+                if (rng_unif(&r) >= P_SELF)
+                    for (int k = 0; k < 64 && b == a; k++)
+                        b = plaw_draw(&pw, &r);
+                e = (uint64_t)a << 32 | b;
+                if (set_add(set, mask, e + 1) || tries >= 64)
+                    break;
+            }
+        }
+        edge[i] = e;
+        uint32_t a = (uint32_t)(e >> 32), b = (uint32_t)e;
+        s->n_self += a == b;
+        deg[a]++;
+        deg[b] += a != b;
+        char *p = line;
+        memcpy(p, s->name[a], s->name_len[a]);
+        p += s->name_len[a];
+        *p++ = '\t';
+        memcpy(p, s->name[b], s->name_len[b]);
+        p += s->name_len[b];
+        if (scored) { /* a function of the pair: duplicates stay exact; skewed low */
+            uint64_t h = e ^ (s->o->seed * 0x9E3779B97F4A7C15ull) ^ (S_SCORES + t);
+            double u = (double)(splitmix64(&h) >> 11) * 0x1p-53;
+            *p++ = '\t';
+            p = put_u64(p, 150 + (uint64_t)(850.0 * u * u));
+        }
+        *p++ = '\n';
+        if ((rc = w_put(&w, line, (size_t)(p - line), err)) < 0) {
+            w_abort(&w);
+            goto out;
+        }
+        if ((++*done & 0xffff) == 0)
+            pl__progress_update(pg, *done, -1);
+    }
+    for (uint32_t g = 0; g < s->n; g++) {
+        s->n_isolated[t] += deg[g] == 0;
+        if (deg[g] > s->max_degree[t])
+            s->max_degree[t] = deg[g];
+    }
+    rc = w_close(&w, err);
+out:
+    plaw_free(&pw);
+    free(edge);
+    free(set);
+    free(deg);
+    return rc;
+}
+
+/* Pick from a small table of cumulative probabilities. */
+static uint32_t pick(rng *r, const double *cum, uint32_t n)
+{
+    double u = rng_unif(r);
+    uint32_t i = 0;
+    while (i + 1 < n && u >= cum[i])
+        i++;
+    return i;
+}
+
+/* reactions.txt, gpr.tsv (`gene reaction`), rmr.tsv (`reaction metabolite stoich`). */
+static int write_metabolism(synth *s, pl_err *err)
+{
+    static const double gpr_k[] = {0.65, 0.83, 0.91, 0.96, 0.98, 1.0};          /* 1..6 */
+    static const double rmr_k[] = {0.20, 0.45, 0.70, 0.82, 0.90, 0.95, 1.0};    /* 2..8 */
+    const char *names[3] = {"reactions.txt", "gpr.tsv", "rmr.tsv"};
+    char path[PATH_MAX], line[256];
+    wfile w[3];
+    plaw genes = {0}, mets = {0};
+    uint8_t *used = NULL;
+    int rc = 0, open[3] = {0};
+    rng r;
+
+    rng_seed(&r, s->o->seed, S_METAB);
+    double mg = floor(YEAST_METABOLIC_GENES * s->n / YEAST_GENES + 0.5);
+    uint32_t n_mg = mg < 1 ? 1 : mg > s->n ? s->n : (uint32_t)mg;
+    if ((rc = plaw_init(&genes, &r, s->n, n_mg, err)) < 0 ||
+        (rc = plaw_init(&mets, &r, (uint32_t)s->n_met, (uint32_t)s->n_met, err)) < 0)
+        goto out;
+    if (!(used = calloc(s->n_met, 1))) {
+        rc = pl__err(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < 3; i++) {
+        if ((rc = out_path(s, path, names[i], err)) < 0 || (rc = w_open(&w[i], path, err)) < 0)
+            goto out;
+        open[i] = 1;
+    }
+    for (uint64_t j = 1; j <= s->n_react; j++) {
+        char rname[32];
+        uint32_t v[8];
+        int rn = snprintf(rname, sizeof rname, "r_%04llu", (unsigned long long)j);
+        snprintf(line, sizeof line, "%s\n", rname);
+        if ((rc = w_put(&w[0], line, (size_t)rn + 1, err)) < 0)
+            goto out;
+        if (rng_unif(&r) < P_NO_GPR) {
+            s->n_no_gpr++;
+        } else {
+            uint32_t k = 1 + pick(&r, gpr_k, 6);
+            k = k < n_mg ? k : n_mg;
+            draw_distinct(&genes, &r, 0, v, k);
+            for (uint32_t i = 0; i < k; i++) {
+                int n = snprintf(line, sizeof line, "%s\t%s\n", s->name[v[i]], rname);
+                if ((rc = w_put(&w[1], line, (size_t)n, err)) < 0)
+                    goto out;
+            }
+            s->n_gpr += k;
+        }
+        uint32_t k = 2 + pick(&r, rmr_k, 7);
+        k = k < s->n_met ? k : (uint32_t)s->n_met;
+        draw_distinct(&mets, &r, 0, v, k);
+        uint32_t n_sub = k > 1 ? 1 + rng_below(&r, k - 1) : 1;
+        for (uint32_t i = 0; i < k; i++) {
+            double u = rng_unif(&r), c;
+            if (u < 0.80)
+                c = 1;
+            else if (u < 0.90)
+                c = 2 + rng_below(&r, 3);
+            else if (u < 0.95)
+                c = 0.5;
+            else
+                c = (1 + rng_below(&r, 2999)) / 1000.0;
+            int n = snprintf(line, sizeof line, "%s\ts_%04u\t%.6g\n", rname, v[i] + 1,
+                             i < n_sub ? -c : c);
+            if ((rc = w_put(&w[2], line, (size_t)n, err)) < 0)
+                goto out;
+            s->n_met_used += !used[v[i]];
+            used[v[i]] = 1;
+        }
+        s->n_rmr += k;
+    }
+    for (int i = 0; i < 3; i++) {
+        open[i] = 0;
+        if ((rc = w_close(&w[i], err)) < 0)
+            goto out;
+    }
+out:
+    for (int i = 0; i < 3; i++)
+        if (open[i])
+            w_abort(&w[i]);
+    plaw_free(&genes);
+    plaw_free(&mets);
+    free(used);
+    return rc;
+}
+
+/* A bijection of [0, 2^48): unique sample ids that are not the row numbers. */
+static uint64_t sample_id(uint64_t row, uint64_t key)
+{
+    const uint64_t m = (1ull << 48) - 1;
+    uint64_t x = (row + key) & m;
+    x ^= x >> 23;
+    x = (x * 0x5DEECE66Dull) & m;
+    x ^= x >> 19;
+    x = (x * 0x9E3779B97F4Bull) & m;
+    return x ^ (x >> 25);
+}
+
+/* printf's %.6g without printf for 1e-4 <= |v| < 1e6 (samples.tsv's hot path): six
+ * significant digits, trailing zeros dropped. Other values go through snprintf. */
+static char *put_g6(char *p, double v)
+{
+    static const double p10[] = {1e-4, 1e-3, 1e-2, 1e-1, 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6,
+                                 1e7, 1e8, 1e9};
+    double a = fabs(v);
+    if (!(a >= 1e-4 && a < 1e6))
+        return p + snprintf(p, 32, "%.6g", v);
+    int e = -4; /* a in [10^e, 10^(e+1)) */
+    while (a >= p10[e + 5])
+        e++;
+    uint64_t m = (uint64_t)(a * p10[9 - e] + 0.5); /* 6 digits: a = m * 10^(e-5) */
+    if (m >= 1000000) {
+        m /= 10;
+        if (++e == 6)
+            return p + snprintf(p, 32, "%.6g", v);
+    }
+    char d[6];
+    for (int i = 5; i >= 0; i--, m /= 10)
+        d[i] = (char)('0' + m % 10);
+    int nd = 6, k = 0;
+    while (nd > 1 && d[nd - 1] == '0')
+        nd--;
+    if (v < 0)
+        *p++ = '-';
+    if (e < 0) {
+        *p++ = '0';
+        *p++ = '.';
+        for (int i = -1; i > e; i--)
+            *p++ = '0';
+    } else {
+        for (; k <= e; k++)
+            *p++ = d[k];
+        if (nd > k)
+            *p++ = '.';
+    }
+    for (; k < nd; k++)
+        *p++ = d[k];
+    return p;
+}
+
+/* A missing label ("" or "NA"), or the value with %.6g. */
+static char *put_label(char *p, rng *r, double p_missing, double v)
+{
+    if (rng_unif(r) < p_missing) {
+        if (rng_unif(r) < P_NA) {
+            memcpy(p, "NA", 2);
+            p += 2;
+        }
+        return p;
+    }
+    return put_g6(p, v);
+}
+
+/* samples.tsv: `id genes fitness gene_interaction`, streamed row by row. */
+static int write_samples(synth *s, pl_err *err)
+{
+    static const char header[] = "id\tgenes\tfitness\tgene_interaction\n";
+    char path[PATH_MAX], line[512];
+    double *fit = malloc((size_t)s->n * sizeof *fit);
+    pl__progress pg;
+    wfile w;
+    rng r;
+    int rc;
+
+    if (!fit)
+        return pl__err(err, -ENOMEM, "out of memory");
+    rng_seed(&r, s->o->seed, S_FITNESS);
+    for (uint32_t g = 0; g < s->n; g++) { /* single-mutant fitness: mostly near 1 */
+        double u = rng_unif(&r);
+        fit[g] = 1.0 - 0.6 * pow(u, 6) - 0.05 * u;
+    }
+    if ((rc = out_path(s, path, "samples.tsv", err)) < 0 || (rc = w_open(&w, path, err)) < 0)
+        goto out;
+    if ((rc = w_put(&w, header, sizeof header - 1, err)) < 0)
+        goto fail;
+    rng_seed(&r, s->o->seed, S_SAMPLES);
+    uint64_t key = s->o->seed;
+    key = splitmix64(&key) ^ S_IDS;
+    pl__progress_start(&pg, s->o->progress, "samples", s->o->n_samples);
+    for (uint64_t row = 0; row < s->o->n_samples; row++) {
+        double u = rng_unif(&r);
+        uint32_t g[3], k = u < P_SINGLE ? 1 : u < P_SINGLE + P_TRIPLE ? 3 : 2;
+        k = k < s->n ? k : s->n;
+        s->n_by_k[k]++;
+        draw_distinct(NULL, &r, s->n, g, k);
+        double prod = 1, eps = 0.02 * (rng_unif(&r) + rng_unif(&r) + rng_unif(&r) +
+                                      rng_unif(&r) - 2.0);
+        if (rng_unif(&r) < 0.05)
+            eps *= 5; /* a few strong interactions */
+        char *p = put_u64(line, sample_id(row, key));
+        for (uint32_t i = 0; i < k; i++) {
+            *p++ = i ? ';' : '\t';
+            memcpy(p, s->name[g[i]], s->name_len[g[i]]);
+            p += s->name_len[g[i]];
+            prod *= fit[g[i]];
+        }
+        double f = prod + eps < 0 ? 0 : prod + eps;
+        *p++ = '\t';
+        p = put_label(p, &r, P_FIT_MISSING, f);
+        *p++ = '\t';
+        p = put_label(p, &r, k == 1 ? 1.0 : P_GI_MISSING, f - prod);
+        *p++ = '\n';
+        if ((rc = w_put(&w, line, (size_t)(p - line), err)) < 0)
+            goto fail;
+        if ((row & 0xffff) == 0)
+            pl__progress_update(&pg, row, -1);
+    }
+    pl__progress_end(&pg, s->o->n_samples);
+    rc = w_close(&w, err);
+    goto out;
+fail:
+    w_abort(&w);
+out:
+    free(fit);
+    return rc;
+}
+
+/* payload.npy: NumPy 1.0, '<f4', shape (S, D), values k/2^24 in [-0.5, 0.5). */
+static int write_payload(synth *s, pl_err *err)
+{
+    const uint64_t S = s->o->n_samples, D = s->o->payload_dim;
+    char path[PATH_MAX], hdr[256];
+    uint8_t *row = malloc(D * 4);
+    pl__progress pg;
+    wfile w;
+    rng r;
+    int rc;
+
+    if (!row)
+        return pl__err(err, -ENOMEM, "out of memory");
+    int n = snprintf(hdr + 10, sizeof hdr - 10,
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': (%llu, %llu), }",
+                     (unsigned long long)S, (unsigned long long)D);
+    while ((10 + n + 1) % 64)
+        hdr[10 + n++] = ' ';
+    hdr[10 + n++] = '\n';
+    memcpy(hdr, "\x93NUMPY\x01\x00", 8);
+    hdr[8] = (char)(n & 0xff);
+    hdr[9] = (char)(n >> 8);
+    if ((rc = out_path(s, path, "payload.npy", err)) < 0 || (rc = w_open(&w, path, err)) < 0)
+        goto out;
+    if ((rc = w_put(&w, hdr, 10 + (size_t)n, err)) < 0)
+        goto fail;
+    rng_seed(&r, s->o->seed, S_PAYLOAD);
+    pl__progress_start(&pg, s->o->progress, "payload", S);
+    for (uint64_t i = 0; i < S; i++) {
+        for (uint64_t d = 0; d < D; d++) {
+            float v = (float)((double)(rng_next(&r) >> 40) * 0x1p-24 - 0.5);
+            uint32_t b;
+            memcpy(&b, &v, 4);
+            for (int k = 0; k < 4; k++)
+                row[4 * d + k] = (uint8_t)(b >> 8 * k); /* little-endian on any host */
+        }
+        if ((rc = w_put(&w, row, D * 4, err)) < 0)
+            goto fail;
+        if ((i & 0xffff) == 0)
+            pl__progress_update(&pg, i, -1);
+    }
+    pl__progress_end(&pg, S);
+    rc = w_close(&w, err);
+    goto out;
+fail:
+    w_abort(&w);
+out:
+    free(row);
+    return rc;
+}
+
+/* build-args.txt: the `pertload build` arguments after `-o DB`, one per line. */
+static int write_build_args(synth *s, pl_err *err)
+{
+    static const char *const files[][2] = {
+        {"--reactions", "reactions.txt"}, {"--gpr", "gpr.tsv"}, {"--rmr", "rmr.tsv"},
+        {"--samples", "samples.tsv"},     {"--payload", "payload.npy"},
+    };
+    char path[PATH_MAX], line[2 * PATH_MAX];
+    wfile w;
+    int rc, n;
+
+    PL_TRY(out_path(s, path, "build-args.txt", err));
+    PL_TRY(w_open(&w, path, err));
+    if ((rc = out_path(s, path, "genes.txt", err)) < 0)
+        goto fail;
+    n = snprintf(line, sizeof line, "--genes\n%s\n", path);
+    if ((rc = w_put(&w, line, (size_t)n, err)) < 0)
+        goto fail;
+    for (uint32_t t = 0; t < N_TYPES; t++) {
+        char file[128];
+        snprintf(file, sizeof file, "edges/%s.tsv", edge_types[t].name);
+        if ((rc = out_path(s, path, file, err)) < 0)
+            goto fail;
+        n = snprintf(line, sizeof line, "--edges\n%s=%s\n", edge_types[t].name, path);
+        if ((rc = w_put(&w, line, (size_t)n, err)) < 0)
+            goto fail;
+    }
+    for (uint32_t i = 0; i < 5; i++) {
+        if (i == 4 && !s->o->payload_dim)
+            break;
+        if ((rc = out_path(s, path, files[i][1], err)) < 0)
+            goto fail;
+        n = snprintf(line, sizeof line, "%s\n%s\n", files[i][0], path);
+        if ((rc = w_put(&w, line, (size_t)n, err)) < 0)
+            goto fail;
+    }
+    return w_close(&w, err);
+fail:
+    w_abort(&w);
+    return rc;
+}
+
+static void print_summary(const synth *s, double seconds)
+{
+    const pl_synth_opts *o = s->o;
+    uint64_t total = 0;
+    for (uint32_t t = 0; t < N_TYPES; t++)
+        total += s->n_edges[t];
+    printf("pertload synth: wrote %s in %.2f s (seed %llu)\n", o->out, seconds,
+           (unsigned long long)o->seed);
+    printf("  genes.txt       %u genes\n", s->n);
+    printf("  edges/*.tsv     %llu edges in %zu types (%llu self-loops, %llu duplicates)\n",
+           (unsigned long long)total, N_TYPES, (unsigned long long)s->n_self,
+           (unsigned long long)s->n_dup);
+    for (uint32_t t = 0; t < N_TYPES; t++)
+        printf("    %-24s %8llu edges, max degree %6llu, %5u isolated genes\n",
+               edge_types[t].name, (unsigned long long)s->n_edges[t],
+               (unsigned long long)s->max_degree[t], s->n_isolated[t]);
+    printf("  reactions.txt   %llu reactions (%llu without genes)\n",
+           (unsigned long long)s->n_react, (unsigned long long)s->n_no_gpr);
+    printf("  gpr.tsv         %llu gene-reaction rows\n", (unsigned long long)s->n_gpr);
+    printf("  rmr.tsv         %llu reaction-metabolite rows, %llu metabolites\n",
+           (unsigned long long)s->n_rmr, (unsigned long long)s->n_met_used);
+    printf("  samples.tsv     %llu samples (%llu single, %llu double, %llu triple)\n",
+           (unsigned long long)o->n_samples, (unsigned long long)s->n_by_k[1],
+           (unsigned long long)s->n_by_k[2], (unsigned long long)s->n_by_k[3]);
+    if (o->payload_dim)
+        printf("  payload.npy     float32 [%llu, %u]\n", (unsigned long long)o->n_samples,
+               o->payload_dim);
+    printf("  build-args.txt  use: xargs -d '\\n' -a %s%sbuild-args.txt"
+           " pertload build -o DB\n",
+           o->out, o->out[0] && o->out[strlen(o->out) - 1] == '/' ? "" : "/");
+}
+
+int pl__synth(const pl_synth_opts *o, pl_err *err)
+{
+    synth s = {.o = o};
+    char path[PATH_MAX];
+    double t0 = pl__now();
+    uint64_t total = 0, done = 0;
+    pl__progress pg;
+    int rc;
+
+    PL_FAIL_IF(!o->out || !*o->out, err, PL_EUSAGE, "no output directory");
+    PL_FAIL_IF(o->n_genes < 1 || o->n_genes > INT32_MAX, err, PL_EUSAGE,
+               "--genes must be in 1..%d", INT32_MAX);
+    PL_FAIL_IF(!(o->scale >= 0 && o->scale <= 1e4), err, PL_EUSAGE,
+               "--scale must be in 0..10000");
+    PL_FAIL_IF(o->payload_dim > (1u << 20), err, PL_EUSAGE,
+               "--payload-dim must be at most %u", 1u << 20);
+    PL_FAIL_IF(o->n_samples > (1ull << 48), err, PL_EUSAGE, "--samples: too many samples");
+    s.n = (uint32_t)o->n_genes;
+    for (uint32_t t = 0; t < N_TYPES; t++)
+        s.n_edges[t] = (uint64_t)floor((double)edge_types[t].edges * o->scale + 0.5);
+    s.n_react = (uint64_t)floor(YEAST_REACTIONS * o->scale + 0.5);
+    s.n_met = (uint64_t)floor(YEAST_METABOLITES * o->scale + 0.5);
+    s.n_react = s.n_react < 4 ? 4 : s.n_react; /* keep a few */
+    s.n_met = s.n_met < 8 ? 8 : s.n_met;
+
+    PL_TRY(make_dir(o->out, err));
+    PL_TRY(out_path(&s, path, "edges", err));
+    PL_TRY(make_dir(path, err));
+    if ((rc = make_names(&s, err)) < 0 || (rc = write_genes(&s, err)) < 0)
+        goto out;
+
+    for (uint32_t t = 0; t < N_TYPES; t++)
+        total += s.n_edges[t];
+    pl__progress_start(&pg, o->progress, "edges", total);
+    for (uint32_t t = 0; t < N_TYPES; t++)
+        if ((rc = write_edges(&s, t, &pg, &done, err)) < 0)
+            goto out;
+    pl__progress_end(&pg, done);
+
+    if ((rc = write_metabolism(&s, err)) < 0 || (rc = write_samples(&s, err)) < 0)
+        goto out;
+    if (o->payload_dim) {
+        if ((rc = write_payload(&s, err)) < 0)
+            goto out;
+    } else if ((rc = out_path(&s, path, "payload.npy", err)) < 0) {
+        goto out;
+    } else {
+        unlink(path); /* a stale payload from an earlier run would not match */
+    }
+    if ((rc = write_build_args(&s, err)) < 0)
+        goto out;
+    if (o->progress)
+        print_summary(&s, pl__now() - t0);
+out:
+    free(s.name);
+    free(s.name_len);
+    return rc;
+}
