@@ -535,7 +535,7 @@ static int check_payload(builder *b, const pl__npy *n, uint64_t *row_bytes)
                "%s: payload has %llu rows, the samples file %llu", n->path,
                n->ndim ? (unsigned long long)n->shape[0] : 0ULL,
                (unsigned long long)b->n_rows_in);
-    *row_bytes = n->itemsize;
+    *row_bytes = n->itemsize; /* no overflow: pl__npy_open checked the whole size */
     for (uint32_t i = 1; i < n->ndim; i++)
         *row_bytes *= n->shape[i];
     PL_FAIL_IF(*row_bytes == 0, b->err, PL_EPARSE, "%s: payload rows are empty", n->path);
@@ -653,7 +653,8 @@ static void csr_sort_unique(csr *c, uint64_t keys)
     uint64_t w = 0;
     for (uint64_t k = 0; k < keys; k++) {
         uint64_t s = c->off[k], e = c->off[k + 1];
-        qsort(c->val + s, e - s, sizeof *c->val, cmp_u32);
+        if (e > s)
+            qsort(c->val + s, e - s, sizeof *c->val, cmp_u32);
         c->off[k] = w;
         for (uint64_t i = s; i < e; i++)
             if (i == s || c->val[i] != c->val[i - 1])
@@ -714,9 +715,9 @@ static int put_metabolic_incidence(builder *b)
         for (uint64_t i = rxn.off[g]; rc == 0 && i < rxn.off[g + 1]; i++) {
             uint32_t r = rxn.val[i];
             uint64_t len = rmr_of_rxn.off[r + 1] - rmr_of_rxn.off[r];
-            if (grow(&rmr.val, &cap, n + len, 4) < 0)
+            if (grow(&rmr.val, &cap, n + len + 1, 4) < 0)
                 rc = NOMEM(b);
-            else
+            else if (len)
                 memcpy(rmr.val + n, rmr_of_rxn.val + rmr_of_rxn.off[r], 4 * len);
             n += len;
         }
@@ -761,7 +762,7 @@ static int put_arrays(builder *b, const void *key, size_t klen, const void *cons
     char *buf = malloc(4 * n * (uint64_t)k + 1);
     if (!buf)
         return NOMEM(b);
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < k && n > 0; i++)
         memcpy(buf + 4 * n * (uint64_t)i, arrs[i], 4 * n);
     int rc = pl__db_put_zstd(b->txn, b->dbi[PL_DBI_EDGES], PL_DBI_EDGES, key, klen, buf,
                              4 * n * (uint64_t)k, b->err);
@@ -903,6 +904,9 @@ static int run(builder *b)
     PL_FAIL_IF(!o->out || !o->genes || !o->samples || !o->type_names || !o->type_files,
                b->err, PL_EUSAGE, "pl_build: out, genes, edge types and samples are required");
     PL_TRY(check_type_names(o, b->err));
+    size_t olen = strlen(o->out);
+    PL_FAIL_IF(olen == 0 || o->out[olen - 1] == '/', b->err, PL_EUSAGE,
+               "output path '%s': give a directory name without a trailing '/'", o->out);
     struct stat st;
     PL_FAIL_IF(lstat(o->out, &st) == 0, b->err, PL_EEXIST,
                "%s: already exists (remove it or choose another output)", o->out);

@@ -44,8 +44,16 @@ int pl__npy_open(pl__npy *n, const char *path, pl_err *err)
     n->path = path;
     n->fd = open(path, O_RDONLY | O_CLOEXEC);
     PL_FAIL_IF(n->fd < 0, err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    PL_FAIL_IF(fstat(n->fd, &st) < 0, err, -errno, "%s: cannot read: %s", path,
+               strerror(errno));
+    PL_FAIL_IF(S_ISDIR(st.st_mode), err, -EISDIR, "%s: cannot read: %s", path,
+               strerror(EISDIR));
+    PL_FAIL_IF(!S_ISREG(st.st_mode), err, -EINVAL, "%s: cannot read: not a regular file",
+               path);
     unsigned char pre[12];
     ssize_t got = pread(n->fd, pre, sizeof pre, 0);
+    PL_FAIL_IF(got < 0, err, -errno, "%s: read failed: %s", path, strerror(errno));
     PL_FAIL_IF(got < 10 || memcmp(pre, "\x93NUMPY", 6) != 0, err, PL_EPARSE,
                "%s: not a .npy file (bad magic)", path);
     uint32_t hlen, pre_len;
@@ -107,13 +115,16 @@ int pl__npy_open(pl__npy *n, const char *path, pl_err *err)
             goto out;
         }
         n->shape[n->ndim++] = v;
-        n->count *= v;
+        if (__builtin_mul_overflow(n->count, (uint64_t)v, &n->count)) {
+            rc = pl__err(err, PL_EPARSE, "%s: shape too large in .npy header", path);
+            goto out;
+        }
         p = end;
     }
     n->offset = pre_len + hlen;
-    struct stat st;
-    if (fstat(n->fd, &st) < 0 ||
-        (uint64_t)st.st_size != n->offset + n->count * n->itemsize) {
+    uint64_t bytes;
+    if (__builtin_mul_overflow(n->count, (uint64_t)n->itemsize, &bytes) ||
+        bytes > UINT64_MAX - n->offset || (uint64_t)st.st_size != n->offset + bytes) {
         rc = pl__err(err, PL_EPARSE, "%s: file size %lld does not match the shape in its "
                      "header (%llu elements of %u bytes)", path, (long long)st.st_size,
                      (unsigned long long)n->count, n->itemsize);

@@ -17,13 +17,19 @@ int pl__text_open(pl__text *t, const char *path, pl_err *err)
 {
     memset(t, 0, sizeof *t);
     t->path = path;
+    errno = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     PL_FAIL_IF(fd < 0, err, -errno, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        int e = S_ISDIR(st.st_mode) ? EISDIR : errno ? errno : EINVAL;
+        int e = errno;
+        const char *why = strerror(e);
+        if (e == 0 || S_ISDIR(st.st_mode)) {
+            e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+            why = e == EISDIR ? strerror(e) : "not a regular file";
+        }
         close(fd);
-        return pl__err(err, -e, "%s: cannot read: %s", path, strerror(e));
+        return pl__err(err, -e, "%s: cannot read: %s", path, why);
     }
     t->size = (size_t)st.st_size;
     if (t->size > 0) {

@@ -181,12 +181,26 @@ static int open_db(pl_db *db, const char *path, pl_err *err)
                path);
     pl__path_join(p, sizeof p, path, PL_FILE_LMDB);
     PL_FAIL_IF(stat(p, &st) < 0, err, -errno, "%s: %s", p, strerror(errno));
+    /* LMDB maps the file and trusts its meta pages: a truncated file would
+     * fault on access, so sizes are checked before and after opening. */
+    long page = sysconf(_SC_PAGESIZE);
+    PL_FAIL_IF((uint64_t)st.st_size < 2 * (uint64_t)page, err, PL_ECORRUPT,
+               "%s: %lld bytes, too small for an LMDB environment (truncated)", p,
+               (long long)st.st_size);
     int rc = mdb_env_create(&db->env);
     PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s: %s", path, mdb_strerror(rc));
     mdb_env_set_maxdbs(db->env, PL_DBI_COUNT);
     mdb_env_set_mapsize(db->env, PL_DB_MAPSIZE);
     rc = mdb_env_open(db->env, path, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0644);
     PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s: %s", p, mdb_strerror(rc));
+    MDB_envinfo ei;
+    MDB_stat ms;
+    mdb_env_info(db->env, &ei);
+    mdb_env_stat(db->env, &ms);
+    uint64_t need = ((uint64_t)ei.me_last_pgno + 1) * ms.ms_psize;
+    PL_FAIL_IF((uint64_t)st.st_size < need, err, PL_ECORRUPT,
+               "%s: %lld bytes, the environment needs %llu (truncated)", p,
+               (long long)st.st_size, (unsigned long long)need);
     rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &db->txn);
     PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s: %s", p, mdb_strerror(rc));
     for (int i = 0; i < PL_DBI_COUNT; i++) {

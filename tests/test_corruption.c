@@ -1,0 +1,817 @@
+/* Damaged databases: every checksum pl_db_open, pl_db_verify, pl_db_sample
+ * and pl_graph_load rely on catches a flipped byte, names the key, block or
+ * chunk involved, and never crashes. Each case damages its own copy of one
+ * pristine database built from small inputs. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pertload.h"
+#include "src/core/dbformat.h"
+#include "src/core/sstore.h"
+#include "testutil.h"
+
+#define N_GENES 20
+#define N_SAMPLES 3000
+#define PAYLOAD_COLS 100
+
+typedef struct cx {
+    char *dir;
+    char good[4096], bad[4096];
+    uint64_t ids[N_SAMPLES]; /* pristine sample ids */
+} cx;
+
+static cx C;
+
+static void join(char *buf, size_t cap, const char *dir, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", dir, name);
+}
+
+static void write_bytes(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* A .npy (version 1.0, header padded to 64 bytes) holding `len` bytes. */
+static void write_npy(const char *path, const char *descr, const char *shape,
+                      const void *data, size_t len)
+{
+    char dict[256];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, "
+                     "'shape': %s, }", descr, shape);
+    size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
+    unsigned char *buf = malloc(total + len);
+    cr_assert_not_null(buf);
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (unsigned char)((total - 10) & 0xFF);
+    buf[9] = (unsigned char)((total - 10) >> 8);
+    memcpy(buf + 10, dict, (size_t)n);
+    memset(buf + 10 + n, ' ', total - 10 - (size_t)n - 1);
+    buf[total - 1] = '\n';
+    memcpy(buf + total, data, len);
+    write_bytes(path, buf, total + len);
+    free(buf);
+}
+
+/* Append printf output to a growing text. */
+typedef struct text {
+    char *s;
+    size_t len, cap;
+} text;
+
+static void tprintf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tprintf(text *t, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        cr_assert_geq(n, 0);
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = (t->cap + (size_t)n + 1) * 2;
+        t->s = realloc(t->s, t->cap);
+        cr_assert_not_null(t->s);
+    }
+}
+
+static char *put_text(const char *name, text *t)
+{
+    char *p = pl_test_write(C.dir, name, t->s ? t->s : "");
+    free(t->s);
+    memset(t, 0, sizeof *t);
+    return p;
+}
+
+/* Build the pristine database: 20 genes, two edge types (TSV and .npy),
+ * metabolism, 3000 samples (three sample-store blocks), a 1.2 MB payload
+ * (two payload chunks). */
+static void build_pristine(void)
+{
+    uint64_t s = 7;
+    text t = {0};
+    for (int g = 0; g < N_GENES; g++)
+        tprintf(&t, "g%d\n", g);
+    char *genes = put_text("genes.txt", &t);
+    for (int e = 0; e < 40; e++)
+        tprintf(&t, "g%d\tg%d\t%.3f\n", (int)pl_test_below(&s, N_GENES),
+                (int)pl_test_below(&s, N_GENES), (double)pl_test_below(&s, 1000) / 1000);
+    char *phys = put_text("physical.tsv", &t);
+    int64_t reg[2][30];
+    for (int e = 0; e < 30; e++) {
+        reg[0][e] = (int64_t)pl_test_below(&s, N_GENES);
+        reg[1][e] = (int64_t)pl_test_below(&s, N_GENES);
+    }
+    char regp[4096];
+    join(regp, sizeof regp, C.dir, "regulatory.npy");
+    write_npy(regp, "<i8", "(2, 30)", reg, sizeof reg);
+    for (int r = 0; r < 6; r++)
+        tprintf(&t, "r%d\n", r);
+    char *rxn = put_text("reactions.txt", &t);
+    for (int i = 0; i < 10; i++)
+        tprintf(&t, "g%d\tr%d\n", (int)pl_test_below(&s, N_GENES), (int)pl_test_below(&s, 6));
+    char *gpr = put_text("gpr.tsv", &t);
+    for (int i = 0; i < 12; i++)
+        tprintf(&t, "r%d\tm%d\t%d\n", (int)pl_test_below(&s, 6), (int)pl_test_below(&s, 8),
+                (int)pl_test_below(&s, 5) - 2);
+    char *rmr = put_text("rmr.tsv", &t);
+    tprintf(&t, "genes\tid\tfitness\tgrowth\n");
+    for (int r = 0; r < N_SAMPLES; r++) {
+        int k = 1 + (int)pl_test_below(&s, 3);
+        for (int i = 0; i < k; i++)
+            tprintf(&t, "%sg%d", i ? ";" : "", (int)pl_test_below(&s, N_GENES));
+        tprintf(&t, "\t%d\t%.4f\t", 1000 + r, (double)pl_test_below(&s, 10000) / 10000);
+        if (r % 7 == 0)
+            tprintf(&t, "NA\n");
+        else
+            tprintf(&t, "%.3f\n", (double)pl_test_below(&s, 1000) / 100);
+    }
+    char *samples = put_text("samples.tsv", &t);
+    float *pay = malloc(sizeof(float) * N_SAMPLES * PAYLOAD_COLS);
+    cr_assert_not_null(pay);
+    for (size_t i = 0; i < (size_t)N_SAMPLES * PAYLOAD_COLS; i++)
+        pay[i] = (float)pl_test_below(&s, 1u << 20) / 1024.0f;
+    char payp[4096], shape[64];
+    join(payp, sizeof payp, C.dir, "payload.npy");
+    snprintf(shape, sizeof shape, "(%d, %d)", N_SAMPLES, PAYLOAD_COLS);
+    write_npy(payp, "<f4", shape, pay, sizeof(float) * N_SAMPLES * PAYLOAD_COLS);
+    free(pay);
+
+    const char *names[2] = {"physical", "regulatory"}, *files[2] = {phys, regp};
+    pl_build_opts o = {0};
+    o.out = C.good;
+    o.genes = genes;
+    o.n_types = 2;
+    o.type_names = names;
+    o.type_files = files;
+    o.reactions = rxn;
+    o.gpr = gpr;
+    o.rmr = rmr;
+    o.samples = samples;
+    o.payload = payp;
+    o.params = "corruption test";
+    pl_err err = {0};
+    pl_build_stats st;
+    int rc = pl_build(&o, &st, &err);
+    cr_assert_eq(rc, 0, "building the pristine database: %s", err.msg);
+    cr_assert_eq(st.n_samples, N_SAMPLES);
+    free(genes);
+    free(phys);
+    free(rxn);
+    free(gpr);
+    free(rmr);
+    free(samples);
+}
+
+/* Copy every file of the pristine database into C.bad. */
+static void copy_db(void)
+{
+    cr_assert_eq(mkdir(C.bad, 0755), 0);
+    DIR *d = opendir(C.good);
+    cr_assert_not_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char from[4352], to[4352];
+        join(from, sizeof from, C.good, e->d_name);
+        join(to, sizeof to, C.bad, e->d_name);
+        int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        cr_assert(in >= 0 && out >= 0, "copying %s: %s", from, strerror(errno));
+        char buf[65536];
+        ssize_t got;
+        while ((got = read(in, buf, sizeof buf)) > 0)
+            cr_assert_eq(write(out, buf, (size_t)got), got);
+        cr_assert_eq(got, 0);
+        close(in);
+        cr_assert_eq(close(out), 0);
+        n++;
+    }
+    closedir(d);
+    cr_assert_eq(n, 3, "expected data.mdb, samples.pls and payload.npy, found %d files", n);
+}
+
+static void cx_init(void)
+{
+    memset(&C, 0, sizeof C);
+    C.dir = pl_test_tmpdir();
+    join(C.good, sizeof C.good, C.dir, "good");
+    join(C.bad, sizeof C.bad, C.dir, "bad");
+    build_pristine();
+    pl_db *db;
+    pl_err err = {0};
+    cr_assert_eq(pl_db_open(C.good, &db, &err), 0, "%s", err.msg);
+    for (uint64_t r = 0; r < N_SAMPLES; r++) {
+        pl_sample s;
+        cr_assert_eq(pl_db_sample(db, r, &s, &err), 0, "%s", err.msg);
+        C.ids[r] = s.id;
+    }
+    pl_db_close(db);
+    copy_db();
+}
+
+static void cx_fini(void)
+{
+    if (C.dir)
+        pl_test_rmtree(C.dir);
+    free(C.dir);
+    memset(&C, 0, sizeof C);
+}
+
+TestSuite(corruption, .init = cx_init, .fini = cx_fini, .timeout = 120);
+
+/* ------------------------------------------------------------ helpers */
+
+static void bad_path(char *buf, size_t cap, const char *file) { join(buf, cap, C.bad, file); }
+
+static uint64_t file_size(const char *path)
+{
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "%s: %s", path, strerror(errno));
+    return (uint64_t)st.st_size;
+}
+
+static void read_at(const char *path, uint64_t off, void *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY);
+    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+    cr_assert_eq(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+    close(fd);
+}
+
+static void write_at(const char *path, uint64_t off, const void *buf, size_t len)
+{
+    int fd = open(path, O_WRONLY);
+    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+    cr_assert_eq(pwrite(fd, buf, len, (off_t)off), (ssize_t)len);
+    cr_assert_eq(close(fd), 0);
+}
+
+/* XOR the byte at `off` of C.bad/file with `mask`. */
+static void flip_mask(const char *file, uint64_t off, unsigned char mask)
+{
+    char p[4352];
+    bad_path(p, sizeof p, file);
+    cr_assert_lt(off, file_size(p));
+    unsigned char b;
+    read_at(p, off, &b, 1);
+    b ^= mask;
+    write_at(p, off, &b, 1);
+}
+
+/* Invert every bit of the byte at `off` of C.bad/file. */
+static void flip(const char *file, uint64_t off) { flip_mask(file, off, 0xFF); }
+
+static void truncate_to(const char *file, uint64_t size)
+{
+    char p[4352];
+    bad_path(p, sizeof p, file);
+    cr_assert_eq(truncate(p, (off_t)size), 0, "%s: %s", p, strerror(errno));
+}
+
+/* The stored bytes (value and checksum trailer) of `key` in sub-database
+ * `dbi` of the pristine database, read through LMDB; NULL when absent. */
+static void *lmdb_value(int dbi, const void *key, size_t klen, size_t *len)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi h;
+    cr_assert_eq(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, PL_DBI_COUNT);
+    int rc = mdb_env_open(env, C.good, MDB_RDONLY | MDB_NOLOCK, 0644);
+    cr_assert_eq(rc, 0, "mdb_env_open: %s", mdb_strerror(rc));
+    cr_assert_eq(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+    cr_assert_eq(mdb_dbi_open(txn, pl__dbi_names[dbi], 0, &h), 0);
+    MDB_val k = {klen, (void *)key}, v;
+    void *copy = NULL;
+    rc = mdb_get(txn, h, &k, &v);
+    if (rc == 0) {
+        copy = malloc(v.mv_size);
+        cr_assert_not_null(copy);
+        memcpy(copy, v.mv_data, v.mv_size);
+        *len = v.mv_size;
+    } else {
+        cr_assert_eq(rc, MDB_NOTFOUND, "mdb_get: %s", mdb_strerror(rc));
+    }
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    return copy;
+}
+
+/* Offset in C.bad/data.mdb of the one occurrence of `needle`. */
+static uint64_t find_unique(const void *needle, size_t n)
+{
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_LMDB);
+    uint64_t size = file_size(p);
+    char *buf = malloc(size);
+    cr_assert_not_null(buf);
+    read_at(p, 0, buf, size);
+    const char *hit = memmem(buf, size, needle, n);
+    cr_assert_not_null(hit, "value bytes not found in %s", p);
+    uint64_t off = (uint64_t)(hit - buf);
+    cr_assert_null(memmem(hit + 1, size - off - 1, needle, n), "value bytes not unique");
+    free(buf);
+    return off;
+}
+
+/* File offset and stored length (trailer included) of a value. */
+static uint64_t locate(int dbi, const void *key, size_t klen, size_t *len)
+{
+    void *v = lmdb_value(dbi, key, klen, len);
+    cr_assert_not_null(v, "key not found");
+    uint64_t off = find_unique(v, *len);
+    free(v);
+    return off;
+}
+
+static void expect_msg(const pl_err *e, const char *want)
+{
+    cr_expect(strstr(e->msg, want) != NULL, "message '%s' lacks '%s'", e->msg, want);
+}
+
+static pl_db *open_bad(void)
+{
+    pl_db *db = NULL;
+    pl_err err = {0};
+    int rc = pl_db_open(C.bad, &db, &err);
+    cr_assert_eq(rc, 0, "the damage should only show in deeper checks; open: %s", err.msg);
+    return db;
+}
+
+/* pl_db_open(C.bad) fails with `code` (or any negative code when code is 0)
+ * and a message containing `want`. */
+static void expect_open_fails(int code, const char *want)
+{
+    pl_db *db = (pl_db *)&db;
+    pl_err err = {0};
+    int rc = pl_db_open(C.bad, &db, &err);
+    if (rc == 0)
+        pl_db_close(db);
+    cr_assert_lt(rc, 0, "pl_db_open accepted the damaged database");
+    if (code)
+        cr_assert_eq(rc, code, "rc %d (%s), expected %s: %s", rc, pl_errname(rc),
+                     pl_errname(code), err.msg);
+    cr_expect_eq(err.code, rc);
+    cr_expect_null(db, "the handle is not reset on failure");
+    cr_expect_neq(err.msg[0], '\0', "no message");
+    if (want)
+        expect_msg(&err, want);
+}
+
+static void expect_verify_fails(pl_db *db, const char *want)
+{
+    pl_err err = {0};
+    int rc = pl_db_verify(db, &err);
+    cr_assert_eq(rc, PL_ECORRUPT, "pl_db_verify: rc %d (%s): %s", rc, pl_errname(rc),
+                 err.msg);
+    cr_expect_eq(err.code, PL_ECORRUPT);
+    expect_msg(&err, want);
+}
+
+/* ------------------------------------------------------------- pristine */
+
+Test(corruption, pristine_database_verifies)
+{
+    const char *dirs[2] = {C.good, C.bad};
+    for (int i = 0; i < 2; i++) {
+        pl_db *db;
+        pl_err err = {0};
+        cr_assert_eq(pl_db_open(dirs[i], &db, &err), 0, "%s", err.msg);
+        const pl_db_info *in = pl_db_info_get(db);
+        cr_expect_eq(in->n_samples, N_SAMPLES);
+        cr_expect_eq(in->n_blocks, 3);
+        cr_expect_eq(in->n_types, 2);
+        cr_expect_eq(in->has_metabolism, 1);
+        cr_expect_str_eq(in->payload_dtype, "<f4");
+        cr_expect_eq(in->payload_row_bytes, 4 * PAYLOAD_COLS);
+        cr_expect_gt(in->payload_bytes, PL_PAYLOAD_ALIGN + PL_PAYLOAD_CHUNK);
+        cr_expect_eq(pl_db_verify(db, &err), 0, "%s: %s", dirs[i], err.msg);
+        pl_graph *g = NULL;
+        cr_expect_eq(pl_graph_load(db, &g, &err), 0, "%s", err.msg);
+        if (g)
+            cr_expect_eq(pl_graph_n_lists(g), 5);
+        pl_graph_free(g);
+        pl_db_close(db);
+    }
+}
+
+/* ---------------------------------------------------- incidence bitmaps */
+
+/* Damage the bitmap of the first gene that has one in list kind `kind`. */
+static void incidence_case(uint32_t kind)
+{
+    unsigned char key[6];
+    size_t len = 0;
+    void *v = NULL;
+    uint32_t g;
+    for (g = 0; g < N_GENES && !v; g++) {
+        pl__inc_key(key, kind, g);
+        v = lmdb_value(PL_DBI_INC, key, 6, &len);
+    }
+    cr_assert_not_null(v, "no bitmap of kind %u", kind);
+    g--;
+    cr_assert_gt(len, 8);
+    uint64_t off = find_unique(v, len);
+    free(v);
+    flip(PL_FILE_LMDB, off + (len - 8) / 2);
+
+    char want[64];
+    snprintf(want, sizeof want, "inc/kind %u/gene %u", kind, g);
+    pl_db *db = open_bad();
+    expect_verify_fails(db, want);
+    pl_graph *gr = (pl_graph *)&gr;
+    pl_err err = {0};
+    int rc = pl_graph_load(db, &gr, &err);
+    if (rc == 0)
+        pl_graph_free(gr);
+    cr_expect_eq(rc, PL_ECORRUPT, "pl_graph_load: rc %d (%s): %s", rc, pl_errname(rc),
+                 err.msg);
+    cr_expect_null(rc == 0 ? NULL : gr);
+    expect_msg(&err, want);
+    pl_db_close(db);
+}
+
+Test(corruption, incidence_bitmap_edge_type) { incidence_case(0); }
+
+/* A bitmap whose key is altered (LMDB stores the key just before the value):
+ * the trailer is seeded by the key, so the value no longer matches it. */
+Test(corruption, incidence_key_renamed)
+{
+    unsigned char key[6];
+    size_t len = 0;
+    void *v = NULL;
+    uint32_t g;
+    for (g = 0; g < N_GENES && !v; g++) {
+        pl__inc_key(key, 0, g);
+        v = lmdb_value(PL_DBI_INC, key, 6, &len);
+    }
+    cr_assert_not_null(v);
+    g--;
+    uint64_t off = find_unique(v, len);
+    free(v);
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_LMDB);
+    unsigned char stored[6];
+    read_at(p, off - 6, stored, 6);
+    cr_assert_eq(memcmp(stored, key, 6), 0, "the key is not stored just before its value");
+    flip_mask(PL_FILE_LMDB, off - 1, 0x10); /* gene g -> g ^ 16 */
+    char want[64];
+    snprintf(want, sizeof want, "inc/kind 0/gene %u", g ^ 16);
+    pl_db *db = open_bad();
+    expect_verify_fails(db, want);
+    pl_graph *gr = NULL;
+    pl_err err = {0};
+    int rc = pl_graph_load(db, &gr, &err);
+    pl_graph_free(rc == 0 ? gr : NULL);
+    cr_expect_eq(rc, PL_ECORRUPT, "pl_graph_load: rc %d (%s): %s", rc, pl_errname(rc),
+                 err.msg);
+    pl_db_close(db);
+}
+
+Test(corruption, incidence_bitmap_second_edge_type) { incidence_case(1); }
+
+Test(corruption, incidence_bitmap_rmr) { incidence_case(2 + PL_LIST_RMR); }
+
+/* ------------------------------------------------------- sample blocks */
+
+struct blk {
+    uint64_t offset;
+    uint32_t comp_size, n_rows;
+};
+
+/* Block `b` of C.bad/samples.pls, walked through the block headers. */
+static struct blk block_at(uint32_t b)
+{
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_SAMPLES);
+    uint64_t off = PL_SSTORE_HEADER;
+    for (uint32_t i = 0;; i++) {
+        uint32_t h[4];
+        read_at(p, off, h, sizeof h);
+        cr_assert_eq(h[0], PL_BLOCK_MAGIC, "no block header at %llu", (unsigned long long)off);
+        if (i == b)
+            return (struct blk){off, h[1], h[3]};
+        off += PL_BLOCK_HEADER + h[1];
+    }
+}
+
+static void expect_rows(pl_db *db, const uint64_t *rows, int n)
+{
+    for (int i = 0; i < n; i++) {
+        pl_sample s;
+        pl_err err = {0};
+        int rc = pl_db_sample(db, rows[i], &s, &err);
+        cr_expect_eq(rc, 0, "row %llu: %s", (unsigned long long)rows[i], err.msg);
+        if (rc == 0)
+            cr_expect_eq(s.id, C.ids[rows[i]], "row %llu", (unsigned long long)rows[i]);
+    }
+}
+
+static void expect_row_corrupt(pl_db *db, uint64_t row, const char *want)
+{
+    pl_sample s;
+    pl_err err = {0};
+    int rc = pl_db_sample(db, row, &s, &err);
+    cr_expect_eq(rc, PL_ECORRUPT, "row %llu: rc %d (%s): %s", (unsigned long long)row, rc,
+                 pl_errname(rc), err.msg);
+    expect_msg(&err, want);
+}
+
+Test(corruption, sample_block_data)
+{
+    struct blk b0 = block_at(0), b1 = block_at(1);
+    cr_assert_eq(b0.offset, PL_SSTORE_HEADER);
+    cr_assert_eq(b1.n_rows, PL_BLOCK_ROWS);
+    flip(PL_FILE_SAMPLES, b1.offset + PL_BLOCK_HEADER + b1.comp_size / 2);
+    pl_db *db = open_bad();
+    expect_verify_fails(db, "samples.pls: block 1: checksum mismatch");
+    uint64_t good_before[] = {0, 1, PL_BLOCK_ROWS - 1};
+    expect_rows(db, good_before, 3);
+    expect_row_corrupt(db, PL_BLOCK_ROWS + 7, "block 1");
+    uint64_t good_after[] = {2 * PL_BLOCK_ROWS, N_SAMPLES - 1, 5};
+    expect_rows(db, good_after, 3);
+    expect_row_corrupt(db, 2 * PL_BLOCK_ROWS - 1, "block 1");
+    expect_row_corrupt(db, PL_BLOCK_ROWS, "block 1");
+    pl_db_close(db);
+}
+
+Test(corruption, sample_block_first_byte)
+{
+    struct blk b0 = block_at(0);
+    flip(PL_FILE_SAMPLES, b0.offset + PL_BLOCK_HEADER);
+    pl_db *db = open_bad();
+    expect_verify_fails(db, "block 0");
+    expect_row_corrupt(db, 3, "block 0");
+    uint64_t ok[] = {PL_BLOCK_ROWS, N_SAMPLES - 1};
+    expect_rows(db, ok, 2);
+    pl_db_close(db);
+}
+
+Test(corruption, sample_block_header)
+{
+    struct blk b2 = block_at(2);
+    flip(PL_FILE_SAMPLES, b2.offset); /* the block magic */
+    pl_db *db = open_bad();
+    expect_verify_fails(db, "samples.pls: block 2: header does not match the index");
+    expect_row_corrupt(db, N_SAMPLES - 1, "block 2");
+    uint64_t ok[] = {0, PL_BLOCK_ROWS};
+    expect_rows(db, ok, 2);
+    pl_db_close(db);
+}
+
+/* -------------------------------------------------------------- payload */
+
+Test(corruption, payload_data)
+{
+    uint64_t off = PL_PAYLOAD_ALIGN + PL_PAYLOAD_CHUNK + 123;
+    flip(PL_FILE_PAYLOAD, off);
+    pl_db *db = open_bad();
+    char want[128];
+    snprintf(want, sizeof want, "chunk 1 (bytes %llu..",
+             (unsigned long long)(PL_PAYLOAD_ALIGN + PL_PAYLOAD_CHUNK));
+    expect_verify_fails(db, want);
+    pl_db_close(db);
+}
+
+Test(corruption, payload_first_chunk)
+{
+    flip(PL_FILE_PAYLOAD, PL_PAYLOAD_ALIGN);
+    pl_db *db = open_bad();
+    expect_verify_fails(db, "payload.npy: chunk 0 (bytes 4096..");
+    pl_db_close(db);
+}
+
+Test(corruption, payload_truncated)
+{
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_PAYLOAD);
+    truncate_to(PL_FILE_PAYLOAD, file_size(p) - 100);
+    pl_db *db = open_bad();
+    expect_verify_fails(db, "payload.npy: size does not match the database");
+    pl_db_close(db);
+}
+
+/* ------------------------------------------------------- edge arrays */
+
+Test(corruption, edge_array)
+{
+    unsigned char key[2];
+    pl__edges_key(key, 1);
+    size_t len;
+    uint64_t off = locate(PL_DBI_EDGES, key, 2, &len);
+    flip(PL_FILE_LMDB, off + (len - 8) / 2);
+    pl_db *db = open_bad();
+    expect_verify_fails(db, "key edges/type 1: checksum mismatch");
+    pl_db_close(db);
+}
+
+Test(corruption, gpr_array_trailer)
+{
+    size_t len;
+    uint64_t off = locate(PL_DBI_EDGES, "gpr", 3, &len);
+    flip(PL_FILE_LMDB, off + len - 1); /* the checksum itself */
+    pl_db *db = open_bad();
+    expect_verify_fails(db, "key edges/gpr: checksum mismatch");
+    pl_db_close(db);
+}
+
+/* ---------------------------------------------------------- metadata */
+
+Test(corruption, format_version)
+{
+    size_t len;
+    uint64_t off = locate(PL_DBI_META, "meta", 4, &len);
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_LMDB);
+    char magic[8];
+    read_at(p, off, magic, 8);
+    cr_assert_eq(memcmp(magic, PL_META_MAGIC, 8), 0);
+    uint32_t v;
+    read_at(p, off + 8, &v, 4);
+    cr_assert_eq(v, PL_FORMAT_VERSION);
+    v = PL_FORMAT_VERSION + 1;
+    write_at(p, off + 8, &v, 4);
+    char want[64];
+    snprintf(want, sizeof want, "format version %u", PL_FORMAT_VERSION + 1);
+    expect_open_fails(PL_EFORMAT, want);
+    snprintf(want, sizeof want, "reads version %u", PL_FORMAT_VERSION);
+    expect_open_fails(PL_EFORMAT, want);
+}
+
+Test(corruption, meta_value)
+{
+    size_t len;
+    uint64_t off = locate(PL_DBI_META, "meta", 4, &len);
+    flip(PL_FILE_LMDB, off + 16); /* n_genes */
+    expect_open_fails(PL_ECORRUPT, "key meta/meta: checksum mismatch");
+}
+
+Test(corruption, meta_magic)
+{
+    size_t len;
+    uint64_t off = locate(PL_DBI_META, "meta", 4, &len);
+    flip(PL_FILE_LMDB, off + 2);
+    expect_open_fails(PL_ECORRUPT, "meta/meta");
+}
+
+Test(corruption, block_index)
+{
+    size_t len;
+    uint64_t off = locate(PL_DBI_META, "blocks", 6, &len);
+    flip(PL_FILE_LMDB, off + sizeof(struct pl__block_entry) + 4);
+    expect_open_fails(PL_ECORRUPT, "key meta/blocks: checksum mismatch");
+}
+
+Test(corruption, params_value)
+{
+    size_t len;
+    uint64_t off = locate(PL_DBI_META, "params", 6, &len);
+    flip(PL_FILE_LMDB, off + 1);
+    expect_open_fails(PL_ECORRUPT, "key meta/params: checksum mismatch");
+}
+
+Test(corruption, gene_names)
+{
+    size_t len;
+    uint64_t off = locate(PL_DBI_NAMES, "genes", 5, &len);
+    flip(PL_FILE_LMDB, off + 1);
+    expect_open_fails(PL_ECORRUPT, "key names/genes: checksum mismatch");
+}
+
+Test(corruption, type_names)
+{
+    size_t len;
+    uint64_t off = locate(PL_DBI_NAMES, "types", 5, &len);
+    flip(PL_FILE_LMDB, off + 3);
+    expect_open_fails(PL_ECORRUPT, "key names/types: checksum mismatch");
+}
+
+/* ------------------------------------------------------- sample store */
+
+Test(corruption, samples_magic)
+{
+    flip(PL_FILE_SAMPLES, 0);
+    expect_open_fails(PL_ECORRUPT, "samples.pls: not a pertload sample store (bad magic)");
+}
+
+Test(corruption, samples_header_counts)
+{
+    flip(PL_FILE_SAMPLES, 16); /* n_samples */
+    expect_open_fails(PL_ECORRUPT, "samples.pls: header checksum mismatch");
+}
+
+Test(corruption, samples_truncated)
+{
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_SAMPLES);
+    truncate_to(PL_FILE_SAMPLES, file_size(p) - 1);
+    expect_open_fails(PL_ECORRUPT, "truncated or replaced");
+}
+
+Test(corruption, samples_truncated_to_header)
+{
+    truncate_to(PL_FILE_SAMPLES, 10);
+    expect_open_fails(PL_ECORRUPT, "samples.pls");
+}
+
+Test(corruption, samples_missing)
+{
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_SAMPLES);
+    cr_assert_eq(unlink(p), 0);
+    expect_open_fails(-ENOENT, "samples.pls");
+}
+
+/* ---------------------------------------------------- truncated LMDB */
+
+/* Open (and verify, when open succeeds) C.bad in a child, so that a crash is
+ * reported as such; the child sends back the return code and message. */
+static void expect_open_or_verify_fails_in_child(void)
+{
+    int pfd[2];
+    cr_assert_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        pl_db *db;
+        pl_err err;
+        memset(&err, 0, sizeof err);
+        int rc = pl_db_open(C.bad, &db, &err);
+        if (rc == 0) {
+            rc = pl_db_verify(db, &err);
+            pl_db_close(db);
+            if (rc == 0)
+                rc = 1; /* opened and verified: the damage went unnoticed */
+        }
+        if (write(pfd[1], &rc, sizeof rc) != sizeof rc ||
+            write(pfd[1], &err, sizeof err) != sizeof err)
+            _exit(3);
+        _exit(0);
+    }
+    close(pfd[1]);
+    int rc = 0;
+    pl_err err;
+    memset(&err, 0, sizeof err);
+    ssize_t n1 = read(pfd[0], &rc, sizeof rc);
+    ssize_t n2 = n1 == sizeof rc ? read(pfd[0], &err, sizeof err) : 0;
+    close(pfd[0]);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(!WIFSIGNALED(status), "opening the damaged database crashed: signal %d (%s)",
+              WTERMSIG(status), strsignal(WTERMSIG(status)));
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
+    cr_assert(n1 == sizeof rc && n2 == sizeof err, "short result from the child");
+    cr_assert_neq(rc, 1, "the truncated database opened and verified");
+    cr_assert_eq(rc, PL_ECORRUPT, "rc %d (%s), expected PL_ECORRUPT: %s", rc, pl_errname(rc),
+                 err.msg);
+    cr_expect_neq(err.msg[0], '\0', "no message");
+    cr_expect(strstr(err.msg, "data.mdb") != NULL || strstr(err.msg, C.bad) != NULL,
+              "message '%s' names neither the file nor the database", err.msg);
+}
+
+Test(corruption, lmdb_truncated_half)
+{
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_LMDB);
+    truncate_to(PL_FILE_LMDB, file_size(p) / 2 / 4096 * 4096);
+    expect_open_or_verify_fails_in_child();
+}
+
+Test(corruption, lmdb_truncated_to_meta_pages)
+{
+    truncate_to(PL_FILE_LMDB, 2 * 4096);
+    expect_open_or_verify_fails_in_child();
+}
+
+Test(corruption, lmdb_truncated_last_page)
+{
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_LMDB);
+    truncate_to(PL_FILE_LMDB, file_size(p) - 4096);
+    expect_open_or_verify_fails_in_child();
+}
+
+Test(corruption, lmdb_empty)
+{
+    truncate_to(PL_FILE_LMDB, 0);
+    expect_open_or_verify_fails_in_child();
+}
