@@ -40,7 +40,10 @@ extern "C" {
     X(PL_EZSTD, -1005, "zstd error")                                           \
     X(PL_ERANGE, -1006, "index out of range")                                  \
     X(PL_EEXIST, -1007, "output already exists")                               \
-    X(PL_EUSAGE, -1008, "invalid argument")
+    X(PL_EUSAGE, -1008, "invalid argument")                                   \
+    X(PL_EPEER, -1009, "peer process died")                                    \
+    X(PL_EBUSY, -1010, "in use by a live process")                             \
+    X(PL_ETIMEDOUT, -1011, "timed out")
 
 enum {
 #define PL__ERR_ENUM(name, code, text) name = code,
@@ -214,6 +217,122 @@ typedef struct pl_masks_result {
  *  @return 0, or PL_ERANGE when a gene index is out of range. */
 PL_API int pl_masks_compute(pl_masks *m, const int32_t *genes, uint32_t n,
                             pl_masks_result *out);
+
+/* -------------------------------------------------------------- epoch plan */
+
+/** What an epoch plan depends on; the algorithm is documented in
+ *  loader/plan.h so that other tools can reproduce the order. */
+typedef struct pl_plan_opts {
+    uint64_t n_samples;
+    uint64_t seed, epoch;
+    uint32_t rank, world_size;  /**< rank < world_size; world_size >= 1 */
+    uint32_t batch_size;        /**< >= 1 */
+    int shuffle, drop_last;
+} pl_plan_opts;
+
+typedef struct pl_plan pl_plan;
+
+/** Compute the plan of one epoch for one rank (the rank's rows, in order). */
+PL_API int pl_plan_new(const pl_plan_opts *o, pl_plan **out, pl_err *err);
+PL_API void pl_plan_free(pl_plan *p);
+
+/** Number of batches of the rank in this epoch. */
+PL_API uint64_t pl_plan_n_batches(const pl_plan *p);
+
+/** Number of samples of the rank in this epoch (padding included). */
+PL_API uint64_t pl_plan_n_samples(const pl_plan *p);
+
+/** Rows (sample-store order) of batch `b` into `rows[0..batch_size)`.
+ *  @return the batch's size; 0 when b >= pl_plan_n_batches(). */
+PL_API uint32_t pl_plan_batch(const pl_plan *p, uint64_t b, uint64_t *rows);
+
+/* -------------------------------------------------------------------- ring */
+
+/** A shared-memory ring of batch slots between one producer process (the
+ *  `serve` command, any number of worker threads) and one consumer process.
+ *  The segment is /dev/shm/pertload-NAME, mode 0600. Batch i lives in slot
+ *  i % n_slots; the producer fills and publishes batches (in any order), the
+ *  consumer takes them in order and releases each when done with it. Waiting
+ *  uses futexes with short timeouts to watch the peer: a dead producer is
+ *  reported to the consumer within a second, a dead consumer makes the
+ *  producer's calls fail with PL_EPEER (the producer then removes the
+ *  segment). */
+typedef struct pl_ring pl_ring;
+
+/** Longest ring name; names hold only [A-Za-z0-9_.-]. */
+#define PL_RING_NAME_MAX 64
+
+/** Counters shared in the ring header (monotonic; times in nanoseconds). */
+typedef struct pl_ring_stats {
+    uint64_t batches_produced, samples_produced;
+    uint64_t batches_consumed, samples_consumed;
+    uint64_t producer_wait_ns;  /**< producer waiting for a free slot */
+    uint64_t consumer_wait_ns;  /**< consumer waiting for data */
+    uint64_t n_batches;         /**< batches in this epoch (0 = not known yet) */
+    uint64_t created_ns;        /**< CLOCK_REALTIME at creation */
+    uint64_t slot_bytes, total_bytes;
+    uint32_t n_slots;
+    int32_t producer_pid, consumer_pid;
+    uint32_t state;             /**< PL_RING_RUNNING, PL_RING_DONE or PL_RING_FAILED */
+    char name[PL_RING_NAME_MAX + 1];
+} pl_ring_stats;
+
+enum { PL_RING_RUNNING = 0, PL_RING_DONE = 1, PL_RING_FAILED = 2 };
+
+/** Producer: create the ring (removing a stale segment whose producer is dead;
+ *  PL_EBUSY when its producer lives). Refuses sizes over
+ *  min(PL_RING_MAX_BYTES, half the free space of /dev/shm).
+ *  @param consumer_pid the process that will drain it (watched for death). */
+PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_bytes,
+                          int32_t consumer_pid, pl_ring **out, pl_err *err);
+
+/** Largest ring pl_ring_create() accepts. */
+#define PL_RING_MAX_BYTES ((uint64_t)16 << 30)
+
+/** Producer: the slot of batch `batch` (slot_bytes bytes, 4096-aligned). */
+PL_API void *pl_ring_slot(pl_ring *r, uint64_t batch);
+
+/** Producer: wait until the slot of `batch` is free (batch < consumed +
+ *  n_slots). @return 0, or PL_EPEER when the consumer died. */
+PL_API int pl_ring_acquire(pl_ring *r, uint64_t batch, pl_err *err);
+
+/** Producer: publish a filled batch of `n_samples` samples. */
+PL_API void pl_ring_publish(pl_ring *r, uint64_t batch, uint32_t n_samples);
+
+/** Producer: set the number of batches of the epoch (shown by `top`). */
+PL_API void pl_ring_set_total(pl_ring *r, uint64_t n_batches);
+
+/** Producer: no more batches after `n_batches`; `msg` non-NULL marks a failure
+ *  that the consumer reports. */
+PL_API void pl_ring_finish(pl_ring *r, uint64_t n_batches, const char *msg);
+
+/** Producer: unmap and remove the segment; NULL accepted. */
+PL_API void pl_ring_destroy(pl_ring *r);
+
+/** Consumer: open an existing ring and register as its consumer.
+ *  @param timeout_ms how long to wait for the segment to appear. */
+PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_err *err);
+
+/** Consumer: wait for batch `batch` (batches are taken in order).
+ *  @param slot set to the slot's address in this process.
+ *  @return 0 with a batch, 1 at the end of the epoch, PL_EPEER when the
+ *  producer died, PL_ECORRUPT for a malformed header, or the producer's failure
+ *  (negative code, message in err). */
+PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *err);
+
+/** Consumer: done with batch `batch` of `n_samples` samples; its slot may be
+ *  reused. */
+PL_API void pl_ring_release(pl_ring *r, uint64_t batch, uint32_t n_samples);
+
+/** Consumer: unmap; NULL accepted. */
+PL_API void pl_ring_detach(pl_ring *r);
+
+/** Either side: a snapshot of the shared counters. */
+PL_API void pl_ring_stats_get(const pl_ring *r, pl_ring_stats *st);
+
+/** Read the counters of every ring on the machine (for `pertload top`).
+ *  @return the number found (at most `cap` stored), or a negative code. */
+PL_API int pl_ring_list(pl_ring_stats *out, int cap);
 
 #ifdef __cplusplus
 }
