@@ -159,6 +159,19 @@ PL_API int64_t pl_db_gene_index(const pl_db *db, const char *name);
  *  @return 0, or PL_ECORRUPT with err naming the first bad key or block. */
 PL_API int pl_db_verify(pl_db *db, pl_err *err);
 
+/** Graph arrays pl_db_graph_array() can copy out. */
+enum {
+    PL_ARRAY_GPR = -1,        /**< int32 [2, n_gpr]: gene row, reaction row */
+    PL_ARRAY_RMR = -2,        /**< int32 [2, n_rmr]: reaction row, metabolite row */
+    PL_ARRAY_RMR_STOICH = -3, /**< float32 [n_rmr] stoichiometry */
+};
+
+/** Copy a graph array into `out` (`cap` bytes). `which` >= 0 is an edge type:
+ *  its edge_index as int32 [2, E] (src row, then dst row).
+ *  @return the number of bytes written, PL_ERANGE when `cap` is too small or
+ *  `which` is unknown, PL_ECORRUPT. */
+PL_API int64_t pl_db_graph_array(pl_db *db, int which, void *out, size_t cap, pl_err *err);
+
 /** One sample as stored. */
 typedef struct pl_sample {
     uint64_t id;

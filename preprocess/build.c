@@ -849,7 +849,7 @@ static int check_type_names(const pl_build_opts *o, pl_err *err)
     for (size_t t = 0; t < o->n_types; t++) {
         const char *n = o->type_names[t];
         size_t len = strlen(n);
-        PL_FAIL_IF(len == 0 || len > 200, err, PL_EUSAGE,
+        PL_FAIL_IF(len == 0 || len > 100, err, PL_EUSAGE,
                    "--edges NAME=FILE: edge type %zu has an empty or overlong name", t + 1);
         for (size_t i = 0; i < len; i++)
             PL_FAIL_IF(!(n[i] == '_' || n[i] == '-' || n[i] == '.' ||

@@ -311,6 +311,40 @@ PL_API int pl_db_sample(pl_db *db, uint64_t row, pl_sample *s, pl_err *err)
     return 0;
 }
 
+PL_API int64_t pl_db_graph_array(pl_db *db, int which, void *out, size_t cap, pl_err *err)
+{
+    const struct pl__meta *m = &db->meta;
+    unsigned char ekey[2];
+    const void *key;
+    size_t klen = 3, want, skip = 0, len;
+    if (which >= 0 && (uint32_t)which < m->n_types) {
+        pl__edges_key(ekey, (uint32_t)which);
+        key = ekey;
+        klen = 2;
+        want = len = 8 * m->n_edges[which];
+    } else if (which == PL_ARRAY_GPR && m->has_metabolism) {
+        key = "gpr";
+        want = len = 8 * m->n_gpr;
+    } else if ((which == PL_ARRAY_RMR || which == PL_ARRAY_RMR_STOICH) && m->has_metabolism) {
+        key = "rmr";
+        want = 12 * m->n_rmr;
+        len = which == PL_ARRAY_RMR ? 8 * m->n_rmr : 4 * m->n_rmr;
+        skip = which == PL_ARRAY_RMR ? 0 : 8 * m->n_rmr;
+    } else {
+        return pl__err(err, PL_ERANGE, "no graph array %d in this database", which);
+    }
+    PL_FAIL_IF(cap < len, err, PL_ERANGE, "graph array %d needs %zu bytes, %zu given", which,
+               len, cap);
+    void *buf;
+    int rc = pl__db_get_zstd(db->txn, db->dbi[PL_DBI_EDGES], PL_DBI_EDGES, key, klen, want,
+                             &buf, err);
+    PL_FAIL_IF(rc == -ENOENT, err, PL_ECORRUPT, "graph array %d missing", which);
+    PL_TRY(rc);
+    memcpy(out, (char *)buf + skip, len);
+    free(buf);
+    return (int64_t)len;
+}
+
 /* ------------------------------------------------------------------ verify */
 
 static int verify_inc(pl_db *db, const MDB_val *k, const MDB_val *v, pl_err *err)

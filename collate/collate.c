@@ -1,0 +1,246 @@
+/* Collation of a batch into a slot (layout rationale in collate.h). */
+#include "collate.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "masks/masks.h"
+#include "src/core/db.h"
+#include "src/core/error.h"
+
+#define ALIGN(x) (((x) + PL_SLOT_ALIGN - 1) & ~(uint64_t)(PL_SLOT_ALIGN - 1))
+
+static const char *const meta_kinds[3] = {"gpr", "reaction", "rmr"};
+
+void pl__collate_cfg_init(pl__collate_cfg *c, const pl_db *db, const pl_graph *g,
+                          uint32_t batch_size, uint32_t dense)
+{
+    const pl_db_info *info = pl_db_info_get(db);
+    memset(c, 0, sizeof *c);
+    c->g = g;
+    c->n_genes = (uint32_t)info->n_genes;
+    c->n_labels = info->n_labels;
+    c->dense = dense;
+    c->max_batch = batch_size;
+    memcpy(c->payload_dtype, info->payload_dtype, sizeof c->payload_dtype);
+    c->payload_ndim = info->payload_ndim;
+    memcpy(c->payload_shape, info->payload_shape, sizeof c->payload_shape);
+    c->payload_row_bytes = info->payload_dtype[0] ? info->payload_row_bytes : 0;
+    for (uint32_t k = 0; k < g->n_lists; k++)
+        c->list_len[k] = g->kind[k].count;
+}
+
+/* Name of list kind k ("edges/<type>" or "gpr", ...). */
+static void kind_name(const pl__collate_cfg *c, uint32_t k, char *buf, size_t cap)
+{
+    if (k < c->g->n_types)
+        snprintf(buf, cap, "edges/%s", c->g->type_names[k]);
+    else
+        snprintf(buf, cap, "%s", meta_kinds[k - c->g->n_types]);
+}
+
+static uint64_t dense_row_bytes(const pl__collate_cfg *c, uint64_t len)
+{
+    return c->dense == PL_DENSE_BITS ? 8 * ((len + 63) / 64) : len;
+}
+
+/* Array count and the bytes of the header with its descriptors. */
+static uint32_t n_arrays(const pl__collate_cfg *c)
+{
+    uint32_t n = 5 + 2 * c->g->n_lists + (c->payload_row_bytes ? 1 : 0);
+    if (c->dense)
+        n += 1 + c->g->n_lists;
+    return n;
+}
+
+/* Offsets of the fixed part, in layout order. */
+typedef struct fixed {
+    uint64_t ids, rows, labels, pptr, ptr[PL_MAX_TYPES + 3], payload, gene_mask,
+        mask[PL_MAX_TYPES + 3], end;
+} fixed;
+
+static void fixed_layout(const pl__collate_cfg *c, uint32_t n, fixed *f)
+{
+    uint64_t at = ALIGN(sizeof(struct pl_slot_header) +
+                        (uint64_t)n_arrays(c) * sizeof(struct pl_slot_array));
+    f->ids = at;
+    at = ALIGN(at + 8 * (uint64_t)n);
+    f->rows = at;
+    at = ALIGN(at + 8 * (uint64_t)n);
+    f->labels = at;
+    at = ALIGN(at + 4 * (uint64_t)n * c->n_labels);
+    f->pptr = at;
+    at = ALIGN(at + 8 * (uint64_t)(n + 1));
+    for (uint32_t k = 0; k < c->g->n_lists; k++) {
+        f->ptr[k] = at;
+        at = ALIGN(at + 8 * (uint64_t)(n + 1));
+    }
+    f->payload = at;
+    at = ALIGN(at + c->payload_row_bytes * n);
+    if (c->dense) {
+        f->gene_mask = at;
+        at = ALIGN(at + dense_row_bytes(c, c->n_genes) * n);
+        for (uint32_t k = 0; k < c->g->n_lists; k++) {
+            f->mask[k] = at;
+            at = ALIGN(at + dense_row_bytes(c, c->list_len[k]) * n);
+        }
+    }
+    f->end = at;
+}
+
+uint64_t pl__collate_payload_offset(const pl__collate_cfg *c, uint32_t n)
+{
+    fixed f;
+    fixed_layout(c, n, &f);
+    return f.payload;
+}
+
+uint64_t pl__collate_slot_bytes(const pl__collate_cfg *c, uint32_t n, uint64_t genes,
+                                uint64_t positions)
+{
+    fixed f;
+    fixed_layout(c, n, &f);
+    /* Variable part: each list's region is aligned and padded for sentinels. */
+    return f.end + ALIGN(4 * (genes + 1)) +
+           (uint64_t)c->g->n_lists * ALIGN(4 * PL__MASKS_PAD + PL_SLOT_ALIGN) + 4 * positions;
+}
+
+static struct pl_slot_array *add(struct pl_slot_header *h, const char *name,
+                                 const char *dtype, uint64_t offset, uint64_t nbytes,
+                                 uint32_t ndim, uint64_t d0, uint64_t d1)
+{
+    struct pl_slot_array *a = (struct pl_slot_array *)(h + 1) + h->n_arrays++;
+    memset(a, 0, sizeof *a);
+    snprintf(a->name, sizeof a->name, "%s", name);
+    snprintf(a->dtype, sizeof a->dtype, "%s", dtype);
+    a->ndim = ndim;
+    a->offset = offset;
+    a->nbytes = nbytes;
+    a->shape[0] = d0;
+    a->shape[1] = d1;
+    return a;
+}
+
+/* Dense mask rows: kept = 1, removed positions cleared. */
+static void dense_rows(const pl__collate_cfg *c, unsigned char *dst, uint64_t len,
+                       const int32_t *removed, const int64_t *ptr, uint32_t n)
+{
+    uint64_t row = dense_row_bytes(c, len);
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned char *r = dst + row * i;
+        const int32_t *p = removed + ptr[i], *e = removed + ptr[i + 1];
+        if (c->dense == PL_DENSE_BOOL) {
+            memset(r, 1, len);
+            for (; p < e; p++)
+                r[*p] = 0;
+        } else {
+            uint64_t *w = (uint64_t *)r, words = row / 8;
+            memset(r, 0xFF, row);
+            if (len % 64)
+                w[words - 1] = (UINT64_C(1) << (len % 64)) - 1;
+            for (; p < e; p++)
+                w[(uint32_t)*p >> 6] &= ~(UINT64_C(1) << (*p & 63));
+        }
+    }
+}
+
+int pl__collate(const pl__collate_cfg *c, const pl__batch_src *src, void *slot, uint64_t cap,
+                uint64_t batch, uint64_t epoch, int32_t *scratch, uint64_t scratch_len,
+                pl_err *err)
+{
+    const pl_graph *g = c->g;
+    const uint32_t n = src->n, L = c->n_labels, K = g->n_lists;
+    unsigned char *base = slot;
+    fixed f;
+    fixed_layout(c, n, &f);
+    PL_FAIL_IF(f.end > cap, err, PL_ERANGE, "batch %llu: %llu bytes of fixed arrays exceed "
+               "the slot (%llu)", (unsigned long long)batch, (unsigned long long)f.end,
+               (unsigned long long)cap);
+    struct pl_slot_header *h = slot;
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, PL_SLOT_MAGIC, 8);
+    h->version = PL_SLOT_VERSION;
+    h->batch = batch;
+    h->epoch = epoch;
+    h->n_samples = n;
+    h->dense = c->dense;
+
+    uint64_t *ids = (uint64_t *)(base + f.ids), *rows = (uint64_t *)(base + f.rows);
+    float *labels = (float *)(base + f.labels);
+    for (uint32_t i = 0; i < n; i++) {
+        ids[i] = src->ids[i];
+        rows[i] = src->rows[i];
+        memcpy(labels + (uint64_t)i * L, src->labels[i], 4 * (size_t)L);
+    }
+    add(h, "sample_id", "<u8", f.ids, 8 * (uint64_t)n, 1, n, 0);
+    add(h, "row", "<u8", f.rows, 8 * (uint64_t)n, 1, n, 0);
+    add(h, "labels", "<f4", f.labels, 4 * (uint64_t)n * L, 2, n, L);
+
+    /* Perturbation indices. */
+    uint64_t at = f.end, total = 0;
+    int64_t *pptr = (int64_t *)(base + f.pptr);
+    int32_t *pert = (int32_t *)(base + at);
+    pptr[0] = 0;
+    for (uint32_t i = 0; i < n; i++)
+        total += src->n_genes[i];
+    PL_FAIL_IF(at + 4 * total > cap, err, PL_ERANGE, "batch %llu does not fit its slot",
+               (unsigned long long)batch);
+    for (uint32_t i = 0; i < n; i++) {
+        memcpy(pert + pptr[i], src->genes[i], 4 * (size_t)src->n_genes[i]);
+        pptr[i + 1] = pptr[i] + src->n_genes[i];
+    }
+    add(h, "perturbation_indices", "<i4", at, 4 * total, 1, total, 0);
+    add(h, "perturbation_ptr", "<i8", f.pptr, 8 * (uint64_t)(n + 1), 1, n + 1, 0);
+    at = ALIGN(at + 4 * total);
+
+    /* Removed positions, list kind by list kind, straight into the slot. */
+    char name[PL_SLOT_NAME_MAX], kn[PL_SLOT_NAME_MAX - 16];
+    for (uint32_t k = 0; k < K; k++) {
+        int64_t *ptr = (int64_t *)(base + f.ptr[k]);
+        int32_t *out = (int32_t *)(base + at);
+        uint64_t bound = PL__MASKS_PAD;
+        for (uint32_t i = 0; i < n; i++)
+            bound += pl__masks_bound(g, k, src->genes[i], src->n_genes[i]);
+        PL_FAIL_IF(at + 4 * bound > cap, err, PL_ERANGE, "batch %llu does not fit its slot",
+                   (unsigned long long)batch);
+        ptr[0] = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (src->n_genes[i] > 2 &&
+                pl__masks_bound(g, k, src->genes[i], src->n_genes[i]) + PL__MASKS_PAD >
+                    scratch_len)
+                return pl__err(err, PL_ERANGE, "batch %llu: scratch too small",
+                               (unsigned long long)batch);
+            ptr[i + 1] = ptr[i] + (int64_t)pl__masks_union(g, k, src->genes[i],
+                                                           src->n_genes[i], out + ptr[i],
+                                                           scratch);
+        }
+        kind_name(c, k, kn, sizeof kn);
+        snprintf(name, sizeof name, "%s/removed", kn);
+        add(h, name, "<i4", at, 4 * (uint64_t)ptr[n], 1, (uint64_t)ptr[n], 0);
+        snprintf(name, sizeof name, "%s/ptr", kn);
+        add(h, name, "<i8", f.ptr[k], 8 * (uint64_t)(n + 1), 1, n + 1, 0);
+        if (c->dense) {
+            dense_rows(c, base + f.mask[k], c->list_len[k], out, ptr, n);
+            snprintf(name, sizeof name, "%s/mask", kn);
+            uint64_t row = dense_row_bytes(c, c->list_len[k]);
+            add(h, name, c->dense == PL_DENSE_BOOL ? "|b1" : "<u8", f.mask[k], row * n, 2, n,
+                c->dense == PL_DENSE_BOOL ? c->list_len[k] : row / 8);
+        }
+        at = ALIGN(at + 4 * (uint64_t)ptr[n]);
+    }
+    if (c->dense) {
+        dense_rows(c, base + f.gene_mask, c->n_genes, pert, pptr, n);
+        uint64_t row = dense_row_bytes(c, c->n_genes);
+        add(h, "gene/mask", c->dense == PL_DENSE_BOOL ? "|b1" : "<u8", f.gene_mask, row * n, 2,
+            n, c->dense == PL_DENSE_BOOL ? c->n_genes : row / 8);
+    }
+    if (c->payload_row_bytes) {
+        struct pl_slot_array *a = add(h, "payload", c->payload_dtype, f.payload,
+                                      c->payload_row_bytes * n, 1 + c->payload_ndim, n, 0);
+        for (uint32_t d = 0; d < c->payload_ndim; d++)
+            a->shape[1 + d] = c->payload_shape[d];
+    }
+    h->used = at;
+    return 0;
+}

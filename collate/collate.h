@@ -1,0 +1,67 @@
+/* Collation: one batch -> one slot (layout in slot.h).
+ *
+ * The fixed-size arrays (ids, rows, labels, every ptr array, the payload and
+ * the dense masks) come first, at offsets that depend only on the batch size,
+ * so the loader can start reading payload rows into the slot before the masks
+ * are computed; the variable-size lists (perturbation indices, removed
+ * positions) follow, each list kind written straight into the slot by the
+ * masks engine, with no intermediate copy. The graph itself is never copied:
+ * removed positions are offsets into the shared edge arrays. */
+#ifndef PL_COLLATE_COLLATE_H
+#define PL_COLLATE_COLLATE_H
+
+#include <stdint.h>
+
+#include "collate/slot.h"
+#include "pertload.h"
+
+enum { PL_DENSE_NONE = 0, PL_DENSE_BITS = 1, PL_DENSE_BOOL = 2 };
+
+/** What every batch of a run shares. */
+typedef struct pl__collate_cfg {
+    const pl_graph *g;
+    uint32_t n_genes;
+    uint32_t n_labels;
+    uint32_t dense;                 /* PL_DENSE_* */
+    uint32_t max_batch;             /* batch size */
+    char payload_dtype[8];          /* "" without payload */
+    uint32_t payload_ndim;          /* dimensions after the sample axis */
+    uint64_t payload_shape[8];
+    uint64_t payload_row_bytes;
+    uint64_t list_len[PL_MAX_TYPES + 3]; /* positions per list kind (E_t, GPR, ...) */
+} pl__collate_cfg;
+
+/** Fill `c` from an open database and its loaded graph. */
+void pl__collate_cfg_init(pl__collate_cfg *c, const pl_db *db, const pl_graph *g,
+                          uint32_t batch_size, uint32_t dense);
+
+/** The samples of one batch: sample i has ids[i], rows[i], genes[i][0..n_genes[i])
+ *  (sorted ascending, unique, in range) and labels[i][0..n_labels). */
+typedef struct pl__batch_src {
+    uint32_t n;
+    const uint64_t *ids, *rows;
+    const int32_t *const *genes;
+    const uint32_t *n_genes;
+    const float *const *labels;
+} pl__batch_src;
+
+/** Offset in the slot of the payload of a batch of `n` samples (rows go there
+ *  back to back, payload_row_bytes each). */
+uint64_t pl__collate_payload_offset(const pl__collate_cfg *c, uint32_t n);
+
+/** Slot bytes a batch of `n` samples needs at most when its samples delete
+ *  `genes` genes in all and their per-kind list lengths sum to `positions`
+ *  (pl__masks_bound summed over kinds and samples). */
+uint64_t pl__collate_slot_bytes(const pl__collate_cfg *c, uint32_t n, uint64_t genes,
+                                uint64_t positions);
+
+/** Collate batch `src` into `slot` (`cap` bytes), leaving the payload region
+ *  untouched (the loader fills it).
+ *  @param scratch room for the longest single-kind union bound of the batch
+ *         + 1 (used for sets of more than a few genes)
+ *  @return 0, or PL_ERANGE when the batch does not fit (a sizing bug). */
+int pl__collate(const pl__collate_cfg *c, const pl__batch_src *src, void *slot, uint64_t cap,
+                uint64_t batch, uint64_t epoch, int32_t *scratch, uint64_t scratch_len,
+                pl_err *err);
+
+#endif

@@ -1,0 +1,65 @@
+/* The batch slot layout: one contiguous, self-describing block of named arrays.
+ *
+ * A slot starts with struct pl_slot_header, followed by n_arrays
+ * struct pl_slot_array descriptors; array data follow at 64-byte aligned
+ * offsets relative to the slot start. Every integer is little-endian. A
+ * consumer needs nothing else to map the arrays (numpy: dtype = `dtype`,
+ * shape = shape[0..ndim), buffer = slot + offset, nbytes bytes).
+ *
+ * Arrays of a batch of B samples (L labels, n_types edge types):
+ *   sample_id                 <u8 [B]
+ *   row                       <u8 [B]   sample-store row (input order)
+ *   labels                    <f4 [B, L]   NaN where missing
+ *   perturbation_indices      <i4 [P]   per sample sorted ascending, unique
+ *   perturbation_ptr          <i8 [B+1]
+ *   edges/<type>/removed      <i4 [R_t] removed edge positions of type t
+ *   edges/<type>/ptr          <i8 [B+1]
+ *   gpr/removed, gpr/ptr, reaction/removed, reaction/ptr, rmr/removed,
+ *   rmr/ptr                   (when the database has metabolism)
+ *   payload                   as stored [B, ...] (when the database has one)
+ * and, when dense masks are asked for, mask = kept (not removed):
+ *   edges/<type>/mask         |b1 [B, E_t]            (bool)
+ *                             <u8 [B, ceil(E_t/64)]   (bits, LSB first)
+ *   gene/mask, gpr/mask, reaction/mask, rmr/mask   likewise over genes,
+ *                             GPR edges, reactions, RMR edges
+ * Sample i's entries of a removed list are removed[ptr[i] .. ptr[i+1]).
+ */
+#ifndef PL_COLLATE_SLOT_H
+#define PL_COLLATE_SLOT_H
+
+#include <stdint.h>
+
+#define PL_SLOT_MAGIC "PLBATCH1"
+#define PL_SLOT_VERSION 1u
+#define PL_SLOT_ALIGN 64u
+#define PL_SLOT_NAME_MAX 128u
+#define PL_SLOT_MAX_DIMS 10u
+
+/** One array of a slot (240 bytes). */
+struct pl_slot_array {
+    char name[PL_SLOT_NAME_MAX]; /* NUL-terminated */
+    char dtype[8];               /* numpy type string: "<u8" "<i8" "<i4" "<f4" "<f2" "|u1" "|b1" */
+    uint32_t ndim;
+    uint32_t reserved;
+    uint64_t offset;             /* from the slot start, multiple of PL_SLOT_ALIGN */
+    uint64_t nbytes;
+    uint64_t shape[PL_SLOT_MAX_DIMS];
+};
+
+/** The head of a slot (64 bytes). */
+struct pl_slot_header {
+    char magic[8];               /* PL_SLOT_MAGIC */
+    uint32_t version;            /* PL_SLOT_VERSION */
+    uint32_t n_arrays;
+    uint64_t batch;              /* batch index within the epoch */
+    uint64_t epoch;
+    uint32_t n_samples;          /* B */
+    uint32_t dense;              /* 0 none, 1 bits, 2 bool */
+    uint64_t used;               /* bytes of the slot in use */
+    uint64_t reserved[2];
+};
+
+_Static_assert(sizeof(struct pl_slot_array) == 240, "slot array descriptor size");
+_Static_assert(sizeof(struct pl_slot_header) == 64, "slot header size");
+
+#endif

@@ -1,0 +1,29 @@
+/* The producer of `pertload serve`: epoch plan -> sample table -> collation
+ * by worker threads -> shared-memory ring. */
+#ifndef PL_LOADER_SERVE_H
+#define PL_LOADER_SERVE_H
+
+#include <stdint.h>
+
+#include "pertload.h"
+
+typedef struct pl__serve_opts {
+    const char *db, *ring;
+    pl_plan_opts plan;      /* n_samples is filled from the database */
+    uint64_t start_batch;   /* resume: first plan batch to produce */
+    uint32_t dense;         /* PL_DENSE_* (collate/collate.h) */
+    uint32_t threads, slots;
+    int32_t consumer_pid;
+    int io_mode;            /* PL_IO_* (loader/io.h) */
+    int verbose;            /* print the ready line and a summary */
+} pl__serve_opts;
+
+/** Produce one epoch into a new ring and wait until the consumer drained it
+ *  (or died: PL_EPEER). The ring is removed on return. */
+int pl__serve(const pl__serve_opts *o, pl_err *err);
+
+/** Remove the ring of the running pl__serve() (async-signal-safe; for the CLI's
+ *  signal handler). */
+void pl__serve_abort(void);
+
+#endif

@@ -1,0 +1,121 @@
+/* pertload serve: feed one consumer through a shared-memory ring. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "collate/collate.h"
+#include "loader/io.h"
+#include "loader/serve.h"
+
+static const char usage[] =
+    "DB --ring NAME [--batch-size B] [--shuffle] [--seed S] [--epoch E]\n"
+    "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
+    "       [--slots N] [--start-batch K] [--consumer-pid PID] [--io auto|uring|pread]\n"
+    "       [--quiet]";
+
+static void on_signal(int sig)
+{
+    pl__serve_abort();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int pl_cmd_serve(int argc, char **argv)
+{
+    const char *cmd = "serve";
+    pl__serve_opts o = {0};
+    o.plan.batch_size = 64;
+    o.plan.world_size = 1;
+    o.threads = 1;
+    o.slots = 4;
+    o.verbose = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        unsigned long long v = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: pertload serve %s\n", usage);
+            return 0;
+        } else if (!strcmp(a, "--shuffle")) {
+            o.plan.shuffle = 1;
+        } else if (!strcmp(a, "--drop-last")) {
+            o.plan.drop_last = 1;
+        } else if (!strcmp(a, "--quiet")) {
+            o.verbose = 0;
+        } else if (a[0] == '-' && i + 1 >= argc) {
+            return pl_cli_usage(cmd, usage, "%s needs a value", a);
+        } else if (!strcmp(a, "--ring")) {
+            o.ring = argv[++i];
+        } else if (!strcmp(a, "--dense")) {
+            const char *d = argv[++i];
+            if (!strcmp(d, "bits"))
+                o.dense = PL_DENSE_BITS;
+            else if (!strcmp(d, "bool"))
+                o.dense = PL_DENSE_BOOL;
+            else
+                return pl_cli_usage(cmd, usage, "--dense is bits or bool, not '%s'", d);
+        } else if (!strcmp(a, "--io")) {
+            const char *d = argv[++i];
+            if (!strcmp(d, "auto"))
+                o.io_mode = PL_IO_AUTO;
+            else if (!strcmp(d, "uring"))
+                o.io_mode = PL_IO_URING;
+            else if (!strcmp(d, "pread"))
+                o.io_mode = PL_IO_PREAD;
+            else
+                return pl_cli_usage(cmd, usage, "--io is auto, uring or pread, not '%s'", d);
+        } else if (a[0] == '-') {
+            struct {
+                const char *opt;
+                unsigned long long max;
+            } nums[] = {{"--batch-size", 1u << 20}, {"--seed", ~0ULL}, {"--epoch", ~0ULL},
+                        {"--rank", 1u << 30},       {"--world-size", 1u << 30},
+                        {"--threads", 256},         {"--slots", 1024},
+                        {"--start-batch", ~0ULL},   {"--consumer-pid", 1u << 30}};
+            size_t k = 0;
+            while (k < sizeof nums / sizeof nums[0] && strcmp(a, nums[k].opt))
+                k++;
+            if (k == sizeof nums / sizeof nums[0])
+                return pl_cli_usage(cmd, usage, "unknown option '%s'", a);
+            if (pl_cli_u64(cmd, a, argv[++i], &v) < 0)
+                return 2;
+            if (v > nums[k].max || (v == 0 && (k == 0 || k == 4 || k == 5 || k == 6)))
+                return pl_cli_usage(cmd, usage, "%s %llu is out of range", a, v);
+            switch (k) {
+            case 0: o.plan.batch_size = (uint32_t)v; break;
+            case 1: o.plan.seed = v; break;
+            case 2: o.plan.epoch = v; break;
+            case 3: o.plan.rank = (uint32_t)v; break;
+            case 4: o.plan.world_size = (uint32_t)v; break;
+            case 5: o.threads = (uint32_t)v; break;
+            case 6: o.slots = (uint32_t)v; break;
+            case 7: o.start_batch = v; break;
+            default: o.consumer_pid = (int32_t)v; break;
+            }
+        } else if (!o.db) {
+            o.db = a;
+        } else {
+            return pl_cli_usage(cmd, usage, "unexpected argument '%s'", a);
+        }
+    }
+    if (!o.db || !o.ring)
+        return pl_cli_usage(cmd, usage, "a database and --ring NAME are required");
+    if (o.plan.rank >= o.plan.world_size)
+        return pl_cli_usage(cmd, usage, "--rank %u must be below --world-size %u",
+                            o.plan.rank, o.plan.world_size);
+    /* Die with the consumer when it is our parent; remove the ring on signals. */
+    if (o.consumer_pid && o.consumer_pid == (int32_t)getppid())
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    signal(SIGHUP, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    pl_err err = {0};
+    int rc = pl__serve(&o, &err);
+    if (rc < 0)
+        return pl_cli_fail(cmd, rc, &err);
+    return 0;
+}
