@@ -205,7 +205,8 @@ PL_API uint32_t pl_graph_n_lists(const pl_graph *g);
 PL_API const char *pl_graph_list_name(const pl_graph *g, uint32_t k);
 
 /** Per-thread masks context: scratch reused between samples, no allocation
- *  per sample in steady state. */
+ *  per sample in steady state (sets of more than three genes may grow it
+ *  once). The graph must outlive every context made from it. */
 typedef struct pl_masks pl_masks;
 
 PL_API pl_masks *pl_masks_new(const pl_graph *g);
@@ -227,7 +228,8 @@ typedef struct pl_masks_result {
 
 /** Compute the removed positions of every list kind for the deleted genes
  *  `genes[0..n)` (duplicates ignored).
- *  @return 0, or PL_ERANGE when a gene index is out of range. */
+ *  @return 0, PL_ERANGE when a gene index is out of range (the previous
+ *  result stays valid), or -ENOMEM. */
 PL_API int pl_masks_compute(pl_masks *m, const int32_t *genes, uint32_t n,
                             pl_masks_result *out);
 

@@ -1,8 +1,259 @@
+/* pertload masks: the removed positions of one deletion set, for inspection
+ * and scripting. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+
+static const char *const usage_text = "DB (--genes G1,G2,... | --row I) [--json]";
+
+static const char *const help_text =
+    "Print the masks of one deletion set: the sorted perturbation indices and,\n"
+    "per list kind (every edge type, then gpr, reaction and rmr when the\n"
+    "database has metabolism), the removed positions.\n\n"
+    "  --genes G1,G2,...  deleted genes by name (an empty list is the empty set)\n"
+    "  --row I            the deleted genes of sample row I (input order), with\n"
+    "                     the sample's id and labels\n"
+    "  --json             one JSON object on one line: {\"perturbation_indices\":\n"
+    "                     [...], \"edges\": {\"<type>\": [...], ...}, \"gpr\": [...],\n"
+    "                     \"reaction\": [...], \"rmr\": [...]}, plus \"row\", \"id\"\n"
+    "                     and \"labels\" (by label name, NaN as null) with --row;\n"
+    "                     without it, a summary of counts per list\n";
+
+/* A JSON string: quotes, backslashes and control bytes escaped; other bytes,
+ * UTF-8 included, as they are. */
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void json_ints(FILE *f, const int32_t *v, uint32_t n)
+{
+    fputc('[', f);
+    for (uint32_t i = 0; i < n; i++)
+        fprintf(f, i ? ",%d" : "%d", (int)v[i]);
+    fputc(']', f);
+}
+
+/* A float32 label: shortest text that reads back to the same float; NaN (a
+ * missing label) as null and infinities as out-of-range numbers, which JSON
+ * readers such as Python's take for infinity. */
+static void json_float(FILE *f, float x)
+{
+    if (isnan(x))
+        fputs("null", f);
+    else if (isinf(x))
+        fputs(x > 0 ? "1e999" : "-1e999", f);
+    else
+        fprintf(f, "%.9g", (double)x);
+}
+
+/* Resolve comma-separated gene names. @return the count, or -1 (printed). */
+static int64_t parse_genes(const pl_db *db, const char *list, int32_t **out)
+{
+    size_t n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    char *copy = strdup(list);
+    int32_t *genes = malloc(n * sizeof *genes);
+    if (!copy || !genes) {
+        free(copy);
+        free(genes);
+        fprintf(stderr, "pertload masks: out of memory\n");
+        return -1;
+    }
+    int64_t k = 0;
+    if (*list) {
+        char *save = copy;
+        for (char *name = copy; name; name = save) {
+            save = strchr(name, ',');
+            if (save)
+                *save++ = '\0';
+            int64_t g = *name ? pl_db_gene_index(db, name) : -1;
+            if (g < 0) {
+                if (*name)
+                    fprintf(stderr, "pertload masks: unknown gene '%s'\n", name);
+                else
+                    fprintf(stderr, "pertload masks: --genes: empty gene name in '%s'\n",
+                            list);
+                free(copy);
+                free(genes);
+                return -1;
+            }
+            genes[k++] = (int32_t)g;
+        }
+    }
+    free(copy);
+    *out = genes;
+    return k;
+}
+
+static void print_json(const pl_db_info *info, const pl_graph *g, const pl_masks_result *r,
+                       const pl_sample *s, uint64_t row)
+{
+    FILE *f = stdout;
+    fputc('{', f);
+    if (s) {
+        fprintf(f, "\"row\":%llu,\"id\":%llu,\"labels\":{", (unsigned long long)row,
+                (unsigned long long)s->id);
+        for (uint32_t l = 0; l < info->n_labels; l++) {
+            if (l)
+                fputc(',', f);
+            json_string(f, info->label_names[l]);
+            fputc(':', f);
+            json_float(f, s->labels[l]);
+        }
+        fputs("},", f);
+    }
+    fputs("\"perturbation_indices\":", f);
+    json_ints(f, r->pert.v, r->pert.n);
+    fputs(",\"edges\":{", f);
+    for (uint32_t k = 0; k < info->n_types; k++) {
+        if (k)
+            fputc(',', f);
+        json_string(f, pl_graph_list_name(g, k));
+        fputc(':', f);
+        json_ints(f, r->removed[k].v, r->removed[k].n);
+    }
+    fputc('}', f);
+    for (uint32_t k = info->n_types; k < r->n_lists; k++) {
+        fputc(',', f);
+        json_string(f, pl_graph_list_name(g, k));
+        fputc(':', f);
+        json_ints(f, r->removed[k].v, r->removed[k].n);
+    }
+    fputs("}\n", f);
+}
+
+static void print_summary(const pl_db_info *info, const pl_graph *g, const pl_masks_result *r,
+                          const pl_sample *s, uint64_t row)
+{
+    if (s) {
+        printf("row %llu: id %llu\nlabels:", (unsigned long long)row,
+               (unsigned long long)s->id);
+        for (uint32_t l = 0; l < info->n_labels; l++) {
+            if (isnan(s->labels[l]))
+                printf(" %s=NaN", info->label_names[l]);
+            else
+                printf(" %s=%.9g", info->label_names[l], (double)s->labels[l]);
+        }
+        printf("\n");
+    }
+    printf("deleted genes: %u", r->pert.n);
+    for (uint32_t i = 0; i < r->pert.n; i++)
+        printf("%s%s (%d)", i ? ", " : " - ", info->gene_names[r->pert.v[i]],
+               (int)r->pert.v[i]);
+    printf("\nremoved positions:\n");
+    uint64_t removed = 0, total = 0;
+    for (uint32_t k = 0; k < r->n_lists; k++) {
+        uint64_t of = k < info->n_types                           ? info->n_edges[k]
+                      : k - info->n_types == PL_LIST_GPR        ? info->n_gpr
+                      : k - info->n_types == PL_LIST_REACTION   ? info->n_reactions
+                                                                : info->n_rmr;
+        printf("  %-28s %10u of %llu\n", pl_graph_list_name(g, k), r->removed[k].n,
+               (unsigned long long)of);
+        if (k < info->n_types) {
+            removed += r->removed[k].n;
+            total += of;
+        }
+    }
+    printf("  %-28s %10llu of %llu\n", "(all edge types)", (unsigned long long)removed,
+           (unsigned long long)total);
+}
 
 int pl_cmd_masks(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return 2;
+    const char *path = NULL, *genes_arg = NULL, *row_arg = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: pertload masks %s\n\n%s", usage_text, help_text);
+            return 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--genes") || !strcmp(argv[i], "--row")) {
+            if (i + 1 >= argc)
+                return pl_cli_usage("masks", usage_text, "%s needs a value", argv[i]);
+            if (argv[i][2] == 'g')
+                genes_arg = argv[++i];
+            else
+                row_arg = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return pl_cli_usage("masks", usage_text, "unknown option '%s'", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return pl_cli_usage("masks", usage_text, "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!path)
+        return pl_cli_usage("masks", usage_text, "expected a database path");
+    if (!genes_arg == !row_arg)
+        return pl_cli_usage("masks", usage_text, "give exactly one of --genes and --row");
+    unsigned long long row = 0;
+    if (row_arg && pl_cli_u64("masks", "--row", row_arg, &row) < 0)
+        return 2;
+
+    pl_db *db = NULL;
+    pl_graph *g = NULL;
+    pl_masks *m = NULL;
+    int32_t *genes = NULL;
+    pl_err err = {0};
+    pl_sample s;
+    pl_masks_result r;
+    int64_t n = 0;
+    int status = 1;
+    int rc = pl_db_open(path, &db, &err);
+    if (rc == 0 && row_arg) {
+        rc = pl_db_sample(db, row, &s, &err);
+        n = rc == 0 ? s.n_genes : 0;
+        genes = rc == 0 ? malloc((size_t)(n ? n : 1) * sizeof *genes) : NULL;
+        if (rc == 0 && !genes)
+            rc = -ENOMEM;
+        if (rc == 0)
+            memcpy(genes, s.genes, (size_t)n * sizeof *genes);
+    } else if (rc == 0) {
+        n = parse_genes(db, genes_arg, &genes);
+        if (n < 0)
+            goto out;
+    }
+    if (rc == 0)
+        rc = pl_graph_load(db, &g, &err);
+    if (rc == 0 && !(m = pl_masks_new(g)))
+        rc = -ENOMEM;
+    if (rc == 0)
+        rc = pl_masks_compute(m, genes, (uint32_t)n, &r);
+    if (rc < 0) {
+        status = pl_cli_fail("masks", rc, &err);
+        goto out;
+    }
+    if (json)
+        print_json(pl_db_info_get(db), g, &r, row_arg ? &s : NULL, row);
+    else
+        print_summary(pl_db_info_get(db), g, &r, row_arg ? &s : NULL, row);
+    status = fflush(stdout) == 0 ? 0 : 1;
+    if (status)
+        fprintf(stderr, "pertload masks: writing the output: %s\n", strerror(errno));
+out:
+    free(genes);
+    pl_masks_free(m);
+    pl_graph_free(g);
+    pl_db_close(db);
+    return status;
 }

@@ -1,0 +1,228 @@
+/* Loading the incidence bitmaps of a database into the engine's lists.
+ *
+ * One cursor pass over sub-database "inc": its keys sort by (kind, gene), so
+ * each kind is decoded gene by gene into a compact per-kind array, absent keys
+ * being empty lists. Every value is checked (trailer, roaring structure, exact
+ * size, positions strictly ascending and below the kind's count) before the
+ * hot path relies on it: the merges trust the order and read up to the
+ * sentinels. The per-kind arrays are then regrouped gene by gene, so that a
+ * sample's lists lie in a few contiguous runs, in memory backed by huge pages
+ * where the kernel offers them (the graph is tens of megabytes read at random).
+ */
+#include <errno.h>
+#include <roaring/roaring.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "masks.h"
+#include "src/core/db.h"
+#include "src/core/error.h"
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static const char *const meta_names[3] = {"gpr", "reaction", "rmr"};
+
+/* One kind as read from the database: gene g's positions are
+ * vals[off[g] .. off[g+1]), without sentinels. */
+typedef struct kind_lists {
+    uint64_t *off;
+    uint32_t *vals;
+    uint64_t n_vals, cap;
+    uint32_t next_gene;   /* genes below have their list */
+} kind_lists;
+
+static int reserve(kind_lists *t, uint32_t kind, uint64_t more, pl_err *err)
+{
+    if (t->n_vals + more <= t->cap)
+        return 0;
+    uint64_t cap = t->cap ? t->cap : 1024;
+    while (cap < t->n_vals + more)
+        cap *= 2;
+    uint32_t *v = realloc(t->vals, cap * sizeof *v);
+    PL_FAIL_IF(!v, err, -ENOMEM, "out of memory loading list kind %u (%llu positions)", kind,
+               (unsigned long long)cap);
+    t->vals = v;
+    t->cap = cap;
+    return 0;
+}
+
+/* Give every gene in [next_gene, upto) an empty list. */
+static void skip_to(kind_lists *t, uint32_t upto)
+{
+    for (; t->next_gene < upto; t->next_gene++)
+        t->off[t->next_gene + 1] = t->n_vals;
+}
+
+/* Decode the bitmap `v` (key described by `kd`) as gene `gene`'s list. */
+static int decode(pl_graph *g, kind_lists *t, uint32_t kind, uint32_t gene, const MDB_val *v,
+                  const char *kd, pl_err *err)
+{
+    uint64_t limit = g->kind[kind].count;
+    size_t len = v->mv_size - 8;
+    roaring_bitmap_t *r = roaring_bitmap_portable_deserialize_safe(v->mv_data, len);
+    PL_FAIL_IF(!r, err, PL_ECORRUPT, "key %s: not a valid roaring bitmap", kd);
+    uint64_t card = roaring_bitmap_get_cardinality(r);
+    size_t size = roaring_bitmap_portable_size_in_bytes(r);
+    int rc = 0;
+    if (size != len)
+        rc = pl__err(err, PL_ECORRUPT, "key %s: %zu bytes, the bitmap has %zu", kd, len, size);
+    else if (card == 0 || card > limit)
+        rc = pl__err(err, PL_ECORRUPT, "key %s: %llu positions, the kind has %llu", kd,
+                     (unsigned long long)card, (unsigned long long)limit);
+    if (rc == 0)
+        rc = reserve(t, kind, card, err);
+    if (rc == 0) {
+        uint32_t *dst = t->vals + t->n_vals;
+        roaring_uint32_iterator_t it;
+        roaring_init_iterator(r, &it);
+        uint32_t got = roaring_read_uint32_iterator(&it, dst, (uint32_t)card);
+        /* The read is bounded by the claimed cardinality; more or fewer values
+         * than claimed, or positions out of order or range, are corruption. */
+        int bad = got != card || it.has_value;
+        for (uint32_t i = 0; !bad && i < got; i++)
+            bad = dst[i] >= limit || (i > 0 && dst[i] <= dst[i - 1]);
+        if (bad)
+            rc = pl__err(err, PL_ECORRUPT, "key %s: positions out of range or order", kd);
+    }
+    roaring_bitmap_free(r);
+    PL_TRY(rc);
+    skip_to(t, gene);
+    t->n_vals += card;
+    t->off[gene + 1] = t->n_vals;
+    t->next_gene = gene + 1;
+    if (card > g->kind[kind].max_len)
+        g->kind[kind].max_len = card;
+    return 0;
+}
+
+static int read_kinds(pl_db *db, pl_graph *g, kind_lists *t, MDB_cursor *cur, pl_err *err)
+{
+    MDB_val k, v;
+    int rc;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        char kd[96];
+        pl__key_describe(PL_DBI_INC, k.mv_data, k.mv_size, kd, sizeof kd);
+        PL_FAIL_IF(k.mv_size != 6, err, PL_ECORRUPT, "key %s: not an incidence key", kd);
+        PL_TRY(pl__db_check(PL_DBI_INC, &k, &v, err));
+        const unsigned char *kb = k.mv_data;
+        uint32_t kind = (uint32_t)kb[0] << 8 | kb[1];
+        uint32_t gene = (uint32_t)kb[2] << 24 | (uint32_t)kb[3] << 16 |
+                        (uint32_t)kb[4] << 8 | kb[5];
+        PL_FAIL_IF(kind >= g->n_lists, err, PL_ECORRUPT, "key %s: unknown list kind", kd);
+        PL_FAIL_IF(gene >= g->n_genes, err, PL_ECORRUPT, "key %s: gene out of range", kd);
+        /* LMDB returns keys in order, so a kind's genes only ascend. */
+        PL_FAIL_IF(gene < t[kind].next_gene, err, PL_ECORRUPT, "key %s: out of order", kd);
+        PL_TRY(decode(g, &t[kind], kind, gene, &v, kd, err));
+    }
+    PL_FAIL_IF(rc != MDB_NOTFOUND, err, pl__lmdb_code(rc), "%s: reading sub-database inc: %s",
+               db->path, mdb_strerror(rc));
+    for (uint32_t kind = 0; kind < g->n_lists; kind++)
+        skip_to(&t[kind], g->n_genes);
+    return 0;
+}
+
+/* Regroup the per-kind lists gene by gene, each list followed by the pad. */
+static int regroup(pl_graph *g, const kind_lists *t, pl_err *err)
+{
+    uint64_t rows = (uint64_t)g->n_genes * g->n_lists, total = rows * PL__MASKS_PAD;
+    for (uint32_t k = 0; k < g->n_lists; k++)
+        total += t[k].n_vals;
+    g->off = malloc((rows + 1) * sizeof *g->off);
+    size_t bytes = total * sizeof *g->vals;
+    if (bytes >= HUGE_PAGE) {
+        bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        g->vals = aligned_alloc(HUGE_PAGE, bytes);
+        if (g->vals)
+            madvise(g->vals, bytes, MADV_HUGEPAGE); /* advice: failure is harmless */
+    } else {
+        g->vals = malloc(bytes);
+    }
+    PL_FAIL_IF(!g->off || !g->vals, err, -ENOMEM, "out of memory (%llu positions)",
+               (unsigned long long)total);
+    uint64_t at = 0;
+    for (uint32_t gene = 0; gene < g->n_genes; gene++) {
+        for (uint32_t k = 0; k < g->n_lists; k++) {
+            uint64_t a = t[k].off[gene], n = t[k].off[gene + 1] - a;
+            g->off[(uint64_t)gene * g->n_lists + k] = at;
+            memcpy(g->vals + at, t[k].vals + a, n * sizeof *g->vals);
+            at += n;
+            for (uint32_t p = 0; p < PL__MASKS_PAD; p++)
+                g->vals[at++] = PL__MASKS_END;
+        }
+    }
+    g->off[rows] = at;
+    return 0;
+}
+
+static int load(pl_db *db, pl_graph *g, kind_lists *t, pl_err *err)
+{
+    const struct pl__meta *m = &db->meta;
+    g->n_genes = (uint32_t)m->n_genes;
+    g->n_types = m->n_types;
+    g->n_lists = m->n_types + (m->has_metabolism ? 3 : 0);
+    g->type_names = db->info.type_names;
+    for (uint32_t k = 0; k < g->n_lists; k++) {
+        uint64_t n = k < m->n_types                         ? m->n_edges[k]
+                     : k - m->n_types == PL_LIST_GPR      ? m->n_gpr
+                     : k - m->n_types == PL_LIST_REACTION ? m->n_reactions
+                                                          : m->n_rmr;
+        /* Positions leave the engine as int32. */
+        PL_FAIL_IF(n > (uint64_t)INT32_MAX + 1, err, PL_ERANGE,
+                   "%s: list kind %s has %llu positions, more than int32 indexes", db->path,
+                   pl_graph_list_name(g, k), (unsigned long long)n);
+        g->kind[k].count = n;
+        t[k].off = calloc((size_t)g->n_genes + 1, sizeof *t[k].off);
+        PL_FAIL_IF(!t[k].off, err, -ENOMEM, "out of memory");
+    }
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(db->txn, db->dbi[PL_DBI_INC], &cur);
+    PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s: %s", db->path, mdb_strerror(rc));
+    rc = read_kinds(db, g, t, cur, err);
+    mdb_cursor_close(cur);
+    PL_TRY(rc);
+    return regroup(g, t, err);
+}
+
+PL_API int pl_graph_load(pl_db *db, pl_graph **out, pl_err *err)
+{
+    *out = NULL;
+    pl_graph *g = calloc(1, sizeof *g);
+    kind_lists *t = calloc(PL__MASKS_MAX_KINDS, sizeof *t);
+    int rc = g && t ? load(db, g, t, err) : pl__err(err, -ENOMEM, "out of memory");
+    for (uint32_t k = 0; t && k < PL__MASKS_MAX_KINDS; k++) {
+        free(t[k].off);
+        free(t[k].vals);
+    }
+    free(t);
+    if (rc < 0) {
+        pl_graph_free(g);
+        return rc;
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    g->simd = __builtin_cpu_supports("avx2") != 0;
+#endif
+    *out = g;
+    return 0;
+}
+
+PL_API void pl_graph_free(pl_graph *g)
+{
+    if (!g)
+        return;
+    free(g->off);
+    free(g->vals);
+    free(g);
+}
+
+PL_API uint32_t pl_graph_n_lists(const pl_graph *g) { return g->n_lists; }
+
+PL_API const char *pl_graph_list_name(const pl_graph *g, uint32_t k)
+{
+    if (k < g->n_types)
+        return g->type_names[k];
+    if (k < g->n_lists)
+        return meta_names[k - g->n_types];
+    return NULL;
+}

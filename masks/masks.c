@@ -1,0 +1,381 @@
+/* Unions of per-gene sorted lists: the hot path of the loader.
+ *
+ * A sample deletes a handful of genes, so each list kind's removed set is the
+ * union of a few sorted lists of up to a few hundred positions that interleave
+ * at random. Roaring unions build containers and allocate per call, and a
+ * branchy two-way merge mispredicts about every other element. Here:
+ * - every list is followed by a vector of sentinels larger than any position,
+ *   so no loop checks bounds;
+ * - with AVX2, two lists merge eight positions per step through a bitonic
+ *   network: a register holds the eight largest positions seen so far (kept
+ *   descending), the next eight come from the list whose head is smaller, and
+ *   min/max against the register yield the next eight outputs. The choice of
+ *   list is arithmetic, not a branch. A position present in both lists comes
+ *   out twice, side by side; equal neighbours are detected in registers and
+ *   the rare output that has them is compacted afterwards;
+ * - otherwise a branch-free scalar merge takes the minimum of the two heads and
+ *   advances every head equal to it;
+ * - a set of n > 2 genes folds one list at a time into the running union,
+ *   ping-ponging between the output and a scratch buffer so that the last pass
+ *   lands in the output; a large set, for which folding would cost
+ *   n * positions, marks a bitmap of the kind's positions instead.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "masks.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PL__MASKS_AVX2 1
+#include <immintrin.h>
+#else
+#define PL__MASKS_AVX2 0
+#endif
+
+#define END PL__MASKS_END
+#define PAD PL__MASKS_PAD
+
+/* Every merge writes the union of its inputs to `o`, follows it with PAD
+ * sentinels and returns its length. Inputs are followed by PAD sentinels. */
+
+static uint64_t copy_list(const uint32_t *a, uint64_t na, uint32_t *o)
+{
+    memcpy(o, a, (na + PAD) * sizeof *o);
+    return na;
+}
+
+static uint64_t merge_scalar(const uint32_t *a, const uint32_t *b, uint32_t *o)
+{
+    uint64_t i = 0, j = 0, k = 0;
+    for (;;) {
+        uint32_t x = a[i], y = b[j], m = x < y ? x : y;
+        if (m == END)
+            break;
+        o[k++] = m;
+        i += x <= y;
+        j += y <= x;
+    }
+    for (uint32_t p = 0; p < PAD; p++)
+        o[k + p] = END;
+    return k;
+}
+
+#if PL__MASKS_AVX2
+#define AVX2 __attribute__((target("avx2")))
+
+/* Sort a bitonic vector: three half-cleaner stages. The blend masks pick the
+ * maxima into the upper lanes (ascending) or the lower ones (descending). */
+AVX2 static inline __m256i bitonic_sort(__m256i v, const int up)
+{
+    __m256i p = _mm256_permute2x128_si256(v, v, 1);
+    __m256i lo = _mm256_min_epu32(v, p), hi = _mm256_max_epu32(v, p);
+    v = up ? _mm256_blend_epi32(lo, hi, 0xF0) : _mm256_blend_epi32(lo, hi, 0x0F);
+    p = _mm256_shuffle_epi32(v, 0x4E);
+    lo = _mm256_min_epu32(v, p);
+    hi = _mm256_max_epu32(v, p);
+    v = up ? _mm256_blend_epi32(lo, hi, 0xCC) : _mm256_blend_epi32(lo, hi, 0x33);
+    p = _mm256_shuffle_epi32(v, 0xB1);
+    lo = _mm256_min_epu32(v, p);
+    hi = _mm256_max_epu32(v, p);
+    return up ? _mm256_blend_epi32(lo, hi, 0xAA) : _mm256_blend_epi32(lo, hi, 0x55);
+}
+
+/* Lanes of sorted `v` equal to their predecessor (lane 0's is `prev`'s lane 7). */
+AVX2 static inline __m256i equal_neighbours(__m256i v, __m256i prev)
+{
+    __m256i shifted = _mm256_alignr_epi8(v, _mm256_permute2x128_si256(prev, v, 0x21), 12);
+    return _mm256_cmpeq_epi32(v, shifted);
+}
+
+/* Both lists non-empty. The stream of outputs is the sorted multiset union of
+ * a and b then sentinels; it stops once na + nb positions are out. */
+AVX2 static uint64_t merge_avx2(const uint32_t *a, uint64_t na, const uint32_t *b,
+                                uint64_t nb, uint32_t *o)
+{
+    const __m256i rev = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m256i endv = _mm256_set1_epi32(-1);
+    const uint64_t n = na + nb;
+    uint32_t *w = o, *const we = o + n;
+    __m256i va = _mm256_loadu_si256((const __m256i *)a);
+    __m256i top = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)b), rev);
+    __m256i out = bitonic_sort(_mm256_min_epu32(va, top), 1);
+    top = bitonic_sort(_mm256_max_epu32(va, top), 0);
+    _mm256_storeu_si256((__m256i *)w, out);
+    w += 8;
+    a += 8;
+    b += 8;
+    /* Equal neighbours of each output vector, or'ed one step late: only the
+     * last vector can hold sentinels (equal to each other), so its lanes are
+     * masked below. */
+    __m256i last = equal_neighbours(out, endv), seen = _mm256_setzero_si256();
+    uint32_t x = *a, y = *b;
+    /* Heads stay within the pads: a list is taken while its head is a position
+     * (or both heads are sentinels, which ends the loop first). */
+    while (w < we && (x & y) != END) {
+        uintptr_t take_a = -(uintptr_t)(x <= y), ua = (uintptr_t)a, ub = (uintptr_t)b;
+        const uint32_t *p = (const uint32_t *)((ua & take_a) | (ub & ~take_a));
+        a = (const uint32_t *)(ua + (32 & take_a));
+        b = (const uint32_t *)(ub + (32 & ~take_a));
+        __m256i v = _mm256_loadu_si256((const __m256i *)p);
+        __m256i next = bitonic_sort(_mm256_min_epu32(v, top), 1);
+        top = bitonic_sort(_mm256_max_epu32(v, top), 0);
+        _mm256_storeu_si256((__m256i *)w, next);
+        w += 8;
+        seen = _mm256_or_si256(seen, last);
+        last = equal_neighbours(next, out);
+        out = next;
+        x = *a;
+        y = *b;
+    }
+    if (w < we) {
+        /* Everything was read: the rest is in the register. */
+        __m256i next = _mm256_permutevar8x32_epi32(top, rev);
+        _mm256_storeu_si256((__m256i *)w, next);
+        seen = _mm256_or_si256(seen, last);
+        last = equal_neighbours(next, out);
+        out = next;
+    }
+    seen = _mm256_or_si256(seen, _mm256_andnot_si256(_mm256_cmpeq_epi32(out, endv), last));
+    uint64_t k = n;
+    if (!_mm256_testz_si256(seen, seen)) {
+        uint32_t prev = o[0];
+        k = 1;
+        for (uint64_t i = 1; i < n; i++) {
+            uint32_t v = o[i];
+            o[k] = v;
+            k += v != prev;
+            prev = v;
+        }
+    }
+    _mm256_storeu_si256((__m256i *)(o + k), endv);
+    return k;
+}
+#endif
+
+static uint64_t merge2(const pl_graph *g, const uint32_t *a, uint64_t na, const uint32_t *b,
+                       uint64_t nb, uint32_t *o)
+{
+    if (na == 0)
+        return copy_list(b, nb, o);
+    if (nb == 0)
+        return copy_list(a, na, o);
+#if PL__MASKS_AVX2
+    if (g->simd)
+        return merge_avx2(a, na, b, nb, o);
+#else
+    (void)g;
+#endif
+    return merge_scalar(a, b, o);
+}
+
+uint64_t pl__masks_bound(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n)
+{
+    uint64_t sum = 0, len;
+    for (uint32_t i = 0; i < n; i++) {
+        pl__graph_list(g, kind, (uint32_t)genes[i], &len);
+        sum += len;
+    }
+    return sum;
+}
+
+void pl__masks_prefetch(const pl_graph *g, const int32_t *genes, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t row = (uint64_t)genes[i] * g->n_lists;
+        const char *p = (const char *)(g->vals + g->off[row]);
+        const char *e = (const char *)(g->vals + g->off[row + g->n_lists]);
+        for (; p < e; p += 64)
+            __builtin_prefetch(p);
+    }
+}
+
+/* Union of many lists through a bitmap of `words` 32-bit words in `bits`. */
+static uint64_t union_bitmap(const pl_graph *g, uint32_t kind, const int32_t *genes,
+                             uint32_t n, uint32_t *o, uint32_t *bits, uint64_t words)
+{
+    uint64_t len, k = 0;
+    memset(bits, 0, words * sizeof *bits);
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t *l = pl__graph_list(g, kind, (uint32_t)genes[i], &len);
+        for (uint64_t j = 0; j < len; j++)
+            bits[l[j] >> 5] |= 1u << (l[j] & 31);
+    }
+    for (uint64_t w = 0; w < words; w++)
+        for (uint32_t b = bits[w]; b; b &= b - 1)
+            o[k++] = (uint32_t)(w << 5) + (uint32_t)__builtin_ctz(b);
+    for (uint32_t p = 0; p < PAD; p++)
+        o[k + p] = END;
+    return k;
+}
+
+uint64_t pl__masks_union(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n,
+                         int32_t *out, int32_t *scratch)
+{
+    uint32_t *o = (uint32_t *)out;
+    uint64_t la, lb;
+    if (n == 0) {
+        for (uint32_t p = 0; p < PAD; p++)
+            o[p] = END;
+        return 0;
+    }
+    const uint32_t *a = pl__graph_list(g, kind, (uint32_t)genes[0], &la);
+    if (n == 1)
+        return copy_list(a, la, o);
+    assert(n == 2 || scratch);
+    if (n > 2) {
+        /* Folding costs about (n - 1) * bound / 2 steps; marking a bitmap of
+         * the kind's positions and reading it back costs about count / 8
+         * and two steps per position. The bitmap wins for large sets. */
+        uint64_t bound = pl__masks_bound(g, kind, genes, n), count = g->kind[kind].count;
+        uint64_t words = (count + 31) / 32;
+        if (words <= bound + PAD && count / 8 + 2 * bound < (n - 1) * bound / 2)
+            return union_bitmap(g, kind, genes, n, o, (uint32_t *)scratch, words);
+    }
+    /* n - 1 merges; the destinations alternate and the last one is `out`. */
+    uint32_t *buf[2] = {o, (uint32_t *)scratch};
+    uint32_t dst = (n - 2) & 1;
+    const uint32_t *b = pl__graph_list(g, kind, (uint32_t)genes[1], &lb);
+    uint64_t len = merge2(g, a, la, b, lb, buf[dst]);
+    for (uint32_t i = 2; i < n; i++) {
+        b = pl__graph_list(g, kind, (uint32_t)genes[i], &lb);
+        len = merge2(g, buf[dst], len, b, lb, buf[dst ^ 1]);
+        dst ^= 1;
+    }
+    assert(buf[dst] == o);
+    return len;
+}
+
+static int cmp_gene(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t pl__masks_genes(uint32_t n_genes, const int32_t *genes, uint32_t n, int32_t *out,
+                        uint32_t *bad)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (genes[i] < 0 || (uint32_t)genes[i] >= n_genes) {
+            *bad = i;
+            return PL_ERANGE;
+        }
+    }
+    uint32_t m = 0;
+    if (n > 64) {
+        memcpy(out, genes, n * sizeof *out);
+        qsort(out, n, sizeof *out, cmp_gene);
+        for (uint32_t i = 0; i < n; i++)
+            if (m == 0 || out[i] != out[m - 1])
+                out[m++] = out[i];
+        return m;
+    }
+    /* Insertion sort, dropping duplicates as they meet: sets are small. */
+    for (uint32_t i = 0; i < n; i++) {
+        int32_t v = genes[i];
+        uint32_t j = m;
+        while (j > 0 && out[j - 1] > v)
+            j--;
+        if (j > 0 && out[j - 1] == v)
+            continue;
+        memmove(out + j + 1, out + j, (m - j) * sizeof *out);
+        out[j] = v;
+        m++;
+    }
+    return m;
+}
+
+/* ------------------------------------------------------------- the context */
+
+struct pl_masks {
+    const pl_graph *g;
+    int32_t *pert;
+    uint64_t pert_cap;
+    int32_t *scratch;
+    uint64_t scratch_cap;
+    int32_t *buf[PL__MASKS_MAX_KINDS];
+    uint64_t cap[PL__MASKS_MAX_KINDS];
+    pl_list removed[PL__MASKS_MAX_KINDS];
+};
+
+/* Make `*p` hold at least `need` entries; grows geometrically. */
+static int reserve(int32_t **p, uint64_t *cap, uint64_t need)
+{
+    if (need <= *cap)
+        return 0;
+    uint64_t c = *cap * 2 > need ? *cap * 2 : need;
+    int32_t *q = realloc(*p, c * sizeof *q);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+PL_API pl_masks *pl_masks_new(const pl_graph *g)
+{
+    pl_masks *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->g = g;
+    /* Room for any three genes: single, double and triple deletions never
+     * allocate. */
+    int rc = reserve(&m->pert, &m->pert_cap, 64);
+    uint64_t most = 0;
+    for (uint32_t k = 0; rc == 0 && k < g->n_lists; k++) {
+        uint64_t need = 3 * g->kind[k].max_len + PAD;
+        rc = reserve(&m->buf[k], &m->cap[k], need);
+        most = need > most ? need : most;
+    }
+    if (rc == 0)
+        rc = reserve(&m->scratch, &m->scratch_cap, most);
+    if (rc < 0) {
+        pl_masks_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+PL_API void pl_masks_free(pl_masks *m)
+{
+    if (!m)
+        return;
+    free(m->pert);
+    free(m->scratch);
+    for (uint32_t k = 0; k < PL__MASKS_MAX_KINDS; k++)
+        free(m->buf[k]);
+    free(m);
+}
+
+PL_API int pl_masks_compute(pl_masks *m, const int32_t *genes, uint32_t n,
+                            pl_masks_result *out)
+{
+    const pl_graph *g = m->g;
+    uint32_t bad;
+    /* Range first: a rejected set leaves the previous result intact. */
+    for (uint32_t i = 0; i < n; i++)
+        if (genes[i] < 0 || (uint32_t)genes[i] >= g->n_genes)
+            return PL_ERANGE;
+    if (reserve(&m->pert, &m->pert_cap, n) < 0)
+        return -ENOMEM;
+    int64_t np = pl__masks_genes(g->n_genes, genes, n, m->pert, &bad);
+    assert(np >= 0);
+    uint32_t k = (uint32_t)np;
+    pl__masks_prefetch(g, m->pert, k);
+    for (uint32_t t = 0; t < g->n_lists; t++) {
+        /* Up to three genes fit the buffers pl_masks_new() sized. */
+        uint64_t need = k <= 3 ? 0 : pl__masks_bound(g, t, m->pert, k) + PAD;
+        if (reserve(&m->buf[t], &m->cap[t], need) < 0 ||
+            reserve(&m->scratch, &m->scratch_cap, need) < 0)
+            return -ENOMEM;
+        uint64_t len = pl__masks_union(g, t, m->pert, k, m->buf[t], m->scratch);
+        m->removed[t].v = m->buf[t];
+        m->removed[t].n = (uint32_t)len;
+    }
+    out->pert.v = m->pert;
+    out->pert.n = k;
+    out->n_lists = g->n_lists;
+    out->removed = m->removed;
+    return 0;
+}

@@ -1,0 +1,88 @@
+/* The masks engine, shared with the collation stage.
+ *
+ * pl_graph_load() decodes every incidence bitmap of the database into one
+ * array laid out gene by gene: for gene g, the lists of kinds 0..n_lists-1
+ * follow each other, each ascending and followed by PL__MASKS_PAD sentinels
+ * (PL__MASKS_END). A sample's lists are therefore a few contiguous runs of
+ * memory, and a merge reads whole vectors past a list's end without bounds
+ * checks. The union of a deletion set is a merge of its genes' sorted lists.
+ */
+#ifndef PL_MASKS_MASKS_H
+#define PL_MASKS_MASKS_H
+
+#include <stdint.h>
+
+#include "pertload.h"
+
+/** Pads every list; larger than any position (positions fit int32). */
+#define PL__MASKS_END UINT32_MAX
+
+/** Sentinels after every list: one vector of eight positions. */
+#define PL__MASKS_PAD 8u
+
+/** Number of list kinds a graph can have: every edge type, then GPR, reaction
+ *  and RMR. */
+#define PL__MASKS_MAX_KINDS (PL_MAX_TYPES + 3)
+
+/** Counts of one list kind. */
+typedef struct pl__kind {
+    uint64_t count;    /**< positions of this kind: edges, GPR edges, reactions, RMR */
+    uint64_t max_len;  /**< longest gene list */
+} pl__kind;
+
+/** The in-memory incidence of a database; read-only once loaded, so one graph
+ *  serves any number of threads (each with its own pl_masks). */
+struct pl_graph {
+    uint32_t n_genes;
+    uint32_t n_types;              /**< gene-gene edge types */
+    uint32_t n_lists;              /**< n_types, + 3 with metabolism */
+    int simd;                      /**< 1: merges use AVX2 (set at load where the CPU
+                                        has it; a test may clear it to run the
+                                        scalar merge on the same graph) */
+    const char *const *type_names; /**< [n_types], owned by the pl_db */
+    pl__kind kind[PL__MASKS_MAX_KINDS];
+    uint64_t *off;                 /**< [n_genes * n_lists + 1], list (g, k) at g*n_lists+k */
+    uint32_t *vals;                /**< the lists, each followed by PL__MASKS_PAD sentinels */
+};
+
+/** Gene `gene`'s list of kind `kind`, followed by PL__MASKS_PAD sentinels.
+ *  @param len set to the number of positions (sentinels excluded). */
+static inline const uint32_t *pl__graph_list(const pl_graph *g, uint32_t kind, uint32_t gene,
+                                             uint64_t *len)
+{
+    uint64_t i = (uint64_t)gene * g->n_lists + kind;
+    *len = g->off[i + 1] - g->off[i] - PL__MASKS_PAD;
+    return g->vals + g->off[i];
+}
+
+/** Sum of the lengths of the kind-`kind` lists of `genes[0..n)`: an upper
+ *  bound on the size of their union.
+ *  @param genes gene indices, each < g->n_genes. */
+uint64_t pl__masks_bound(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n);
+
+/** Union of the kind-`kind` lists of a deletion set, written ascending to `out`.
+ *  @param genes sorted ascending, without duplicates, each < g->n_genes
+ *         (pl__masks_genes() prepares them).
+ *  @param out room for pl__masks_bound() + PL__MASKS_PAD entries; the
+ *         PL__MASKS_PAD entries after the union are set to the sentinel
+ *         (-1 as int32), so the result can itself be merged again.
+ *  @param scratch the same room when n > 2 (the other half of a ping-pong
+ *         between merge passes); may be NULL when n <= 2.
+ *  @return the number of positions written. */
+uint64_t pl__masks_union(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n,
+                         int32_t *out, int32_t *scratch);
+
+/** Start fetching every list of `genes[0..n)` into the cache, so that a
+ *  caller computing one sample can overlap the next sample's memory traffic.
+ *  @param genes gene indices, each < g->n_genes. */
+void pl__masks_prefetch(const pl_graph *g, const int32_t *genes, uint32_t n);
+
+/** Check that every gene of `genes[0..n)` is in [0, n_genes), then copy them
+ *  to `out` sorted ascending without duplicates.
+ *  @param out room for n entries; untouched when a gene is out of range.
+ *  @param bad set to the index in `genes` of the first gene out of range.
+ *  @return the number of distinct genes, or PL_ERANGE. */
+int64_t pl__masks_genes(uint32_t n_genes, const int32_t *genes, uint32_t n, int32_t *out,
+                        uint32_t *bad);
+
+#endif
