@@ -281,7 +281,7 @@ typedef struct pl_ring pl_ring;
 typedef struct pl_ring_stats {
     uint64_t batches_produced, samples_produced;
     uint64_t batches_consumed, samples_consumed;
-    uint64_t producer_wait_ns;  /**< producer waiting for a free slot */
+    uint64_t producer_wait_ns;  /**< time any producer thread waited for a slot */
     uint64_t consumer_wait_ns;  /**< consumer waiting for data */
     uint64_t n_batches;         /**< batches in this epoch (0 = not known yet) */
     uint64_t created_ns;        /**< CLOCK_REALTIME at creation */
@@ -297,7 +297,15 @@ enum { PL_RING_RUNNING = 0, PL_RING_DONE = 1, PL_RING_FAILED = 2 };
 /** Producer: create the ring (removing a stale segment whose producer is dead;
  *  PL_EBUSY when its producer lives). Refuses sizes over
  *  min(PL_RING_MAX_BYTES, half the free space of /dev/shm).
- *  @param consumer_pid the process that will drain it (watched for death). */
+ *  The segment takes 4096 bytes of header (more for thousands of slots) plus
+ *  n_slots times slot_bytes rounded up to 4096; pl_ring_stats_get() gives the
+ *  size in total_bytes. Its pages are reserved at creation.
+ *  @param name 1..PL_RING_NAME_MAX characters of [A-Za-z0-9_.-].
+ *  @param n_slots 1..65536.
+ *  @param consumer_pid the process that will drain it (watched for death), or
+ *  0 when not known yet (pl_ring_attach() registers the consumer).
+ *  @return 0, PL_EUSAGE (bad name or sizes, or over PL_RING_MAX_BYTES),
+ *  -ENOSPC (over half the free space), PL_EBUSY, -errno. */
 PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_bytes,
                           int32_t consumer_pid, pl_ring **out, pl_err *err);
 
@@ -308,44 +316,61 @@ PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_byte
 PL_API void *pl_ring_slot(pl_ring *r, uint64_t batch);
 
 /** Producer: wait until the slot of `batch` is free (batch < consumed +
- *  n_slots). @return 0, or PL_EPEER when the consumer died. */
+ *  n_slots). Threads of the producer process may wait for different batches
+ *  at once. @return 0, or PL_EPEER when the consumer died or detached. */
 PL_API int pl_ring_acquire(pl_ring *r, uint64_t batch, pl_err *err);
 
-/** Producer: publish a filled batch of `n_samples` samples. */
+/** Producer: publish a filled batch of `n_samples` samples (after
+ *  pl_ring_acquire() for it); the consumer sees every byte written to the slot
+ *  before this call. */
 PL_API void pl_ring_publish(pl_ring *r, uint64_t batch, uint32_t n_samples);
 
 /** Producer: set the number of batches of the epoch (shown by `top`). */
 PL_API void pl_ring_set_total(pl_ring *r, uint64_t n_batches);
 
 /** Producer: no more batches after `n_batches`; `msg` non-NULL marks a failure
- *  that the consumer reports. */
+ *  that the consumer reports. Only the first call counts. Batches published
+ *  before a failure are still delivered; any other batch then fails with
+ *  PL_EPEER and the message. */
 PL_API void pl_ring_finish(pl_ring *r, uint64_t n_batches, const char *msg);
 
-/** Producer: unmap and remove the segment; NULL accepted. */
+/** Producer: unmap and remove the segment; NULL accepted. Without a prior
+ *  pl_ring_finish() the consumer's waits fail ("closed the ring"). The
+ *  consumer's mapping stays valid until it detaches. */
 PL_API void pl_ring_destroy(pl_ring *r);
 
-/** Consumer: open an existing ring and register as its consumer.
- *  @param timeout_ms how long to wait for the segment to appear. */
+/** Consumer: open an existing ring and register as its consumer. The header
+ *  is validated (magic, version, sizes against the segment's size).
+ *  @param timeout_ms how long to wait for the segment to appear (0: look
+ *  once; negative: no limit).
+ *  @return 0, PL_ETIMEDOUT, PL_ECORRUPT (malformed header), PL_EBUSY (another
+ *  live consumer), PL_EUSAGE (bad name), -errno. */
 PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_err *err);
 
-/** Consumer: wait for batch `batch` (batches are taken in order).
- *  @param slot set to the slot's address in this process.
+/** Consumer: wait for batch `batch` (batches are taken in order; several may
+ *  be held at once, up to n_slots from the oldest unreleased one).
+ *  @param slot set to the slot's address in this process, valid until the
+ *  batch is released; NULL when no batch is returned.
  *  @return 0 with a batch, 1 at the end of the epoch, PL_EPEER when the
- *  producer died, PL_ECORRUPT for a malformed header, or the producer's failure
- *  (negative code, message in err). */
+ *  producer died (noticed within about 0.1 s) or reported a failure (its
+ *  message in err), PL_EUSAGE for a batch already released or n_slots or more
+ *  ahead, PL_ECORRUPT for a malformed header. */
 PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *err);
 
-/** Consumer: done with batch `batch` of `n_samples` samples; its slot may be
- *  reused. */
+/** Consumer: done with batch `batch` of `n_samples` samples; its slot (and
+ *  those of all earlier batches) may be reused. */
 PL_API void pl_ring_release(pl_ring *r, uint64_t batch, uint32_t n_samples);
 
-/** Consumer: unmap; NULL accepted. */
+/** Consumer: unmap; NULL accepted. A producer waiting for a free slot then
+ *  gets PL_EPEER. */
 PL_API void pl_ring_detach(pl_ring *r);
 
 /** Either side: a snapshot of the shared counters. */
 PL_API void pl_ring_stats_get(const pl_ring *r, pl_ring_stats *st);
 
-/** Read the counters of every ring on the machine (for `pertload top`).
+/** Read the counters of every ring on the machine that this user may open
+ *  (for `pertload top`); segments with a malformed header are skipped, those
+ *  of dead producers are included.
  *  @return the number found (at most `cap` stored), or a negative code. */
 PL_API int pl_ring_list(pl_ring_stats *out, int cap);
 

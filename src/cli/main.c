@@ -18,6 +18,7 @@ static const struct {
     {"masks", pl_cmd_masks, "print the masks of one deletion set as JSON"},
     {"inspect", pl_cmd_inspect, "summarise a database"},
     {"verify", pl_cmd_verify, "check every checksum of a database"},
+    {"serve", pl_cmd_serve, "stream an epoch of batches into a shared-memory ring"},
     {"top", pl_cmd_top, "live throughput and stall times of running rings"},
     {"bench", pl_cmd_bench, "measure throughput"},
 };
