@@ -6,4 +6,8 @@
  *  samples/s of the masks engine beside the naive unions it replaces. */
 int pl_bench_masks(int argc, char **argv);
 
+/** `pertload bench collate DB [--batch-size B] [--samples N]`: one-core
+ *  collation throughput, sparse and dense, beside the memset roofline. */
+int pl_bench_collate(int argc, char **argv);
+
 #endif

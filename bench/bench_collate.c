@@ -1,0 +1,155 @@
+/* Collation throughput on one core: sparse, dense bits and dense bool, each
+ * beside the memset roofline of the bytes it writes, measured in the same run.
+ *
+ * Batches of a shuffled plan are collated into one slot-sized buffer (as a
+ * worker fills a ring slot); after each, the roofline writes the same number
+ * of bytes with memset into the same buffer. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "collate/collate.h"
+#include "loader/io.h"
+#include "loader/plan.h"
+#include "loader/table.h"
+#include "masks/masks.h"
+#include "src/core/error.h"
+#include "src/core/progress.h"
+
+typedef struct run {
+    double secs, memset_secs;
+    uint64_t samples, bytes;
+} run;
+
+static int collate_run(pl_db *db, pl_graph *g, const pl__table *t, pl_plan *plan,
+                       uint32_t dense, uint64_t max_batches, run *out, pl_err *err)
+{
+    uint32_t B = plan->o.batch_size;
+    pl__collate_cfg cfg;
+    pl__collate_cfg_init(&cfg, db, g, B, dense);
+    cfg.payload_row_bytes = 0; /* payload reads are the loader's, not collation's */
+    uint64_t cap = pl__collate_slot_bytes(&cfg, B, (uint64_t)B * t->max_genes,
+                                          (uint64_t)B * t->max_bound);
+    unsigned char *slot = aligned_alloc(4096, (cap + 4095) & ~(uint64_t)4095);
+    uint64_t scratch_len = t->max_kind_bound + PL__MASKS_PAD;
+    int32_t *scratch = malloc(scratch_len * 4);
+    uint64_t *rows = malloc(B * 8), *ids = malloc(B * 8);
+    uint32_t *ng = malloc(B * 4);
+    const int32_t **genes = malloc(B * sizeof *genes);
+    const float **labels = malloc(B * sizeof *labels);
+    int rc = slot && scratch && rows && ids && ng && genes && labels
+                 ? 0
+                 : pl__err(err, -ENOMEM, "out of memory for a %llu-byte slot",
+                           (unsigned long long)cap);
+    memset(out, 0, sizeof *out);
+    if (rc == 0)
+        memset(slot, 0, cap); /* fault the pages in before timing */
+    uint64_t nb = pl_plan_n_batches(plan);
+    if (nb > max_batches)
+        nb = max_batches;
+    /* Each batch's collation is followed by the roofline's memset of the same
+     * bytes, so both see the same machine state on a noisy host. */
+    for (uint64_t b = 0; rc == 0 && b < nb; b++) {
+        uint32_t n = pl_plan_batch(plan, b, rows);
+        for (uint32_t i = 0; i < n; i++) {
+            ids[i] = t->ids[rows[i]];
+            genes[i] = t->genes + t->gptr[rows[i]];
+            ng[i] = (uint32_t)(t->gptr[rows[i] + 1] - t->gptr[rows[i]]);
+            labels[i] = t->labels + rows[i] * t->n_labels;
+        }
+        pl__batch_src src = {n, ids, rows, genes, ng, labels};
+        double t0 = pl__now();
+        rc = pl__collate(&cfg, &src, slot, cap, b, 0, scratch, scratch_len, err);
+        double t1 = pl__now();
+        uint64_t used = ((const struct pl_slot_header *)slot)->used;
+        memset(slot, (int)(b & 0x7F), used);
+        double t2 = pl__now();
+        if (slot[used - 1] != (unsigned char)(b & 0x7F))
+            rc = pl__err(err, PL_ERANGE, "memset check failed");
+        out->secs += t1 - t0;
+        out->memset_secs += t2 - t1;
+        out->samples += n;
+        out->bytes += used;
+    }
+    free(slot);
+    free(scratch);
+    free(rows);
+    free(ids);
+    free(ng);
+    free(genes);
+    free(labels);
+    return rc;
+}
+
+int pl_bench_collate(int argc, char **argv)
+{
+    const char *usage = "usage: pertload bench collate DB [--batch-size B] [--samples N]\n";
+    const char *path = NULL;
+    unsigned long long B = 64, n_samples = 200000;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--batch-size") && i + 1 < argc)
+            B = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
+            n_samples = strtoull(argv[++i], NULL, 10);
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else {
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (!path || B == 0) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    pl_err err = {0};
+    pl_db *db = NULL;
+    pl_graph *g = NULL;
+    pl_plan *plan = NULL;
+    pl__table t = {0};
+    int rc = pl_db_open(path, &db, &err);
+    if (rc == 0)
+        rc = pl_graph_load(db, &g, &err);
+    if (rc == 0)
+        rc = pl__table_load(db, g, PL_IO_AUTO, &t, &err);
+    pl_plan_opts po = {.n_samples = t.n, .seed = 1, .world_size = 1,
+                       .batch_size = (uint32_t)B, .shuffle = 1};
+    if (rc == 0)
+        rc = pl_plan_new(&po, &plan, &err);
+    if (rc < 0) {
+        fprintf(stderr, "pertload bench collate: %s\n", err.msg);
+        goto out;
+    }
+    printf("collation on one core, batches of %llu from a shuffled plan, into one slot "
+           "buffer; roofline = memset of the same bytes per batch\n", B);
+    printf("  %-7s %9s %14s %12s %14s %16s %9s\n", "output", "samples", "samples/s",
+           "MB/batch", "GB/s written", "memset samples/s", "of memset");
+    static const char *const names[3] = {"sparse", "bits", "bool"};
+    for (uint32_t dense = 0; rc == 0 && dense < 3; dense++) {
+        run r;
+        /* Dense bool writes ~2.5 MB a sample: fewer samples keep it short. */
+        uint64_t want = dense == PL_DENSE_BOOL ? n_samples / 20 : dense ? n_samples / 4
+                                                                        : n_samples;
+        uint64_t batches = (want + B - 1) / B;
+        rc = collate_run(db, g, &t, plan, dense, batches ? batches : 1, &r, &err);
+        if (rc < 0)
+            break;
+        double rate = r.secs > 0 ? (double)r.samples / r.secs : 0;
+        double roof = r.memset_secs > 0 ? (double)r.samples / r.memset_secs : 0;
+        printf("  %-7s %9llu %14.0f %12.3f %14.2f %16.0f %8.0f%%\n", names[dense],
+               (unsigned long long)r.samples, rate,
+               (double)r.bytes / (double)(r.samples / B ? r.samples / B : 1) / 1e6,
+               r.secs > 0 ? (double)r.bytes / r.secs / 1e9 : 0, roof,
+               roof > 0 ? 100.0 * rate / roof : 0);
+    }
+    if (rc < 0)
+        fprintf(stderr, "pertload bench collate: %s\n", err.msg);
+out:
+    pl_plan_free(plan);
+    pl__table_free(&t);
+    pl_graph_free(g);
+    pl_db_close(db);
+    return rc < 0 ? 1 : 0;
+}
