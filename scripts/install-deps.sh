@@ -2,7 +2,8 @@
 # Install pertload's build and test dependencies from Debian's packages.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config liblmdb-dev liburing-dev libzstd-dev
-      libroaring-dev libcriterion-dev python3 python3-numpy python3-pytest valgrind)
+      libroaring-dev libcriterion-dev python3 python3-numpy python3-pytest python3-torch
+      valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,22 @@
+"""pertload: batches of gene-perturbation samples for PyTorch, served from a
+pertload database by `pertload serve` through shared memory.
+
+    import pertload
+    loader = pertload.Loader("yeast.db", batch_size=64, shuffle=True)
+    graph = loader.graph.to_torch("cuda")        # once
+    for epoch in range(10):
+        loader.set_epoch(epoch)
+        for batch in loader:                     # numpy views of the ring
+            t = batch.to_torch("cuda")           # dense masks built on the GPU
+            mask = t[("gene", "physical", "gene")]["mask"]
+
+numpy is required; torch only for to_torch().
+"""
+
+from ._lib import LoaderError, library_path, program_path
+from .batch import Batch, unpack_bits
+from .graph import Graph
+from .loader import Loader
+
+__all__ = ["Batch", "Graph", "Loader", "LoaderError", "library_path", "program_path",
+           "unpack_bits"]

@@ -1,0 +1,260 @@
+"""ctypes bindings of libpertload and the location of the `pertload` program.
+
+Paths: the environment variables PERTLOAD_LIB and PERTLOAD_BIN win; otherwise
+the _paths module meson generates (build tree or installation) names them;
+without it, the system's library search path and PATH are tried.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+
+PL_MAX_TYPES = 64
+PL_RING_NAME_MAX = 64
+PL_ARRAY_GPR = -1
+PL_ARRAY_RMR = -2
+PL_ARRAY_RMR_STOICH = -3
+PL_RING_RUNNING, PL_RING_DONE, PL_RING_FAILED = 0, 1, 2
+
+
+class LoaderError(RuntimeError):
+    """A failure of the database, the producer process or the ring."""
+
+
+class PlErr(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * 1024)]
+
+    def text(self, rc):
+        msg = self.msg.decode("utf-8", "replace")
+        return msg or strerror(rc)
+
+
+_c_str_array = ctypes.POINTER(ctypes.c_char_p)
+
+
+class DbInfo(ctypes.Structure):
+    """struct pl_db_info, field for field."""
+
+    _fields_ = [
+        ("format_version", ctypes.c_uint32),
+        ("n_types", ctypes.c_uint32),
+        ("n_genes", ctypes.c_uint64),
+        ("n_reactions", ctypes.c_uint64),
+        ("n_metabolites", ctypes.c_uint64),
+        ("n_gpr", ctypes.c_uint64),
+        ("n_rmr", ctypes.c_uint64),
+        ("n_samples", ctypes.c_uint64),
+        ("n_labels", ctypes.c_uint32),
+        ("has_metabolism", ctypes.c_uint32),
+        ("n_edges", ctypes.c_uint64 * PL_MAX_TYPES),
+        ("type_names", _c_str_array),
+        ("gene_names", _c_str_array),
+        ("label_names", _c_str_array),
+        ("reaction_names", _c_str_array),
+        ("metabolite_names", _c_str_array),
+        ("params", ctypes.c_char_p),
+        ("block_rows", ctypes.c_uint32),
+        ("n_blocks", ctypes.c_uint64),
+        ("payload_dtype", ctypes.c_char * 8),
+        ("payload_ndim", ctypes.c_uint32),
+        ("payload_shape", ctypes.c_uint64 * 8),
+        ("payload_row_bytes", ctypes.c_uint64),
+        ("graph_bytes", ctypes.c_uint64),
+        ("samples_bytes", ctypes.c_uint64),
+        ("payload_bytes", ctypes.c_uint64),
+    ]
+
+
+class PlanOpts(ctypes.Structure):
+    """struct pl_plan_opts."""
+
+    _fields_ = [
+        ("n_samples", ctypes.c_uint64),
+        ("seed", ctypes.c_uint64),
+        ("epoch", ctypes.c_uint64),
+        ("rank", ctypes.c_uint32),
+        ("world_size", ctypes.c_uint32),
+        ("batch_size", ctypes.c_uint32),
+        ("shuffle", ctypes.c_int),
+        ("drop_last", ctypes.c_int),
+    ]
+
+
+class RingStats(ctypes.Structure):
+    """struct pl_ring_stats."""
+
+    _fields_ = [
+        ("batches_produced", ctypes.c_uint64),
+        ("samples_produced", ctypes.c_uint64),
+        ("batches_consumed", ctypes.c_uint64),
+        ("samples_consumed", ctypes.c_uint64),
+        ("producer_wait_ns", ctypes.c_uint64),
+        ("consumer_wait_ns", ctypes.c_uint64),
+        ("n_batches", ctypes.c_uint64),
+        ("created_ns", ctypes.c_uint64),
+        ("slot_bytes", ctypes.c_uint64),
+        ("total_bytes", ctypes.c_uint64),
+        ("n_slots", ctypes.c_uint32),
+        ("producer_pid", ctypes.c_int32),
+        ("consumer_pid", ctypes.c_int32),
+        ("state", ctypes.c_uint32),
+        ("name", ctypes.c_char * (PL_RING_NAME_MAX + 1)),
+    ]
+
+    def as_dict(self):
+        d = {name: getattr(self, name) for name, _ in self._fields_}
+        d["name"] = self.name.decode("ascii", "replace")
+        return d
+
+
+_vp = ctypes.c_void_p
+_err_p = ctypes.POINTER(PlErr)
+
+# name: (restype, argtypes) of every function this package calls.
+_PROTOTYPES = {
+    "pl_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "pl_errname": (ctypes.c_char_p, [ctypes.c_int]),
+    "pl_db_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_vp), _err_p]),
+    "pl_db_close": (None, [_vp]),
+    "pl_db_info_get": (ctypes.POINTER(DbInfo), [_vp]),
+    "pl_db_gene_index": (ctypes.c_int64, [_vp, ctypes.c_char_p]),
+    "pl_db_graph_array": (ctypes.c_int64, [_vp, ctypes.c_int, _vp, ctypes.c_size_t, _err_p]),
+    "pl_plan_new": (ctypes.c_int, [ctypes.POINTER(PlanOpts), ctypes.POINTER(_vp), _err_p]),
+    "pl_plan_free": (None, [_vp]),
+    "pl_plan_n_batches": (ctypes.c_uint64, [_vp]),
+    "pl_plan_n_samples": (ctypes.c_uint64, [_vp]),
+    "pl_plan_batch": (ctypes.c_uint32, [_vp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]),
+    "pl_ring_attach": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(_vp), _err_p]),
+    "pl_ring_next": (ctypes.c_int, [_vp, ctypes.c_uint64, ctypes.POINTER(_vp), _err_p]),
+    "pl_ring_release": (None, [_vp, ctypes.c_uint64, ctypes.c_uint32]),
+    "pl_ring_detach": (None, [_vp]),
+    "pl_ring_stats_get": (None, [_vp, ctypes.POINTER(RingStats)]),
+}
+
+
+def _generated_paths():
+    try:
+        from . import _paths
+    except ImportError:
+        return None, None
+    return _paths.LIBRARY, _paths.PROGRAM
+
+
+def library_path():
+    """Path of libpertload.so this package loads."""
+    env = os.environ.get("PERTLOAD_LIB")
+    if env:
+        return env
+    lib, _ = _generated_paths()
+    if lib and os.path.exists(lib):
+        return lib
+    found = ctypes.util.find_library("pertload")
+    if found:
+        return found
+    raise LoaderError("libpertload not found: set PERTLOAD_LIB to the path of libpertload.so")
+
+
+def program_path():
+    """Path of the `pertload` program that serves batches."""
+    env = os.environ.get("PERTLOAD_BIN")
+    if env:
+        return env
+    _, prog = _generated_paths()
+    if prog and os.path.exists(prog):
+        return prog
+    found = shutil.which("pertload")
+    if found:
+        return found
+    raise LoaderError("the pertload program was not found: set PERTLOAD_BIN to its path")
+
+
+_lib = None
+
+
+def lib():
+    """The loaded library, with every prototype declared (loaded once)."""
+    global _lib
+    if _lib is None:
+        handle = ctypes.CDLL(library_path())
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            fn = getattr(handle, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+        _lib = handle
+    return _lib
+
+
+def strerror(rc):
+    return lib().pl_strerror(rc).decode("utf-8", "replace")
+
+
+def check(rc, err, what):
+    """Raise LoaderError for a negative return code, with the library's message."""
+    if rc < 0:
+        raise LoaderError(f"{what}: {err.text(rc)}")
+    return rc
+
+
+def names(array, n):
+    """A list of n strings from a `const char *const *`."""
+    if n == 0 or not array:
+        return []
+    return [array[i].decode("utf-8") for i in range(n)]
+
+
+class Database:
+    """An open database (pl_db); closed by close() or when collected."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self._h = _vp()
+        err = PlErr()
+        check(lib().pl_db_open(os.fsencode(self.path), ctypes.byref(self._h), ctypes.byref(err)),
+              err, f"opening {self.path}")
+        self.info = lib().pl_db_info_get(self._h).contents
+
+    @property
+    def handle(self):
+        if not self._h:
+            raise LoaderError(f"database {self.path} is closed")
+        return self._h
+
+    def gene_index(self, name):
+        """Index of a gene by name, or -1."""
+        return lib().pl_db_gene_index(self.handle, name.encode("utf-8"))
+
+    def graph_array(self, which, out):
+        """Copy graph array `which` into the numpy array `out` (C order)."""
+        err = PlErr()
+        n = lib().pl_db_graph_array(self.handle, which, out.ctypes.data_as(_vp), out.nbytes,
+                                    ctypes.byref(err))
+        check(n, err, f"{self.path}: reading graph array {which}")
+        if n != out.nbytes:
+            raise LoaderError(f"{self.path}: graph array {which} has {n} bytes, "
+                              f"{out.nbytes} expected")
+        return out
+
+    def close(self):
+        if self._h:
+            lib().pl_db_close(self._h)
+            self._h = _vp()
+            self.info = None
+
+    def __del__(self):
+        self.close()
+
+
+def plan_n_batches(n_samples, rank, world_size, batch_size, drop_last):
+    """Batches of one rank's epoch (pl_plan_n_batches; the count does not
+    depend on the seed, the epoch or shuffling)."""
+    opts = PlanOpts(n_samples=n_samples, seed=0, epoch=0, rank=rank, world_size=world_size,
+                    batch_size=batch_size, shuffle=0, drop_last=int(bool(drop_last)))
+    plan = _vp()
+    err = PlErr()
+    check(lib().pl_plan_new(ctypes.byref(opts), ctypes.byref(plan), ctypes.byref(err)), err,
+          "epoch plan")
+    try:
+        return lib().pl_plan_n_batches(plan)
+    finally:
+        lib().pl_plan_free(plan)

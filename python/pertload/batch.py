@@ -1,0 +1,315 @@
+"""Batches: zero-copy numpy views of one ring slot, and their torch form.
+
+A slot is a self-describing block (collate/slot.h): a 64-byte header, then
+n_arrays 240-byte descriptors (name, numpy dtype string, shape, offset and
+size relative to the slot), then the arrays. The slot was written by another
+process, so every descriptor is checked against the slot before a view is made.
+"""
+
+import contextlib
+import struct
+
+import numpy as np
+
+from . import _lib
+from ._lib import LoaderError
+
+SLOT_MAGIC = b"PLBATCH1"
+SLOT_VERSION = 1
+SLOT_ALIGN = 64
+SLOT_MAX_DIMS = 10
+DENSE_NONE, DENSE_BITS, DENSE_BOOL = 0, 1, 2
+
+# struct pl_slot_header and struct pl_slot_array (collate/slot.h).
+HEADER = struct.Struct("<8sIIQQIIQ16x")
+ARRAY = struct.Struct("<128s8sIIQQ10Q")
+assert HEADER.size == 64 and ARRAY.size == 240
+
+_DTYPES = {s.encode(): np.dtype(s) for s in ("<u8", "<i8", "<i4", "<f4", "<f2", "|u1", "|b1")}
+
+# The metabolic lists: slot name, PyG key of the edge or node they mask.
+META_KEYS = {
+    "gpr": ("gene", "gpr", "reaction"),
+    "reaction": "reaction",
+    "rmr": ("reaction", "rmr", "metabolite"),
+}
+
+
+def unpack_bits(words, n):
+    """Dense bit masks (uint64 words, LSB first, [B, ceil(n/64)]) as bool [B, n]."""
+    words = np.ascontiguousarray(words, dtype="<u8")
+    bits = np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little")
+    return bits[..., :n].astype(bool)
+
+
+def list_kinds(info):
+    """(PyG key, slot name, positions) of every list kind of a database's
+    batches (info: its pl_db_info): genes, each edge type, then with
+    metabolism gpr, reaction and rmr."""
+    types = _lib.names(info.type_names, info.n_types)
+    kinds = [("gene", "gene", int(info.n_genes))]
+    kinds += [(("gene", t, "gene"), "edges/" + t, int(info.n_edges[k]))
+              for k, t in enumerate(types)]
+    if info.has_metabolism:
+        kinds += [(META_KEYS["gpr"], "gpr", int(info.n_gpr)),
+                  (META_KEYS["reaction"], "reaction", int(info.n_reactions)),
+                  (META_KEYS["rmr"], "rmr", int(info.n_rmr))]
+    return kinds
+
+
+def parse_slot(buf, slot_bytes):
+    """Check a slot's header and descriptors; return (header, {name: ndarray}).
+
+    `buf` is any object exposing the slot's `slot_bytes` bytes; the arrays are
+    views of it (no copy). header: dict of batch, epoch, n_samples, dense,
+    used, n_arrays."""
+    if slot_bytes < HEADER.size:
+        raise LoaderError(f"slot of {slot_bytes} bytes is smaller than its header")
+    magic, version, n_arrays, batch, epoch, n_samples, dense, used = HEADER.unpack_from(buf)
+    if magic != SLOT_MAGIC:
+        raise LoaderError(f"slot: bad magic {magic!r}")
+    if version != SLOT_VERSION:
+        raise LoaderError(f"slot: layout version {version}, expected {SLOT_VERSION}")
+    table_end = HEADER.size + n_arrays * ARRAY.size
+    if table_end > slot_bytes or used > slot_bytes:
+        raise LoaderError(f"slot: {n_arrays} arrays, {used} bytes used do not fit "
+                          f"{slot_bytes} bytes")
+    head = {"batch": batch, "epoch": epoch, "n_samples": n_samples, "dense": dense,
+            "used": used, "n_arrays": n_arrays}
+    arrays = {}
+    table = memoryview(buf).cast("B")[HEADER.size:table_end]
+    for raw, dtype, ndim, _, off, nbytes, *shape in ARRAY.iter_unpack(table):
+        end = raw.find(b"\0")
+        if end < 0:
+            raise LoaderError("slot: array name not terminated")
+        name = raw[:end].decode("utf-8", "replace")
+        dt = _DTYPES.get(dtype.rstrip(b"\0"))
+        if dt is None:
+            raise LoaderError(f"slot: array {name!r} has unknown dtype {dtype!r}")
+        if not 1 <= ndim <= SLOT_MAX_DIMS:
+            raise LoaderError(f"slot: array {name!r} has {ndim} dimensions")
+        shape = shape[:ndim]
+        count = 1
+        for s in shape:
+            count *= s
+        if count * dt.itemsize != nbytes:
+            raise LoaderError(f"slot: array {name!r}: shape {tuple(shape)} of {dt.str} is not "
+                              f"{nbytes} bytes")
+        if off % SLOT_ALIGN or off < table_end or off + nbytes > used:
+            raise LoaderError(f"slot: array {name!r} at offset {off} ({nbytes} bytes) lies "
+                              f"outside the {used} bytes in use")
+        if name in arrays:
+            raise LoaderError(f"slot: array {name!r} appears twice")
+        a = np.frombuffer(buf, dt, count, off)
+        arrays[name] = a if ndim == 1 else a.reshape(shape)
+    return head, arrays
+
+
+class Batch:
+    """One batch of B samples, as numpy views of its ring slot (no copy).
+
+    The views are valid until the loader is asked for the next batch: then
+    the slot is handed back to the producer, which refills it. Copy what must
+    outlive the step (or call to_torch(), whose tensors own their memory).
+
+    Attributes: index (the batch's position in the epoch plan), epoch,
+    sample_id, row (sample-store rows), labels [B, L], perturbation_indices,
+    perturbation_ptr [B+1], removed[type] -> (positions, ptr), gpr, reaction,
+    rmr -> (positions, ptr) or None, payload or None, dense (PyG key -> mask
+    as stored: bool [B, n] or uint64 bit words [B, ceil(n/64)], LSB first),
+    dense_format ("bits", "bool" or None), arrays (every array by slot name).
+    Sample i's entries of a list are positions[ptr[i]:ptr[i+1]].
+    """
+
+    def __init__(self, arrays, head, kinds, ring=None, slot_addr=0, slot_bytes=0):
+        self.arrays = arrays
+        self.index = int(head["batch"])
+        self.epoch = int(head["epoch"])
+        self._n = B = int(head["n_samples"])
+        dense = int(head["dense"])
+        self.dense_format = {DENSE_NONE: None, DENSE_BITS: "bits", DENSE_BOOL: "bool"}.get(dense)
+        if dense and self.dense_format is None:
+            raise LoaderError(f"slot: unknown dense format {dense}")
+        self._kinds = kinds
+        self._ring = ring
+        self._slot_addr = slot_addr
+        self._slot_bytes = slot_bytes
+        self._copy_done = None
+
+        def get(name, rows=None, dtype=None):
+            a = arrays.get(name)
+            if a is None:
+                raise LoaderError(f"slot: array {name!r} missing")
+            if dtype is not None and a.dtype != dtype:
+                raise LoaderError(f"slot: array {name!r} is {a.dtype}, {dtype} expected")
+            if rows is not None and a.shape[0] != rows:
+                raise LoaderError(f"slot: array {name!r} has {a.shape[0]} rows, {rows} "
+                                  "expected")
+            return a
+
+        self.sample_id = get("sample_id", B, "<u8")
+        self.row = get("row", B, "<u8")
+        self.labels = get("labels", B, "<f4")
+        self.payload = arrays.get("payload")
+        if self.payload is not None and self.payload.shape[0] != B:
+            raise LoaderError("slot: payload rows do not match the batch size")
+        self.removed = {}
+        self.gpr = self.reaction = self.rmr = None
+        self.dense = {}
+        self._lists = {}
+        for key, slot_name, n in kinds:
+            if slot_name == "gene":
+                lists = (get("perturbation_indices", None, "<i4"),
+                         get("perturbation_ptr", B + 1, "<i8"))
+                self.perturbation_indices, self.perturbation_ptr = lists
+            else:
+                lists = (get(slot_name + "/removed", None, "<i4"),
+                         get(slot_name + "/ptr", B + 1, "<i8"))
+                if slot_name.startswith("edges/"):
+                    self.removed[slot_name[6:]] = lists
+                else:
+                    setattr(self, slot_name, lists)
+            _check_ptr(slot_name, *lists)
+            self._lists[slot_name] = lists
+            if dense:
+                m = get(slot_name + "/mask", B)
+                width = n if dense == DENSE_BOOL else (n + 63) // 64
+                if m.ndim != 2 or m.shape[1] != width:
+                    raise LoaderError(f"slot: mask {slot_name!r} has shape {m.shape}, "
+                                      f"[{B}, {width}] expected")
+                self.dense[key] = m
+
+    def __len__(self):
+        return self._n
+
+    def __repr__(self):
+        return (f"<pertload.Batch {self.index} of epoch {self.epoch}: {self._n} samples, "
+                f"{len(self.perturbation_indices)} deleted genes>")
+
+    def to_torch(self, device="cpu", non_blocking=True):
+        """The batch as torch tensors on `device`, keyed as PyG HeteroData keys.
+
+        Returns {("gene", t, "gene"): {"mask" bool [B, E_t] (True = kept),
+        "removed" int64, "ptr" int64}, "gene": {"pert_mask", "mask",
+        "perturbation_indices", "perturbation_ptr"}, ("gene", "gpr",
+        "reaction"), "reaction", ("reaction", "rmr", "metabolite") (with
+        metabolism; "mask", "removed", "ptr"), "labels", "sample_id", "row",
+        "payload" (when present)}. Every tensor owns its memory.
+
+        Dense masks are built on the device from the removed lists by one
+        indexed store per mask, or taken from the slot when it holds them.
+        On CUDA the slot's memory is page-locked once (cudaHostRegister) and
+        copied asynchronously on a side stream that the current stream then
+        waits for; the loader waits for those copies before it lets the
+        producer reuse the slot.
+        """
+        import torch
+
+        dev = torch.device(device)
+        cuda = dev.type == "cuda"
+        if cuda and self._ring is not None:
+            self._ring.cuda_register(self._slot_addr, self._slot_bytes)
+        stream = _side_stream(torch, dev) if cuda else None
+        B = self._n
+        with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
+            if cuda:
+                def up(a):
+                    return torch.from_numpy(a).to(dev, non_blocking=non_blocking)
+            else:
+                def up(a):
+                    return torch.from_numpy(a).clone()
+
+            def up_long(a):
+                t = torch.from_numpy(a)
+                return t.to(dev, non_blocking=non_blocking).long() if cuda else t.long()
+
+            out = {}
+            for key, slot_name, n in self._kinds:
+                pos, ptr = self._lists[slot_name]
+                _check_positions(slot_name, pos, ptr, n)
+                pos_t, ptr_t = up_long(pos), up(ptr)
+                if key in self.dense:
+                    mask = self._dense_mask(torch, up(_signed(self.dense[key])), n)
+                else:
+                    rows = torch.repeat_interleave(torch.arange(B, device=dev),
+                                                   ptr_t[1:] - ptr_t[:-1],
+                                                   output_size=len(pos))
+                    mask = torch.ones(B * n, dtype=torch.bool, device=dev)
+                    mask[pos_t + rows * n] = False
+                    mask = mask.view(B, n)
+                if key == "gene":
+                    out["gene"] = {"pert_mask": ~mask, "mask": mask,
+                                   "perturbation_indices": pos_t, "perturbation_ptr": ptr_t}
+                else:
+                    out[key] = {"mask": mask, "removed": pos_t, "ptr": ptr_t}
+            out["labels"] = up(self.labels)
+            out["sample_id"] = up(_signed(self.sample_id))
+            out["row"] = up(_signed(self.row))
+            if self.payload is not None:
+                out["payload"] = up(self.payload)
+        if cuda:
+            current = torch.cuda.current_stream(dev)
+            current.wait_stream(stream)
+            done = torch.cuda.Event()
+            done.record(stream)
+            self._copy_done = done
+            for t in _tensors(out):
+                t.record_stream(current)
+        return out
+
+    def _dense_mask(self, torch, stored, n):
+        if self.dense_format == "bool":
+            return stored
+        # uint64 words, LSB first: the little-endian bytes of word w hold bits
+        # 64w .. 64w+63 in order, so unpack bytes LSB first.
+        B = stored.shape[0]
+        shifts = torch.arange(8, dtype=torch.uint8, device=stored.device)
+        by = stored.view(torch.uint8).view(B, -1, 1)
+        return ((by >> shifts) & 1).view(B, -1)[:, :n].bool()
+
+    def wait_copies(self):
+        """Block until the asynchronous device copies of to_torch() finished."""
+        if self._copy_done is not None:
+            self._copy_done.synchronize()
+            self._copy_done = None
+
+
+def _check_ptr(kind, pos, ptr):
+    """The ends of a ptr array (slicing with it is safe in numpy regardless)."""
+    if pos.ndim != 1 or ptr.ndim != 1:
+        raise LoaderError(f"slot: {kind} positions and ptr must be one-dimensional")
+    if ptr[0] != 0 or ptr[-1] != len(pos):
+        raise LoaderError(f"slot: {kind} ptr does not index its {len(pos)} positions")
+
+
+def _check_positions(kind, pos, ptr, n):
+    """Positions in range and ptr non-decreasing before an indexed store uses them."""
+    if len(pos) and (int(pos.min()) < 0 or int(pos.max()) >= n):
+        raise LoaderError(f"slot: {kind} holds a position outside 0..{n - 1}")
+    if np.any(ptr[1:] < ptr[:-1]):
+        raise LoaderError(f"slot: {kind} ptr decreases")
+
+
+def _signed(a):
+    """uint64 arrays as int64 (torch has no uint64): the same bytes."""
+    return a.view(np.int64) if a.dtype == np.uint64 else a
+
+
+def _tensors(d):
+    for v in d.values():
+        if isinstance(v, dict):
+            yield from v.values()
+        else:
+            yield v
+
+
+_streams = {}
+
+
+def _side_stream(torch, dev):
+    """One copy stream per device, reused for every batch."""
+    idx = dev.index if dev.index is not None else torch.cuda.current_device()
+    s = _streams.get(idx)
+    if s is None:
+        s = _streams[idx] = torch.cuda.Stream(device=idx)
+    return s

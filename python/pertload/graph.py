@@ -1,0 +1,88 @@
+"""The shared graph of a database, read once (numpy) and uploaded once (torch)."""
+
+import numpy as np
+
+from . import _lib
+
+
+class Graph:
+    """Edge arrays and names of a database; removed positions of batches index
+    into these arrays.
+
+    edge_index[type]  int64 [2, E_t] (src row, dst row), in input order
+    gpr               int64 [2, n_gpr] (gene row, reaction row), or None
+    rmr               int64 [2, n_rmr] (reaction row, metabolite row), or None
+    rmr_stoich        float32 [n_rmr], or None
+    gene_names, type_names, label_names, reaction_names, metabolite_names
+    n_genes, n_edges (dict), n_reactions, n_metabolites, n_gpr, n_rmr,
+    n_samples, n_labels, has_metabolism
+    payload_dtype ("" without payload), payload_shape (after the sample axis)
+    """
+
+    def __init__(self, db):
+        info = db.info
+        self.n_genes = int(info.n_genes)
+        self.n_samples = int(info.n_samples)
+        self.n_labels = int(info.n_labels)
+        self.has_metabolism = bool(info.has_metabolism)
+        self.n_reactions = int(info.n_reactions)
+        self.n_metabolites = int(info.n_metabolites)
+        self.n_gpr = int(info.n_gpr)
+        self.n_rmr = int(info.n_rmr)
+        self.type_names = _lib.names(info.type_names, info.n_types)
+        self.gene_names = _lib.names(info.gene_names, self.n_genes)
+        self.label_names = _lib.names(info.label_names, self.n_labels)
+        self.reaction_names = _lib.names(info.reaction_names, self.n_reactions)
+        self.metabolite_names = _lib.names(info.metabolite_names, self.n_metabolites)
+        self.n_edges = {t: int(info.n_edges[k]) for k, t in enumerate(self.type_names)}
+        self.payload_dtype = info.payload_dtype.decode("ascii")
+        self.payload_shape = tuple(int(info.payload_shape[d]) for d in range(info.payload_ndim))
+
+        def pairs(which, n):
+            return db.graph_array(which, np.empty((2, n), np.int32)).astype(np.int64)
+
+        self.edge_index = {t: pairs(k, self.n_edges[t]) for k, t in enumerate(self.type_names)}
+        self.gpr = self.rmr = self.rmr_stoich = None
+        if self.has_metabolism:
+            self.gpr = pairs(_lib.PL_ARRAY_GPR, self.n_gpr)
+            self.rmr = pairs(_lib.PL_ARRAY_RMR, self.n_rmr)
+            self.rmr_stoich = db.graph_array(_lib.PL_ARRAY_RMR_STOICH,
+                                             np.empty(self.n_rmr, np.float32))
+        for t, ei in self.edge_index.items():
+            _check_rows(f"edge type {t}", ei, (self.n_genes, self.n_genes))
+        if self.has_metabolism:
+            _check_rows("gpr", self.gpr, (self.n_genes, self.n_reactions))
+            _check_rows("rmr", self.rmr, (self.n_reactions, self.n_metabolites))
+
+    def __repr__(self):
+        return (f"<pertload.Graph: {self.n_genes} genes, {sum(self.n_edges.values())} edges in "
+                f"{len(self.type_names)} types, {self.n_reactions} reactions, "
+                f"{self.n_metabolites} metabolites>")
+
+    def to_torch(self, device="cpu"):
+        """The graph as torch tensors on `device`, keyed as PyG HeteroData keys:
+        {"gene": {"num_nodes"}, ("gene", t, "gene"): {"edge_index"}, and with
+        metabolism "reaction", "metabolite" ({"num_nodes"}), ("gene", "gpr",
+        "reaction"): {"edge_index"}, ("reaction", "rmr", "metabolite"):
+        {"edge_index", "stoichiometry"}}."""
+        import torch
+
+        def up(a):
+            return torch.from_numpy(a).to(device)
+
+        out = {"gene": {"num_nodes": self.n_genes}}
+        for t, ei in self.edge_index.items():
+            out[("gene", t, "gene")] = {"edge_index": up(ei)}
+        if self.has_metabolism:
+            out["reaction"] = {"num_nodes": self.n_reactions}
+            out["metabolite"] = {"num_nodes": self.n_metabolites}
+            out[("gene", "gpr", "reaction")] = {"edge_index": up(self.gpr)}
+            out[("reaction", "rmr", "metabolite")] = {"edge_index": up(self.rmr),
+                                                      "stoichiometry": up(self.rmr_stoich)}
+        return out
+
+
+def _check_rows(what, ei, bounds):
+    for row, n in zip(ei, bounds):
+        if len(row) and (row.min() < 0 or row.max() >= n):
+            raise _lib.LoaderError(f"{what}: node index outside 0..{n - 1}")

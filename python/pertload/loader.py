@@ -1,0 +1,435 @@
+"""The Loader: runs `pertload serve` for an epoch and yields its batches."""
+
+import ctypes
+import itertools
+import os
+import re
+import select
+import signal
+import subprocess
+import tempfile
+import time
+import weakref
+
+from . import _lib
+from ._lib import LoaderError
+from .batch import Batch, list_kinds, parse_slot
+from .graph import Graph
+
+_SHM_DIR = "/dev/shm"
+_READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches$")
+_names = itertools.count()
+_PR_SET_PDEATHSIG = 1
+# Loaded before any fork: the child only calls it.
+_prctl = ctypes.CDLL(None, use_errno=True).prctl
+_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def _env_int(name, default):
+    v = os.environ.get(name)
+    return int(v) if v not in (None, "") else default
+
+
+class _Mapping:
+    """The consumer's attachment to a ring (pl_ring *).
+
+    Batch views keep it alive through their buffers, so the segment stays
+    mapped while any view of it exists; it is detached when the last reference
+    goes (or at interpreter exit). Device registrations are undone first."""
+
+    def __init__(self, name, timeout_ms):
+        self.handle = ctypes.c_void_p()
+        err = _lib.PlErr()
+        _lib.check(_lib.lib().pl_ring_attach(name.encode("ascii"), timeout_ms,
+                                             ctypes.byref(self.handle), ctypes.byref(err)),
+                   err, f"attaching ring '{name}'")
+        self._registered = []
+        self._finalizer = weakref.finalize(self, _detach, self.handle.value, self._registered)
+        self.slot_bytes = self.stats()["slot_bytes"]
+        self._slot_type = ctypes.c_char * self.slot_bytes
+
+    def stats(self):
+        st = _lib.RingStats()
+        _lib.lib().pl_ring_stats_get(self.handle, ctypes.byref(st))
+        return st.as_dict()
+
+    def buffer(self, addr):
+        """The slot at `addr` as a ctypes array that keeps this mapping alive
+        (numpy views made from it hold it)."""
+        buf = self._slot_type.from_address(addr)
+        buf._mapping = self
+        return buf
+
+    def cuda_register(self, addr, nbytes):
+        """Page-lock one slot for asynchronous device copies (once per slot)."""
+        if any(a == addr for a, _ in self._registered):
+            return
+        import torch
+
+        rc = torch.cuda.cudart().cudaHostRegister(addr, nbytes, 0)
+        if int(rc) != 0:
+            raise LoaderError(f"cudaHostRegister of a ring slot failed ({rc})")
+        self._registered.append((addr, torch))
+
+
+def _detach(handle, registered):
+    if registered:
+        torch = registered[0][1]
+        torch.cuda.synchronize()  # no copy from the mapping may still be in flight
+    for addr, torch in registered:
+        torch.cuda.cudart().cudaHostUnregister(addr)
+    _lib.lib().pl_ring_detach(handle)
+
+
+class _Producer:
+    """One `pertload serve` process and the consumer's side of its ring."""
+
+    def __init__(self, args, name, owns_name, timeout):
+        self.name = name
+        # A name of our own making is ours to clean up even before serve
+        # created the segment; a name the user chose only once serve did.
+        self._owns_name = owns_name
+        self.stderr = tempfile.TemporaryFile()
+        parent = os.getpid()
+        try:
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=self.stderr, close_fds=True,
+                                         preexec_fn=lambda: _child_setup(parent))
+        except OSError as e:
+            self.stderr.close()
+            raise LoaderError(f"cannot run {args[0]}: {e}") from e
+        self.mapping = None
+        self._stopped = False
+        try:
+            self.n_batches = self._wait_ready(timeout)
+            self._owns_name = True
+            self.mapping = _Mapping(name, max(1, int(timeout * 1000)))
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, timeout):
+        """Wait for serve's ready line; return the batches it announces."""
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        line = b""
+        while b"\n" not in line:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LoaderError(f"pertload serve did not open ring '{self.name}' within "
+                                  f"{timeout:g} s{self.stderr_tail()}")
+            ready, _, _ = select.select([fd], [], [], min(left, 0.1))
+            chunk = os.read(fd, 4096) if ready else b""
+            if ready and not chunk:
+                self.proc.wait()
+                raise LoaderError(self.exit_message())
+            line += chunk
+        m = _READY.match(line.split(b"\n", 1)[0])
+        if not m or m.group(1).decode() != self.name:
+            raise LoaderError(f"pertload serve: unexpected first line {line!r}")
+        return int(m.group(4))
+
+    def stderr_tail(self):
+        """The last lines serve wrote to stderr (its error message), or ""."""
+        self.stderr.seek(0)
+        lines = self.stderr.read().decode("utf-8", "replace").strip().splitlines()
+        text = "\n".join(lines[-3:])[-2000:]
+        return f": {text}" if text else ""
+
+    def exit_message(self):
+        rc = self.proc.returncode
+        if rc < 0:
+            return f"pertload serve (pid {self.proc.pid}) was killed by signal {-rc}"
+        return f"pertload serve (pid {self.proc.pid}) exited with status {rc}{self.stderr_tail()}"
+
+    def finish(self, timeout=10.0):
+        """After the end of the epoch: the producer exits by itself."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise LoaderError(f"pertload serve (pid {self.proc.pid}) did not exit after the "
+                              "end of the epoch")
+        ok = self.proc.returncode == 0
+        msg = None if ok else self.exit_message()
+        self.stop()
+        if msg:
+            raise LoaderError(msg)
+
+    def stop(self):
+        """Stop the process (if running), reap it, drop the ring; idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        _stop(self.proc, self.name if self._owns_name else None)
+        self.mapping = None
+        self.proc.stdout.close()
+        self.stderr.close()
+
+
+def _child_setup(parent):
+    # Die with the parent, even if it is killed before serve watches it.
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _stop(proc, name):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    # A producer that was killed could not remove its segment.
+    if name is not None:
+        try:
+            os.unlink(os.path.join(_SHM_DIR, "pertload-" + name))
+        except FileNotFoundError:
+            pass
+
+
+class _Epoch:
+    """Iterator over the batches of one run of the producer."""
+
+    def __init__(self, loader, start, n_batches):
+        self._loader = loader
+        self._start = start
+        self._n = n_batches
+        self._i = 0
+        self._prev = None
+        self._producer = None
+        self._finalizer = None
+        if n_batches > start:
+            name = loader.ring or f"py{os.getpid()}-{next(_names)}"
+            self._producer = p = _Producer(loader._serve_args(start, name), name,
+                                           loader.ring is None, loader.timeout)
+            self._finalizer = weakref.finalize(self, p.stop)
+            if p.n_batches != n_batches - start:
+                self.close()
+                raise LoaderError(f"pertload serve announced {p.n_batches} batches, "
+                                  f"{n_batches - start} expected")
+
+    @property
+    def process(self):
+        """The serve process (subprocess.Popen), or None when not running."""
+        p = self._producer
+        return p.proc if p is not None and not p._stopped else None
+
+    def stats(self):
+        """The ring's shared counters (pl_ring_stats as a dict), or None."""
+        p = self._producer
+        return p.mapping.stats() if p is not None and p.mapping is not None else None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        p = self._producer
+        if p is None or p._stopped:
+            raise StopIteration
+        m = p.mapping
+        lib = _lib.lib()
+        if self._prev is not None:
+            prev, self._prev = self._prev, None
+            prev.wait_copies()
+            lib.pl_ring_release(m.handle, self._i - 1, len(prev))
+        slot = ctypes.c_void_p()
+        err = _lib.PlErr()
+        rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
+        if rc == 1:
+            self.close(finish=True)
+            raise StopIteration
+        if rc < 0:
+            msg = err.text(rc)
+            if p.proc.poll() is not None:
+                msg += f" ({p.exit_message()})"
+            self.close()
+            raise LoaderError(msg)
+        try:
+            head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
+            batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes)
+            want = self._start + self._i
+            if batch.index != want or batch.epoch != self._loader.epoch:
+                raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
+                                  f"{batch.epoch}, batch {want} of epoch "
+                                  f"{self._loader.epoch} expected")
+        except LoaderError:
+            self.close()
+            raise
+        self._prev = batch
+        self._i += 1
+        self._loader._consumed = self._start + self._i
+        return batch
+
+    def close(self, finish=False):
+        """Stop the producer and drop the ring (also on garbage collection)."""
+        p = self._producer
+        if p is None or p._stopped:
+            return
+        self._prev = None
+        if finish:
+            p.finish()
+        else:
+            p.stop()
+
+
+class Loader:
+    """Batches of a pertload database, produced by a `pertload serve` process.
+
+    Loader(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
+           rank=None, world_size=None, dense=None, threads=2, ring=None,
+           timeout=30.0, slots=None)
+
+    rank and world_size default to torchrun's RANK and WORLD_SIZE (else 0 and
+    1). Each iteration runs one epoch (set_epoch() chooses it): it starts
+    `pertload serve` on a ring of its own, yields Batch objects (numpy views of
+    the ring, valid until the next batch) and stops the process at the end,
+    on break, close() or garbage collection. dense="bits" or "bool" asks the
+    producer for dense masks in the slots. ring names the ring (default
+    "py<pid>-<n>"); timeout bounds the producer's start in seconds.
+
+    state_dict() saves the position in the epoch; load_state_dict() makes the
+    next iteration yield exactly the remaining batches. A producer failure or
+    death raises LoaderError.
+
+    The serve process is sent SIGKILL if the thread that started the
+    iteration exits (PR_SET_PDEATHSIG), so iterate from a thread that outlives
+    the epoch, such as the main thread.
+    """
+
+    def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
+                 world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None):
+        if rank is None:
+            rank = _env_int("RANK", 0)
+        if world_size is None:
+            world_size = _env_int("WORLD_SIZE", 1)
+        if batch_size < 1 or world_size < 1 or not 0 <= rank < world_size:
+            raise ValueError(f"batch_size {batch_size}, rank {rank}, world_size {world_size}: "
+                             "need batch_size >= 1 and 0 <= rank < world_size")
+        if dense not in (None, "bits", "bool"):
+            raise ValueError(f"dense is None, 'bits' or 'bool', not {dense!r}")
+        if threads < 1 or (slots is not None and slots < 1):
+            raise ValueError("threads and slots must be at least 1")
+        if ring is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,%d}" % _lib.PL_RING_NAME_MAX,
+                                                 ring):
+            raise ValueError(f"ring name {ring!r}: 1 to {_lib.PL_RING_NAME_MAX} of "
+                             "[A-Za-z0-9_.-]")
+        self.db = os.fspath(db)
+        self.batch_size = int(batch_size)
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
+        self.drop_last = bool(drop_last)
+        self.rank = int(rank)
+        self.world_size = int(world_size)
+        self.dense = dense
+        self.threads = int(threads)
+        self.ring = ring
+        self.timeout = float(timeout)
+        self.slots = slots
+        self.epoch = 0
+        self._start = 0      # batch the next iteration starts at
+        self._consumed = 0   # batches of this epoch consumed
+        self._epoch_it = None
+        self._graph = None
+        database = _lib.Database(self.db)
+        try:
+            self.n_samples = int(database.info.n_samples)
+            self._kinds = list_kinds(database.info)
+        finally:
+            database.close()
+        self._n_batches = _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
+                                              self.batch_size, self.drop_last)
+
+    def __len__(self):
+        return self._n_batches - self._start
+
+    def __iter__(self):
+        self._stop_epoch()
+        start, self._start = self._start, 0
+        self._consumed = start
+        it = _Epoch(self, start, self._n_batches)
+        self._epoch_it = weakref.ref(it)
+        return it
+
+    def set_epoch(self, epoch):
+        """Choose the epoch of the next iteration (its order depends on it)."""
+        self._stop_epoch()
+        self.epoch = int(epoch)
+        self._start = self._consumed = 0
+
+    def state_dict(self):
+        return {"epoch": self.epoch, "seed": self.seed, "batches_consumed": self._consumed,
+                "batch_size": self.batch_size, "shuffle": self.shuffle,
+                "drop_last": self.drop_last, "rank": self.rank,
+                "world_size": self.world_size, "n_samples": self.n_samples}
+
+    def load_state_dict(self, sd):
+        """Resume: the next iteration yields the batches of sd's epoch after the
+        sd["batches_consumed"] first. The plan parameters must match."""
+        for key in ("batch_size", "shuffle", "drop_last", "rank", "world_size", "n_samples"):
+            if key in sd and sd[key] != getattr(self, key):
+                raise ValueError(f"state_dict has {key}={sd[key]!r}, this loader "
+                                 f"{getattr(self, key)!r}")
+        consumed = int(sd["batches_consumed"])
+        if not 0 <= consumed <= self._n_batches:
+            raise ValueError(f"batches_consumed {consumed} is outside 0..{self._n_batches}")
+        self._stop_epoch()
+        self.epoch = int(sd["epoch"])
+        self.seed = int(sd["seed"])
+        self._start = self._consumed = consumed
+
+    @property
+    def graph(self):
+        """The database's graph (Graph), read on first use."""
+        if self._graph is None:
+            database = _lib.Database(self.db)
+            try:
+                self._graph = Graph(database)
+            finally:
+                database.close()
+        return self._graph
+
+    @property
+    def _proc(self):
+        """The running serve process (subprocess.Popen), or None."""
+        it = self._epoch_it() if self._epoch_it is not None else None
+        return it.process if it is not None else None
+
+    def stats(self):
+        """Counters of the running epoch's ring (dict), or None."""
+        it = self._epoch_it() if self._epoch_it is not None else None
+        return it.stats() if it is not None else None
+
+    def _serve_args(self, start, name):
+        a = [_lib.program_path(), "serve", self.db, "--ring", name,
+             "--batch-size", str(self.batch_size), "--seed", str(self.seed),
+             "--epoch", str(self.epoch), "--rank", str(self.rank),
+             "--world-size", str(self.world_size), "--threads", str(self.threads),
+             "--start-batch", str(start), "--consumer-pid", str(os.getpid())]
+        if self.shuffle:
+            a.append("--shuffle")
+        if self.drop_last:
+            a.append("--drop-last")
+        if self.dense:
+            a += ["--dense", self.dense]
+        if self.slots:
+            a += ["--slots", str(self.slots)]
+        return a
+
+    def _stop_epoch(self):
+        it = self._epoch_it() if self._epoch_it is not None else None
+        if it is not None:
+            it.close()
+        self._epoch_it = None
+
+    def close(self):
+        """Stop the running epoch's producer, if any."""
+        self._stop_epoch()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,156 @@
+"""Fixtures: small synthetic databases, their input files, and oracles that
+recompute what a batch must hold from those files alone (DESIGN section 2,
+loader/plan.h), independently of the library."""
+
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pertload
+
+SHM = Path("/dev/shm")
+
+
+def pertload_bin():
+    return pertload.program_path()
+
+
+def run_cli(*args, **kw):
+    return subprocess.run([pertload_bin(), *map(str, args)], check=True, capture_output=True,
+                          text=True, **kw)
+
+
+class Inputs:
+    """A database built from `pertload synth` output, and that output read back."""
+
+    def __init__(self, root, samples, payload_dim):
+        self.dir = root / "inputs"
+        self.db = root / "db"
+        run_cli("synth", self.dir, "--genes", 300, "--samples", samples, "--scale", 0.02,
+                "--seed", 7, "--payload-dim", payload_dim, "--quiet")
+        args = (self.dir / "build-args.txt").read_text().splitlines()
+        run_cli("build", "-o", self.db, *args)
+        self.build_args = args
+        self.genes = (self.dir / "genes.txt").read_text().split()
+        gi = {g: i for i, g in enumerate(self.genes)}
+        self.gene_index = gi
+        self.types, self.edges = [], {}
+        for a in args:
+            if "=" in a and a.split("=", 1)[1].endswith(".tsv") and "/edges/" in a:
+                name, path = a.split("=", 1)
+                self.types.append(name)
+                rows = [ln.split() for ln in Path(path).read_text().splitlines()
+                        if ln.strip() and not ln.startswith("#")]
+                self.edges[name] = np.array([[gi[r[0]] for r in rows], [gi[r[1]] for r in rows]],
+                                            dtype=np.int64).reshape(2, -1)
+        self.reactions = (self.dir / "reactions.txt").read_text().split()
+        ri = {r: i for i, r in enumerate(self.reactions)}
+        gpr = [ln.split() for ln in (self.dir / "gpr.tsv").read_text().splitlines() if ln.strip()]
+        self.gpr = np.array([[gi[g] for g, _ in gpr], [ri[r] for _, r in gpr]], np.int64)
+        rmr = [ln.split() for ln in (self.dir / "rmr.tsv").read_text().splitlines() if ln.strip()]
+        self.metabolites = list(dict.fromkeys(m for _, m, _ in rmr))
+        mi = {m: i for i, m in enumerate(self.metabolites)}
+        self.rmr = np.array([[ri[r] for r, _, _ in rmr], [mi[m] for _, m, _ in rmr]], np.int64)
+        self.rmr_stoich = np.array([float(s) for _, _, s in rmr], np.float32)
+        lines = (self.dir / "samples.tsv").read_text().splitlines()
+        head = lines[0].split("\t")
+        self.label_names = [h for h in head if h not in ("id", "genes")]
+        self.sample_genes, self.ids, labels = [], [], []
+        for ln in lines[1:]:
+            f = dict(zip(head, ln.split("\t")))
+            self.sample_genes.append(sorted({gi[g] for g in f["genes"].split(";") if g}))
+            self.ids.append(int(f["id"]))
+            labels.append([float(f[n]) if f[n] not in ("", "NA", "NaN", "nan") else math.nan
+                           for n in self.label_names])
+        self.labels = np.array(labels, np.float32)
+        self.payload = np.load(self.dir / "payload.npy") if payload_dim else None
+        self.n = len(self.ids)
+
+    def expected(self, row):
+        """Brute-force O(E) removed positions of sample `row` (DESIGN section 2):
+        {"gene": P, "edges/<t>": ..., "gpr", "reaction", "rmr"}."""
+        P = np.array(self.sample_genes[row], np.int64)
+        out = {"gene": P}
+        for t in self.types:
+            src, dst = self.edges[t]
+            out["edges/" + t] = np.flatnonzero(np.isin(src, P) | np.isin(dst, P))
+        gpr_removed = np.isin(self.gpr[0], P)
+        out["gpr"] = np.flatnonzero(gpr_removed)
+        has_gene = np.zeros(len(self.reactions), bool)
+        has_gene[self.gpr[1]] = True
+        hit = np.zeros(len(self.reactions), bool)
+        hit[self.gpr[1][gpr_removed]] = True
+        out["reaction"] = np.flatnonzero(has_gene & hit)
+        out["rmr"] = np.flatnonzero(np.isin(self.rmr[0], out["reaction"]))
+        return out
+
+    def masks_json(self, row):
+        """`pertload masks DB --row I --json`."""
+        return json.loads(run_cli("masks", self.db, "--row", row, "--json").stdout)
+
+
+@pytest.fixture(scope="session")
+def small(tmp_path_factory):
+    """300 samples with an 8-float payload."""
+    return Inputs(tmp_path_factory.mktemp("small"), 300, 8)
+
+
+@pytest.fixture(scope="session")
+def medium(tmp_path_factory):
+    """2000 samples with an 8-float payload."""
+    return Inputs(tmp_path_factory.mktemp("medium"), 2000, 8)
+
+
+def splitmix64(s):
+    M = (1 << 64) - 1
+    s = (s + 0x9E3779B97F4A7C15) & M
+    z = s
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
+    return s, z ^ (z >> 31)
+
+
+def plan_batches(n, seed, epoch, shuffle, rank, world, batch_size, drop_last):
+    """The batches (lists of rows) of one rank's epoch, re-derived from the
+    algorithm documented in loader/plan.h."""
+    order = list(range(n))
+    if shuffle:
+        s = (seed + epoch * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)
+        for i in range(n - 1, 0, -1):
+            s, x = splitmix64(s)
+            j = (x * (i + 1)) >> 64
+            order[i], order[j] = order[j], order[i]
+    m = n // world if drop_last else -(-n // world)
+    mine = [order[(rank + k * world) % n] for k in range(m)]
+    batches = [mine[i:i + batch_size] for i in range(0, m, batch_size)]
+    if drop_last and batches and len(batches[-1]) < batch_size:
+        batches.pop()
+    return batches
+
+
+def rings():
+    """Names of the ring segments in /dev/shm."""
+    return {p.name for p in SHM.glob("pertload-*")}
+
+
+def reaped(pid):
+    """True when `pid` is neither running nor a zombie (it was waited for)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(autouse=True)
+def no_leaks():
+    """Every test leaves no ring segment of this process behind."""
+    mine = f"pertload-py{os.getpid()}-"
+    yield
+    left = [r for r in rings() if r.startswith(mine)]
+    assert not left, f"ring segments left in /dev/shm: {left}"

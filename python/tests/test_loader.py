@@ -1,0 +1,422 @@
+"""Batches from a running `pertload serve`: contents against the masks engine
+and brute-force oracles, epoch coverage and order, resume, liveness and
+clean-up."""
+
+import gc
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import pertload
+from conftest import plan_batches, reaped, rings
+
+KINDS = ("gpr", "reaction", "rmr")
+
+
+def sample_lists(batch, i):
+    """Sample i of a batch as {"gene": P, "edges/<t>": ..., "gpr", ...}."""
+    def cut(pos, ptr):
+        return pos[ptr[i]:ptr[i + 1]]
+
+    out = {"gene": cut(batch.perturbation_indices, batch.perturbation_ptr)}
+    for t, (pos, ptr) in batch.removed.items():
+        out["edges/" + t] = cut(pos, ptr)
+    for k in KINDS:
+        out[k] = cut(*getattr(batch, k))
+    return out
+
+
+def assert_lists_equal(got, want, where):
+    assert got.keys() == want.keys()
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=f"{where}: {k}")
+
+
+def test_every_sample_equals_the_masks_command(small):
+    seen = 0
+    for batch in pertload.Loader(small.db, batch_size=32):
+        assert batch.arrays["perturbation_indices"] is batch.perturbation_indices
+        for i in range(len(batch)):
+            row = int(batch.row[i])
+            j = small.masks_json(row)
+            assert j["row"] == row
+            assert int(batch.sample_id[i]) == j["id"]
+            for name, value in zip(small.label_names, batch.labels[i]):
+                want = j["labels"][name]
+                assert (math.isnan(value) and want is None) or value == np.float32(want)
+            want = {"gene": j["perturbation_indices"]}
+            want.update({"edges/" + t: v for t, v in j["edges"].items()})
+            want.update({k: j[k] for k in KINDS})
+            assert_lists_equal(sample_lists(batch, i), want, f"row {row}")
+            seen += 1
+    assert seen == small.n
+
+
+def test_samples_equal_brute_force_oracle(medium):
+    rng = np.random.default_rng(3)
+    check = set(rng.choice(medium.n, 150, replace=False).tolist())
+    found = 0
+    for batch in pertload.Loader(medium.db, batch_size=64, shuffle=True, seed=11):
+        for i, row in enumerate(batch.row.tolist()):
+            assert int(batch.sample_id[i]) == medium.ids[row]
+            np.testing.assert_allclose(batch.labels[i], medium.labels[row], rtol=1e-6)
+            if row in check:
+                assert_lists_equal(sample_lists(batch, i), medium.expected(row), f"row {row}")
+                found += 1
+    assert found == len(check)
+
+
+def epoch_rows(loader):
+    return [batch.row.tolist() for batch in loader]
+
+
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_exactly_once_per_epoch_across_ranks(medium, world):
+    n, B = medium.n, 48
+    union = []
+    for rank in range(world):
+        loader = pertload.Loader(medium.db, batch_size=B, shuffle=True, seed=5,
+                                 rank=rank, world_size=world)
+        loader.set_epoch(2)
+        got = epoch_rows(loader)
+        assert got == plan_batches(n, 5, 2, True, rank, world, B, False)
+        assert len(got) == len(loader)
+        union += [r for b in got for r in b]
+    m = -(-n // world)
+    assert len(union) == m * world
+    assert set(union) == set(range(n))
+    # Padding repeats the epoch's order from its start: only the first
+    # m * world - n samples of the order appear twice.
+    assert len(union) - len(set(union)) == m * world - n
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_drop_last_gives_disjoint_equal_shares(medium, world):
+    B = 64
+    shares = []
+    for rank in range(world):
+        loader = pertload.Loader(medium.db, batch_size=B, shuffle=True, seed=5, rank=rank,
+                                 world_size=world, drop_last=True)
+        got = epoch_rows(loader)
+        assert all(len(b) == B for b in got)
+        assert got == plan_batches(medium.n, 5, 0, True, rank, world, B, True)
+        shares.append([r for b in got for r in b])
+    assert len({len(s) for s in shares}) == 1
+    flat = [r for s in shares for r in s]
+    assert len(flat) == len(set(flat))
+
+
+def test_order_is_a_function_of_seed_and_epoch(medium):
+    def order(seed, epoch):
+        loader = pertload.Loader(medium.db, batch_size=100, shuffle=True, seed=seed)
+        loader.set_epoch(epoch)
+        return epoch_rows(loader)
+
+    a = order(1, 0)
+    assert a == order(1, 0)
+    assert a != order(1, 1)
+    assert a != order(2, 0)
+    assert sorted(r for b in a for r in b) == list(range(medium.n))
+    plain = epoch_rows(pertload.Loader(medium.db, batch_size=100))
+    assert [r for b in plain for r in b] == list(range(medium.n))
+
+
+def test_batch_header_and_iteration_restart(small):
+    loader = pertload.Loader(small.db, batch_size=64, seed=3, shuffle=True)
+    loader.set_epoch(4)
+    batches = [(b.index, b.epoch, len(b)) for b in loader]
+    assert batches == [(0, 4, 64), (1, 4, 64), (2, 4, 64), (3, 4, 64), (4, 4, 44)]
+    # A second iteration replays the same epoch; a new iter() stops the old run.
+    it = iter(loader)
+    first = next(it)
+    pid = loader._proc.pid
+    again = [b.index for b in loader]
+    assert again == [0, 1, 2, 3, 4]
+    assert first.index == 0 and reaped(pid)
+
+
+def test_resume_yields_exactly_the_rest(medium):
+    kw = dict(batch_size=50, shuffle=True, seed=9)
+    full = pertload.Loader(medium.db, **kw)
+    full.set_epoch(3)
+    all_rows = epoch_rows(full)
+    assert len(all_rows) == 40
+
+    loader = pertload.Loader(medium.db, **kw)
+    loader.set_epoch(3)
+    it = iter(loader)
+    head = [next(it).row.tolist() for _ in range(13)]
+    sd = loader.state_dict()
+    assert sd["batches_consumed"] == 13 and sd["epoch"] == 3 and sd["seed"] == 9
+    loader.close()
+
+    resumed = pertload.Loader(medium.db, batch_size=50, shuffle=True, seed=0)
+    resumed.load_state_dict(sd)
+    assert len(resumed) == 27
+    rest = []
+    for b in resumed:
+        rest.append(b.row.tolist())
+        assert b.index == 13 + len(rest) - 1
+    assert head + rest == all_rows
+    assert resumed.state_dict()["batches_consumed"] == 40
+
+    # Resuming at the end yields nothing and starts no producer.
+    done = pertload.Loader(medium.db, **kw)
+    done.load_state_dict(resumed.state_dict())
+    assert list(done) == []
+
+
+def test_killed_producer_raises_within_a_second(medium):
+    loader = pertload.Loader(medium.db, batch_size=8, slots=2)
+    it = iter(loader)
+    next(it)
+    proc = loader._proc
+    os.kill(proc.pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    with pytest.raises(pertload.LoaderError, match="died|killed") as e:
+        for _ in it:
+            pass
+    assert time.monotonic() - t0 < 2.0, e.value
+    assert reaped(proc.pid)
+    assert loader._proc is None
+
+
+def test_producer_failure_is_reported(small, tmp_path):
+    db = tmp_path / "db"
+    shutil.copytree(small.db, db)
+    store = db / "samples.pls"
+    data = bytearray(store.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    store.write_bytes(data)
+    loader = pertload.Loader(db, batch_size=16)
+    t0 = time.monotonic()
+    with pytest.raises(pertload.LoaderError, match="serve") as e:
+        list(loader)
+    assert time.monotonic() - t0 < 5.0
+    assert "checksum" in str(e.value) or "corrupt" in str(e.value), e.value
+
+
+def start(loader):
+    it = iter(loader)
+    batch = next(it)
+    proc = loader._proc
+    ring = f"pertload-{loader.stats()['name']}"
+    assert proc.poll() is None and ring in rings()
+    return it, batch, proc, ring
+
+
+def gone(proc, ring):
+    return reaped(proc.pid) and ring not in rings()
+
+
+def test_close_stops_the_producer(small):
+    loader = pertload.Loader(small.db, batch_size=16)
+    it, batch, proc, ring = start(loader)
+    loader.close()
+    assert gone(proc, ring)
+    assert list(it) == []
+    # The last batch's views stay readable after close.
+    assert batch.row.tolist() == list(range(16))
+
+
+def test_context_manager(small):
+    with pertload.Loader(small.db, batch_size=16) as loader:
+        it, batch, proc, ring = start(loader)
+    assert gone(proc, ring)
+
+
+def test_break_stops_the_producer(small):
+    loader = pertload.Loader(small.db, batch_size=16)
+    for batch in loader:
+        proc = loader._proc
+        ring = f"pertload-{loader.stats()['name']}"
+        break
+    assert gone(proc, ring)
+
+
+def test_garbage_collection_stops_the_producer(small):
+    def partial():
+        loader = pertload.Loader(small.db, batch_size=16)
+        it, batch, proc, ring = start(loader)
+        return proc, ring
+
+    proc, ring = partial()
+    gc.collect()
+    assert gone(proc, ring)
+
+
+def test_ring_name_in_use_is_refused(small):
+    name = f"py{os.getpid()}-named"
+    first = pertload.Loader(small.db, batch_size=16, ring=name)
+    it = iter(first)
+    next(it)
+    second = pertload.Loader(small.db, batch_size=16, ring=name)
+    with pytest.raises(pertload.LoaderError, match="in use"):
+        iter(second)
+    # The refused loader leaves the running ring alone.
+    assert f"pertload-{name}" in rings()
+    assert len(list(it)) == 18
+
+
+def test_end_of_epoch_leaves_nothing(small):
+    loader = pertload.Loader(small.db, batch_size=100)
+    it = iter(loader)
+    next(it)
+    proc = loader._proc
+    assert len(list(it)) == 2
+    assert proc.returncode == 0 and reaped(proc.pid)
+    assert not [r for r in rings() if r.startswith(f"pertload-py{os.getpid()}-")]
+
+
+CONSUMER = """
+import os, sys, pertload
+loader = pertload.Loader(sys.argv[1], batch_size=8, slots=2)
+it = iter(loader)
+next(it)
+print(loader._proc.pid, loader.stats()["name"], flush=True)
+if sys.argv[2] == "kill":
+    os.kill(os.getpid(), 9)
+"""
+
+
+def dead(pid):
+    """True when `pid` is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("how", ["kill", "exit"])
+def test_consumer_death_or_exit_stops_the_producer(small, how):
+    """A consumer killed outright, or exiting with a loader still iterating,
+    leaves no producer and no ring behind."""
+    child = subprocess.run([sys.executable, "-c", CONSUMER, str(small.db), how],
+                           capture_output=True, text=True, timeout=60)
+    pid, name = child.stdout.split()
+    pid, ring = int(pid), f"pertload-{name}"
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline and not (dead(pid) and ring not in rings()):
+        time.sleep(0.05)
+    assert dead(pid), child.stderr
+    assert ring not in rings()
+
+
+def expected_masks(inputs, batch):
+    """Dense kept-masks of a batch from the brute-force oracle, by PyG key."""
+    n = {"gene": len(inputs.genes), "gpr": inputs.gpr.shape[1],
+         "reaction": len(inputs.reactions), "rmr": inputs.rmr.shape[1]}
+    keys = {"gene": "gene", "gpr": ("gene", "gpr", "reaction"), "reaction": "reaction",
+            "rmr": ("reaction", "rmr", "metabolite")}
+    for t in inputs.types:
+        n["edges/" + t] = inputs.edges[t].shape[1]
+        keys["edges/" + t] = ("gene", t, "gene")
+    out = {key: np.ones((len(batch), n[kind]), bool) for kind, key in keys.items()}
+    for i, row in enumerate(batch.row.tolist()):
+        for kind, removed in inputs.expected(row).items():
+            out[keys[kind]][i, removed] = False
+    return out
+
+
+def test_to_torch_cpu_masks_equal_the_oracle(medium):
+    loader = pertload.Loader(medium.db, batch_size=40, shuffle=True, seed=4)
+    checked = 0
+    for batch in loader:
+        if batch.index not in (0, 7, len(loader) - 1):
+            continue
+        t = batch.to_torch("cpu")
+        want = expected_masks(medium, batch)
+        for key, m in want.items():
+            got = t[key]["mask"]
+            assert got.dtype == torch.bool and got.shape == m.shape
+            np.testing.assert_array_equal(got.numpy(), m, err_msg=str(key))
+        np.testing.assert_array_equal(t["gene"]["pert_mask"].numpy(), ~want["gene"])
+        for name, (pos, ptr) in batch.removed.items():
+            e = t[("gene", name, "gene")]
+            assert e["removed"].dtype == torch.int64 and e["ptr"].dtype == torch.int64
+            np.testing.assert_array_equal(e["removed"].numpy(), pos)
+            np.testing.assert_array_equal(e["ptr"].numpy(), ptr)
+        np.testing.assert_array_equal(t["gene"]["perturbation_indices"].numpy(),
+                                      batch.perturbation_indices)
+        np.testing.assert_array_equal(t["labels"].numpy(), batch.labels)
+        np.testing.assert_array_equal(t["sample_id"].numpy().view(np.uint64), batch.sample_id)
+        np.testing.assert_array_equal(t["payload"].numpy(), batch.payload)
+        # The tensors own their memory: they outlive the slot.
+        assert t["labels"].data_ptr() != batch.labels.ctypes.data
+        checked += 1
+    assert checked == 3
+
+
+@pytest.mark.parametrize("dense", ["bits", "bool"])
+def test_dense_slots_agree_with_sparse_lists(small, dense):
+    g = pertload.Loader(small.db).graph
+    sizes = {"gene": g.n_genes, ("gene", "gpr", "reaction"): g.n_gpr, "reaction": g.n_reactions,
+             ("reaction", "rmr", "metabolite"): g.n_rmr}
+    sizes.update({("gene", t, "gene"): g.n_edges[t] for t in g.type_names})
+    loader = pertload.Loader(small.db, batch_size=64, shuffle=True, seed=2, dense=dense)
+    for batch in loader:
+        assert batch.dense_format == dense
+        assert batch.dense.keys() == sizes.keys()
+        want = expected_masks(small, batch)
+        t = batch.to_torch("cpu")
+        for key, n in sizes.items():
+            stored = batch.dense[key]
+            if dense == "bits":
+                assert stored.dtype == np.uint64 and stored.shape == (len(batch), (n + 63) // 64)
+                stored = pertload.unpack_bits(stored, n)
+            else:
+                assert stored.dtype == np.bool_ and stored.shape == (len(batch), n)
+            np.testing.assert_array_equal(stored, want[key], err_msg=str(key))
+            np.testing.assert_array_equal(t[key]["mask"].numpy(), want[key], err_msg=str(key))
+
+
+def test_payload_rows_are_the_sampled_rows(medium):
+    for batch in pertload.Loader(medium.db, batch_size=64, shuffle=True, seed=8):
+        assert batch.payload.dtype == np.float32 and batch.payload.shape == (len(batch), 8)
+        np.testing.assert_array_equal(batch.payload, medium.payload[batch.row])
+
+
+def test_numpy_only_use_needs_no_torch(small):
+    code = """
+import sys
+sys.modules["torch"] = None  # import torch now fails
+import pertload
+loader = pertload.Loader(sys.argv[1], batch_size=100, dense="bits")
+print(sum(len(b) for b in loader), loader.graph.n_genes)
+"""
+    out = subprocess.run([sys.executable, "-c", code, str(small.db)], check=True,
+                         capture_output=True, text=True, timeout=60).stdout
+    assert out.split() == ["300", "300"]
+
+
+def test_views_are_zero_copy(small):
+    for batch in pertload.Loader(small.db, batch_size=64):
+        lo, hi = batch._slot_addr, batch._slot_addr + batch._slot_bytes
+        for name, a in batch.arrays.items():
+            assert not a.flags.owndata, name
+            assert lo <= a.ctypes.data and a.ctypes.data + a.nbytes <= hi, name
+        break
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_to_torch_cuda_equals_cpu(medium):
+    for dense in (None, "bits"):
+        loader = pertload.Loader(medium.db, batch_size=64, shuffle=True, dense=dense)
+        for batch in loader:
+            cpu = batch.to_torch("cpu")
+            dev = batch.to_torch("cuda")
+            for key, v in cpu.items():
+                if isinstance(v, dict):
+                    for k, x in v.items():
+                        assert torch.equal(dev[key][k].cpu(), x), (key, k)
+                else:
+                    assert torch.equal(dev[key].cpu(), v), key
