@@ -176,7 +176,7 @@ int pl__io_wait(pl__io *io, uint64_t *tag, int64_t *res, pl_err *err)
                 PL_TRY(pl__io_submit(io, err));
                 continue;
             }
-            q->res = r < 0 ? r : r == 0 ? -EIO : (int64_t)q->len;
+            q->res = r < 0 ? r : q->done + (size_t)r < q->len ? -EIO : (int64_t)q->len;
             break;
         }
     }

@@ -34,6 +34,7 @@ static group next_group(const pl_db *db, uint64_t first, size_t half)
     return gr;
 }
 
+/* buf_index: the registered half, or -1 when registration was refused. */
 static int issue(pl__io *io, const pl_db *db, group gr, char *half, int buf_index,
                  pl_err *err)
 {
@@ -86,7 +87,7 @@ static int decode(pl_db *db, const pl_graph *g, group gr, const char *half, pl__
     return 0;
 }
 
-static int load(pl_db *db, const pl_graph *g, pl__io *io, char *buf, size_t hb,
+static int load(pl_db *db, const pl_graph *g, pl__io *io, char *buf, size_t hb, int reg,
                 pl__table *t, pl_err *err)
 {
     uint64_t nb = db->meta.n_blocks, refs = 0, total_refs = 0;
@@ -102,7 +103,7 @@ static int load(pl_db *db, const pl_graph *g, pl__io *io, char *buf, size_t hb,
     group cur = next_group(db, 0, hb);
     int half = 0;
     if (cur.count)
-        PL_TRY(issue(io, db, cur, buf, 0, err));
+        PL_TRY(issue(io, db, cur, buf, reg ? 0 : -1, err));
     while (cur.count) {
         /* Reads of the next group go out before this one is decoded. */
         for (uint64_t i = 0; i < cur.count; i++) {
@@ -115,7 +116,8 @@ static int load(pl_db *db, const pl_graph *g, pl__io *io, char *buf, size_t hb,
         }
         group nxt = next_group(db, cur.first + cur.count, hb);
         if (nxt.count)
-            PL_TRY(issue(io, db, nxt, buf + (size_t)(1 - half) * hb, 1 - half, err));
+            PL_TRY(issue(io, db, nxt, buf + (size_t)(1 - half) * hb, reg ? 1 - half : -1,
+                         err));
         PL_TRY(decode(db, g, cur, buf + (size_t)half * hb, t, &refs, err));
         cur = nxt;
         half = 1 - half;
@@ -145,10 +147,12 @@ int pl__table_load(pl_db *db, const pl_graph *g, int io_mode, pl__table *t, pl_e
         void *bufs[2] = {buf, buf + half};
         size_t lens[2] = {half, half};
         t->backend = pl__io_backend(io);
-        rc = pl__io_register(io, bufs, lens, 2, err);
+        /* Registration pins the buffers and counts against RLIMIT_MEMLOCK:
+         * where it is refused, plain reads do the same work. */
+        t->registered = pl__io_register(io, bufs, lens, 2, NULL) == 0;
     }
     if (rc == 0)
-        rc = load(db, g, io, buf, half, t, err);
+        rc = load(db, g, io, buf, half, t->registered, t, err);
     /* Drain reads still in flight before their buffer goes. */
     while (io && pl__io_pending(io)) {
         uint64_t tag;

@@ -24,7 +24,8 @@ typedef struct pl__table {
     uint64_t max_bound;  /* most positions of one sample, all kinds (pl__masks_bound) */
     uint64_t max_kind_bound; /* most positions of one sample in one kind */
     const char *backend; /* "io_uring" or "pread" */
-    int locked;          /* read buffers page-locked */
+    int locked;          /* read buffers page-locked (mlock) */
+    int registered;      /* read buffers registered with io_uring */
 } pl__table;
 
 /** Decode the whole sample store of `db` and size it against graph `g`.

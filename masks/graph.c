@@ -146,7 +146,8 @@ static int regroup(pl_graph *g, const kind_lists *t, pl_err *err)
         for (uint32_t k = 0; k < g->n_lists; k++) {
             uint64_t a = t[k].off[gene], n = t[k].off[gene + 1] - a;
             g->off[(uint64_t)gene * g->n_lists + k] = at;
-            memcpy(g->vals + at, t[k].vals + a, n * sizeof *g->vals);
+            if (n)
+                memcpy(g->vals + at, t[k].vals + a, n * sizeof *g->vals);
             at += n;
             for (uint32_t p = 0; p < PL__MASKS_PAD; p++)
                 g->vals[at++] = PL__MASKS_END;

@@ -43,7 +43,8 @@ int pl__db_put(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t kle
         return pl__err(err, pl__lmdb_code(rc), "writing %s: %s", kd, mdb_strerror(rc));
     }
     uint64_t sum = trailer(key, klen, val, len);
-    memcpy(v.mv_data, val, len);
+    if (len)
+        memcpy(v.mv_data, val, len);
     memcpy((char *)v.mv_data + len, &sum, 8);
     return 0;
 }
