@@ -26,6 +26,7 @@ ARRAY = struct.Struct("<128s8sIIQQ10Q")
 assert HEADER.size == 64 and ARRAY.size == 240
 
 _DTYPES = {s.encode(): np.dtype(s) for s in ("<u8", "<i8", "<i4", "<f4", "<f2", "|u1", "|b1")}
+_DT = {k.decode(): v for k, v in _DTYPES.items()}
 
 # The metabolic lists: slot name, PyG key of the edge or node they mask.
 META_KEYS = {
@@ -140,7 +141,7 @@ class Batch:
             a = arrays.get(name)
             if a is None:
                 raise LoaderError(f"slot: array {name!r} missing")
-            if dtype is not None and a.dtype != dtype:
+            if dtype is not None and a.dtype is not _DT[dtype] and a.dtype != _DT[dtype]:
                 raise LoaderError(f"slot: array {name!r} is {a.dtype}, {dtype} expected")
             if rows is not None and a.shape[0] != rows:
                 raise LoaderError(f"slot: array {name!r} has {a.shape[0]} rows, {rows} "
@@ -278,7 +279,8 @@ def _check_ptr(kind, pos, ptr):
     """The ends of a ptr array (slicing with it is safe in numpy regardless)."""
     if pos.ndim != 1 or ptr.ndim != 1:
         raise LoaderError(f"slot: {kind} positions and ptr must be one-dimensional")
-    if ptr[0] != 0 or ptr[-1] != len(pos):
+    first, last = ptr[[0, -1]].tolist()
+    if first != 0 or last != len(pos):
         raise LoaderError(f"slot: {kind} ptr does not index its {len(pos)} positions")
 
 

@@ -31,7 +31,7 @@ int pl_cmd_serve(int argc, char **argv)
     o.plan.batch_size = 64;
     o.plan.world_size = 1;
     o.threads = 1;
-    o.slots = 4;
+    o.slots = 16;
     o.verbose = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
