@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install, build, generate the default synthetic yeast-scale dataset, build its
-# database and run the main job on it.
+# database and run the main job: stream one shuffled epoch through the
+# shared-memory ring into a Python consumer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 "$(dirname "$0")/install-deps.sh"
@@ -16,4 +17,4 @@ if [ ! -d demo/db ]; then
     $pl build -o demo/db "${args[@]}"
 fi
 $pl inspect demo/db
-$pl masks demo/db --all
+PYTHONPATH=build/python /usr/bin/python3 bench/stream_epoch.py demo/db --shuffle
