@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Instruction-count regression check of the hot path (pl_masks_compute).
+#
+# callgrind counts instructions, not seconds: the same binary on the same
+# input gives the same count on a loaded machine. This builds a fixed small
+# synthetic database (6,607 genes, a quarter of the yeast edge counts, 3,000
+# samples), counts the instructions spent inside pl_masks_compute for the
+# masks of every sample, and fails when they exceed the recorded baseline by
+# more than 10%.
+#
+# The count depends on the compiler flags, so each build type has its own
+# baseline (bench/callgrind-baseline-BUILDTYPE.txt).
+#
+# usage: callgrind_check.sh PERTLOAD_BINARY BUILDTYPE [--record]
+#   --record   write the measured count as the new baseline
+set -euo pipefail
+bin=$1
+buildtype=$2
+here=$(cd "$(dirname "$0")" && pwd)
+baseline_file=$here/callgrind-baseline-$buildtype.txt
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$bin" synth "$work/in" --samples 3000 --seed 3 --scale 0.25 --quiet
+mapfile -t args < "$work/in/build-args.txt"
+"$bin" build -o "$work/db" --quiet "${args[@]}"
+valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+    --toggle-collect=pl_masks_compute "$bin" masks "$work/db" --all > /dev/null 2> "$work/log" || {
+    cat "$work/log" >&2
+    exit 1
+}
+ir=$(awk '/^summary:/ {print $2}' "$work/cg.out")
+per=$((ir / 3000))
+if [ "${3:-}" = "--record" ]; then
+    echo "$ir" > "$baseline_file"
+    echo "recorded baseline: $ir instructions ($per per sample)"
+    exit 0
+fi
+if [ ! -f "$baseline_file" ]; then
+    echo "no baseline for build type '$buildtype': run $0 $bin $buildtype --record" >&2
+    exit 1
+fi
+base=$(cat "$baseline_file")
+limit=$((base + base / 10))
+echo "pl_masks_compute: $ir instructions for 3000 samples ($per per sample); baseline $base, limit $limit"
+if [ "$ir" -gt "$limit" ]; then
+    echo "regression: more than 10% above the baseline" >&2
+    exit 1
+fi
