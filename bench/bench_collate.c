@@ -1,9 +1,11 @@
 /* Collation throughput on one core: sparse, dense bits and dense bool, each
  * beside the memset roofline of the bytes it writes, measured in the same run.
  *
- * Batches of a shuffled plan are collated into one slot-sized buffer (as a
- * worker fills a ring slot); after each, the roofline writes the same number
- * of bytes with memset into the same buffer. */
+ * Batches of a shuffled plan are collated into slot-sized buffers used in
+ * turn, as a worker fills the slots of a ring (SLOTS of them, so that dense
+ * batches do not stay in the caches between uses, as in `serve`); after each,
+ * the roofline writes the same number of bytes with memset into the same
+ * buffer. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,8 @@
 #include "masks/masks.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
+
+#define SLOTS 4
 
 typedef struct run {
     double secs, memset_secs;
@@ -32,26 +36,28 @@ static int collate_run(pl_db *db, pl_graph *g, const pl__table *t, pl_plan *plan
     cfg.payload_row_bytes = 0; /* payload reads are the loader's, not collation's */
     uint64_t cap = pl__collate_slot_bytes(&cfg, B, (uint64_t)B * t->max_genes,
                                           (uint64_t)B * t->max_bound);
-    unsigned char *slot = aligned_alloc(4096, (cap + 4095) & ~(uint64_t)4095);
+    uint64_t stride = (cap + 4095) & ~(uint64_t)4095;
+    unsigned char *slots = aligned_alloc(4096, SLOTS * stride);
     uint64_t scratch_len = t->max_kind_bound + PL__MASKS_PAD;
     int32_t *scratch = malloc(scratch_len * 4);
     uint64_t *rows = malloc(B * 8), *ids = malloc(B * 8);
     uint32_t *ng = malloc(B * 4);
     const int32_t **genes = malloc(B * sizeof *genes);
     const float **labels = malloc(B * sizeof *labels);
-    int rc = slot && scratch && rows && ids && ng && genes && labels
+    int rc = slots && scratch && rows && ids && ng && genes && labels
                  ? 0
                  : pl__err(err, -ENOMEM, "out of memory for a %llu-byte slot",
                            (unsigned long long)cap);
     memset(out, 0, sizeof *out);
     if (rc == 0)
-        memset(slot, 0, cap); /* fault the pages in before timing */
+        memset(slots, 0, SLOTS * stride); /* fault the pages in before timing */
     uint64_t nb = pl_plan_n_batches(plan);
     if (nb > max_batches)
         nb = max_batches;
     /* Each batch's collation is followed by the roofline's memset of the same
      * bytes, so both see the same machine state on a noisy host. */
     for (uint64_t b = 0; rc == 0 && b < nb; b++) {
+        unsigned char *slot = slots + (b % SLOTS) * stride;
         uint32_t n = pl_plan_batch(plan, b, rows);
         for (uint32_t i = 0; i < n; i++) {
             ids[i] = t->ids[rows[i]];
@@ -73,7 +79,7 @@ static int collate_run(pl_db *db, pl_graph *g, const pl__table *t, pl_plan *plan
         out->samples += n;
         out->bytes += used;
     }
-    free(slot);
+    free(slots);
     free(scratch);
     free(rows);
     free(ids);
