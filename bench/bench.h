@@ -10,4 +10,9 @@ int pl_bench_masks(int argc, char **argv);
  *  collation throughput, sparse and dense, beside the memset roofline. */
 int pl_bench_collate(int argc, char **argv);
 
+/** `pertload bench gpu DB [--batch-size B] [--batches N] [--threads T]`: the
+ *  bytes a batch uploads and, with a CUDA device, the copy and expansion
+ *  times; without one it says so and measures through the host backend. */
+int pl_bench_gpu(int argc, char **argv);
+
 #endif

@@ -374,6 +374,121 @@ PL_API void pl_ring_stats_get(const pl_ring *r, pl_ring_stats *st);
  *  @return the number found (at most `cap` stored), or a negative code. */
 PL_API int pl_ring_list(pl_ring_stats *out, int cap);
 
+/* ------------------------------------------------------ in-process loader */
+
+/** A loader inside the training process that puts batches in device memory:
+ *  worker threads collate the batches of an epoch plan (as `serve` does for
+ *  the ring) into page-locked host buffers; each batch's slot is copied
+ *  asynchronously on a dedicated stream into one of `depth` device buffers,
+ *  used in turn, and one kernel launch per batch expands its removed lists
+ *  into dense masks on the device, if asked. Events guard every buffer: a
+ *  host buffer is refilled only after its copy completed, a device buffer is
+ *  reused only after the consumer released it (and, when the consumer names
+ *  its stream, after the work it queued there).
+ *
+ *  Backends: CUDA (when the library was built with the CUDA toolkit and a
+ *  device is visible) or host, where the "device" is host memory, a copy
+ *  thread plays the stream and the expansion runs on the CPU with the
+ *  kernel's algorithm; everything else is the same code. */
+typedef struct pl_loader pl_loader;
+
+/** Dense masks: none (removed lists only), packed bits or bool. */
+enum { PL_MASK_NONE = 0, PL_MASK_BITS = 1, PL_MASK_BOOL = 2 };
+
+/** Backend choice: AUTO is CUDA when built with it and a device is visible,
+ *  else host (pl_loader_backend() then says "host"). */
+enum { PL_BACKEND_AUTO = 0, PL_BACKEND_HOST = 1, PL_BACKEND_CUDA = 2 };
+
+/** Options of pl_loader_open(); zero-initialise, then fill. */
+typedef struct pl_loader_opts {
+    const char *db;       /**< database directory (read during pl_loader_open() only) */
+    pl_plan_opts plan;    /**< epoch plan; n_samples is taken from the database */
+    uint64_t start_batch; /**< resume: the first plan batch delivered */
+    uint32_t dense;       /**< PL_MASK_*: masks expanded on the device */
+    uint32_t threads;     /**< collation worker threads; 0 means 1 */
+    uint32_t depth;       /**< device buffers, >= 2; 0 means 2. Also the most
+                               batches the consumer may hold at once. */
+    int backend;          /**< PL_BACKEND_* */
+    int device;           /**< CUDA device ordinal (0 on the host backend) */
+} pl_loader_opts;
+
+/** One batch in device memory, filled by pl_loader_next(). Every pointer is
+ *  device memory owned by the loader (host memory on the host backend), valid
+ *  until pl_loader_release() of this batch or pl_loader_close(); read it only
+ *  after `event` completed (cudaStreamWaitEvent on your stream). */
+typedef struct pl_device_batch {
+    uint64_t index;       /**< plan batch index within the epoch */
+    uint32_t n_samples;   /**< B of this batch (the last one may be short) */
+    uint32_t dense;       /**< PL_MASK_* of the masks below */
+    /** The batch's slot, copied as is: the self-describing layout of the
+     *  ring's slots (header, descriptors, arrays at offsets from `slot`), so
+     *  every offset in it is valid on this copy. */
+    const void *slot;
+    uint64_t bytes;       /**< bytes uploaded for the batch (the slot's used bytes) */
+    uint32_t n_lists;     /**< list kinds: pl_graph_n_lists() */
+    uint32_t reserved;
+    /** Dense masks, kept = 1 / removed = 0, NULL with PL_MASK_NONE. Rows of
+     *  `len` positions, one per sample ([n_samples, row]): bool rows are `len`
+     *  bytes; bits rows are ceil(len / 64) uint64 words, LSB first, bits past
+     *  `len` zero. gene_mask: genes; mask[k]: list kind k (edge types, then
+     *  gpr, reaction, rmr). */
+    const void *gene_mask;
+    const void *mask[PL_MAX_TYPES + 3];
+    uint64_t gene_len;              /**< positions of a gene_mask row */
+    uint64_t mask_len[PL_MAX_TYPES + 3]; /**< positions of a mask[k] row */
+    /** CUDA: the loader's stream (cudaStream_t) and the event (cudaEvent_t)
+     *  that completes when the copy and the expansion did; owned by the
+     *  loader. Host backend: NULL, the batch is complete when returned. */
+    void *stream;
+    void *event;
+    /** Set by the consumer before pl_loader_release(), CUDA only: the stream
+     *  (cudaStream_t) on which it queued the work that reads this batch; the
+     *  loader then reuses the buffer only after that work. NULL (as
+     *  pl_loader_next() leaves it): that work is complete, or was queued on
+     *  `stream`. The host backend has no streams: a non-NULL value there
+     *  fails the loader with PL_EUSAGE. */
+    void *consumer_stream;
+} pl_device_batch;
+
+/** Open a loader and start it. Checks the options, picks the backend, opens
+ *  the database and computes the plan, then returns while the graph and the
+ *  sample table load and the workers start in the background; failures of
+ *  that work (a corrupt sample block, a read error) are returned by
+ *  pl_loader_next().
+ *  @param out set to the handle on success, NULL on failure.
+ *  @return 0, PL_EUSAGE (bad options, start_batch past the epoch,
+ *  PL_BACKEND_CUDA without the CUDA path), -ENODEV (PL_BACKEND_CUDA and no
+ *  usable device: err says why), the database's codes, -ENOMEM. */
+PL_API int pl_loader_open(const pl_loader_opts *o, pl_loader **out, pl_err *err);
+
+/** Take the next batch of the epoch, in plan order. Returns as soon as the
+ *  batch's copy and expansion are queued (CUDA) or complete (host). One
+ *  thread at a time; pl_loader_release() may come from any thread.
+ *  @param b filled with the batch (zeroed when none is returned).
+ *  @return 0 with a batch, 1 at the end of the epoch, PL_EUSAGE when `depth`
+ *  batches are held already (release one first), or the failure of the
+ *  loading, a worker or the device (err says what; batches queued before it
+ *  are still returned first; the loader stays failed). */
+PL_API int pl_loader_next(pl_loader *l, pl_device_batch *b, pl_err *err);
+
+/** Give a batch's device buffer back (any order, any thread; see
+ *  pl_device_batch.consumer_stream). `b` is cleared; a cleared or NULL `b`
+ *  is ignored. */
+PL_API void pl_loader_release(pl_loader *l, pl_device_batch *b);
+
+/** Stop and free the loader; NULL accepted. Batches in flight are fine: the
+ *  workers stop after the batch in hand, queued copies and expansions
+ *  complete, and batches still held become invalid. Waits for a graph or
+ *  table load in progress. */
+PL_API void pl_loader_close(pl_loader *l);
+
+/** "cuda" or "host": the backend in use; static string. */
+PL_API const char *pl_loader_backend(const pl_loader *l);
+
+/** Number of CUDA devices the loader can use: 0 when the library was built
+ *  without the CUDA path or none is visible, with err saying why. */
+PL_API int pl_loader_devices(pl_err *err);
+
 #ifdef __cplusplus
 }
 #endif

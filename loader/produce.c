@@ -1,0 +1,256 @@
+/* The producer pipeline (overview in produce.h). */
+#include "produce.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "masks/masks.h"
+#include "plan.h"
+#include "src/core/db.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+
+typedef struct pl__worker {
+    pl__producer *p;
+    pl__io *io;
+    int32_t *scratch;
+    uint64_t scratch_len;
+    uint64_t *rows, *ids;
+    uint32_t *n_genes;
+    const int32_t **genes;
+    const float **labels;
+} worker;
+
+int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err)
+{
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->lock, NULL);
+    p->o = *o;
+    p->payload_fd = -1;
+    PL_TRY(pl_db_open(o->db, &p->db, err));
+    pl_plan_opts po = o->plan;
+    po.n_samples = pl_db_info_get(p->db)->n_samples;
+    PL_TRY(pl_plan_new(&po, &p->plan, err));
+    p->o.plan = po;
+    uint64_t total = pl_plan_n_batches(p->plan);
+    PL_FAIL_IF(o->start_batch > total, err, PL_EUSAGE,
+               "--start-batch %llu is past the %llu batches of the epoch",
+               (unsigned long long)o->start_batch, (unsigned long long)total);
+    p->n_batches = total - o->start_batch;
+    return 0;
+}
+
+static int open_payload(pl__producer *p, pl_err *err)
+{
+    const pl_db_info *info = pl_db_info_get(p->db);
+    if (!info->payload_dtype[0])
+        return 0;
+    char path[4096];
+    pl__path_join(path, sizeof path, p->o.db, PL_FILE_PAYLOAD);
+    p->payload_offset = p->db->meta.payload_offset;
+    /* O_DIRECT when rows are whole pages (the header is page-padded), and the
+     * file system accepts it; otherwise reads go through the page cache,
+     * still straight into the slot. */
+    if (info->payload_row_bytes % PL_PAYLOAD_ALIGN == 0) {
+        p->payload_fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+        p->payload_direct = p->payload_fd >= 0;
+    }
+    if (p->payload_fd < 0)
+        p->payload_fd = open(path, O_RDONLY | O_CLOEXEC);
+    PL_FAIL_IF(p->payload_fd < 0, err, -errno, "%s: %s", path, strerror(errno));
+    return 0;
+}
+
+int pl__producer_load(pl__producer *p, pl_err *err)
+{
+    PL_TRY(pl_graph_load(p->db, &p->g, err));
+    PL_TRY(pl__table_load(p->db, p->g, p->o.io_mode, &p->table, err));
+    PL_TRY(open_payload(p, err));
+    uint32_t B = p->o.plan.batch_size;
+    pl__collate_cfg_init(&p->cfg, p->db, p->g, B, p->o.dense);
+    uint64_t bytes = pl__collate_slot_bytes(&p->cfg, B, (uint64_t)B * p->table.max_genes,
+                                            (uint64_t)B * p->table.max_bound);
+    p->slot_bytes = (bytes + 4095) & ~(uint64_t)4095;
+    return 0;
+}
+
+/* The first failure wins; every worker then stops after the batch in hand. */
+static void fail(pl__producer *p, int rc, const pl_err *err)
+{
+    pthread_mutex_lock(&p->lock);
+    int first = p->rc == 0;
+    if (first) {
+        p->rc = rc;
+        p->err = *err;
+    }
+    pthread_mutex_unlock(&p->lock);
+    atomic_store(&p->stop, 1);
+    if (first && p->sink->stop)
+        p->sink->stop(p->sink->ctx, rc, err);
+}
+
+void pl__producer_stop(pl__producer *p)
+{
+    atomic_store(&p->stop, 1);
+    if (p->sink && p->sink->stop)
+        p->sink->stop(p->sink->ctx, 0, NULL);
+}
+
+static int read_payload(worker *w, unsigned char *dst, uint32_t n, pl_err *err)
+{
+    pl__producer *p = w->p;
+    uint64_t rb = p->cfg.payload_row_bytes;
+    for (uint32_t i = 0; i < n; i++)
+        PL_TRY(pl__io_read(w->io, p->payload_fd, dst + i * rb, rb,
+                           p->payload_offset + w->rows[i] * rb, -1, i, err));
+    return pl__io_submit(w->io, err);
+}
+
+static int wait_payload(worker *w, pl_err *err)
+{
+    int rc = 0;
+    while (pl__io_pending(w->io)) {
+        uint64_t tag;
+        int64_t res;
+        PL_TRY(pl__io_wait(w->io, &tag, &res, err));
+        if (res < 0 && rc == 0)
+            rc = pl__err(err, (int)res, "%s: reading the payload of row %llu: %s",
+                         PL_FILE_PAYLOAD, (unsigned long long)w->rows[tag],
+                         strerror((int)-res));
+    }
+    return rc;
+}
+
+static int one_batch(worker *w, uint64_t b, pl_err *err)
+{
+    pl__producer *p = w->p;
+    const pl__sink *sink = p->sink;
+    uint64_t pb = p->o.start_batch + b; /* plan batch */
+    unsigned char *slot;
+    PL_TRY(sink->acquire(sink->ctx, b, &slot, err));
+    uint32_t n = pl_plan_batch(p->plan, pb, w->rows);
+    const pl__table *t = &p->table;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t r = w->rows[i];
+        w->ids[i] = t->ids[r];
+        w->genes[i] = t->genes + t->gptr[r];
+        w->n_genes[i] = (uint32_t)(t->gptr[r + 1] - t->gptr[r]);
+        w->labels[i] = t->labels + r * t->n_labels;
+    }
+    if (p->cfg.payload_row_bytes)
+        PL_TRY(read_payload(w, slot + pl__collate_payload_offset(&p->cfg, n), n, err));
+    pl__batch_src src = {n, w->ids, w->rows, w->genes, w->n_genes, w->labels};
+    int rc = pl__collate(&p->cfg, &src, slot, p->slot_bytes, pb, p->o.plan.epoch, w->scratch,
+                         w->scratch_len, err);
+    int rc2 = p->cfg.payload_row_bytes ? wait_payload(w, rc < 0 ? NULL : err) : 0;
+    PL_TRY(rc);
+    PL_TRY(rc2);
+    sink->publish(sink->ctx, b, n);
+    return 0;
+}
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    pl__producer *p = w->p;
+    pl_err err = {0};
+    while (!atomic_load(&p->stop)) {
+        uint64_t b = atomic_fetch_add(&p->next, 1);
+        if (b >= p->n_batches)
+            break;
+        int rc = one_batch(w, b, &err);
+        if (rc < 0) {
+            fail(p, rc, &err);
+            break;
+        }
+    }
+    return NULL;
+}
+
+static int worker_init(worker *w, pl__producer *p, pl_err *err)
+{
+    uint32_t B = p->o.plan.batch_size;
+    memset(w, 0, sizeof *w);
+    w->p = p;
+    w->scratch_len = p->table.max_kind_bound + PL__MASKS_PAD;
+    w->scratch = malloc(w->scratch_len * 4);
+    w->rows = malloc(B * sizeof *w->rows);
+    w->ids = malloc(B * sizeof *w->ids);
+    w->n_genes = malloc(B * sizeof *w->n_genes);
+    w->genes = malloc(B * sizeof *w->genes);
+    w->labels = malloc(B * sizeof *w->labels);
+    PL_FAIL_IF(!w->scratch || !w->rows || !w->ids || !w->n_genes || !w->genes || !w->labels,
+               err, -ENOMEM, "out of memory");
+    return pl__io_open(&w->io, p->o.io_mode, B ? B : 1, err);
+}
+
+static void worker_free(worker *w)
+{
+    pl__io_close(w->io);
+    free(w->scratch);
+    free(w->rows);
+    free(w->ids);
+    free(w->n_genes);
+    free(w->genes);
+    free(w->labels);
+}
+
+int pl__producer_start(pl__producer *p, const pl__sink *sink, pl_err *err)
+{
+    uint32_t T = p->o.threads ? p->o.threads : 1;
+    p->sink = sink;
+    p->ws = calloc(T, sizeof *p->ws);
+    p->th = calloc(T, sizeof *p->th);
+    PL_FAIL_IF(!p->ws || !p->th, err, -ENOMEM, "out of memory");
+    int rc = 0;
+    for (; rc == 0 && p->started < T; p->started++) {
+        worker *w = &p->ws[p->started];
+        rc = worker_init(w, p, err);
+        if (rc == 0 && pthread_create(&p->th[p->started], NULL, work, w) != 0)
+            rc = pl__err(err, -EAGAIN, "cannot start a worker thread");
+        if (rc < 0) {
+            worker_free(w);
+            break;
+        }
+    }
+    if (rc < 0) {
+        atomic_store(&p->stop, 1);
+        pl__producer_join(p, NULL);
+    }
+    return rc;
+}
+
+int pl__producer_join(pl__producer *p, pl_err *err)
+{
+    for (uint32_t i = 0; i < p->started; i++) {
+        pthread_join(p->th[i], NULL);
+        worker_free(&p->ws[i]);
+    }
+    p->started = 0;
+    if (p->rc < 0) {
+        if (err)
+            *err = p->err;
+        return p->rc;
+    }
+    return 0;
+}
+
+void pl__producer_free(pl__producer *p)
+{
+    free(p->ws);
+    free(p->th);
+    if (p->payload_fd >= 0)
+        close(p->payload_fd);
+    pl_plan_free(p->plan);
+    pl__table_free(&p->table);
+    pl_graph_free(p->g);
+    pl_db_close(p->db);
+    pthread_mutex_destroy(&p->lock);
+    memset(p, 0, sizeof *p);
+    p->payload_fd = -1;
+}

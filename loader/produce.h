@@ -1,0 +1,98 @@
+/* The producer pipeline shared by `pertload serve` (batches into a
+ * shared-memory ring) and the in-process loader (batches into host buffers
+ * that are uploaded to a device): epoch plan -> sample table -> worker
+ * threads. Each worker takes the next batch number, asks the sink for the
+ * batch's slot, starts the payload reads of the batch straight into the slot,
+ * collates the masks while those reads are in flight, waits for them and
+ * publishes the batch to the sink.
+ *
+ * Lifecycle: init (database and plan) -> load (graph, sample table, slot
+ * size) -> start (workers) -> join -> free. A sink decides where slots live
+ * and when one may be written; the pipeline is the same for every sink. */
+#ifndef PL_LOADER_PRODUCE_H
+#define PL_LOADER_PRODUCE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "collate/collate.h"
+#include "loader/table.h"
+#include "pertload.h"
+
+/** Where batches go. Batch numbers count from 0 at the first batch produced
+ *  (plan batch start_batch). Called from worker threads, any number at once. */
+typedef struct pl__sink {
+    void *ctx;
+    /** Wait until batch `b` may be written; set `*slot` to its slot of
+     *  pl__producer.slot_bytes bytes. @return 0, or a negative code with `err`
+     *  set (the worker then stops and the run fails with it). */
+    int (*acquire)(void *ctx, uint64_t b, unsigned char **slot, pl_err *err);
+    /** Batch `b` of `n_samples` samples is complete in its slot. */
+    void (*publish)(void *ctx, uint64_t b, uint32_t n_samples);
+    /** The run is stopping: `rc` < 0 with `err` for the first failure of a
+     *  worker, 0 (err NULL) for pl__producer_stop(). Waits in acquire() should
+     *  return. May be NULL. */
+    void (*stop)(void *ctx, int rc, const pl_err *err);
+} pl__sink;
+
+typedef struct pl__produce_opts {
+    const char *db;
+    pl_plan_opts plan;    /* n_samples is filled from the database */
+    uint64_t start_batch; /* resume: first plan batch to produce */
+    uint32_t dense;       /* PL_DENSE_* collated on the CPU into the slot */
+    uint32_t threads;     /* worker threads; 0 means 1 */
+    int io_mode;          /* PL_IO_* (loader/io.h) */
+} pl__produce_opts;
+
+struct pl__worker;
+
+typedef struct pl__producer {
+    pl__produce_opts o;
+    /* init */
+    pl_db *db;
+    pl_plan *plan;
+    uint64_t n_batches;   /* batches to produce: the plan's from start_batch on */
+    /* load */
+    pl_graph *g;
+    pl__table table;
+    pl__collate_cfg cfg;
+    uint64_t slot_bytes;  /* a slot's size, a multiple of 4096 */
+    int payload_fd;       /* -1 without payload */
+    int payload_direct;   /* payload read with O_DIRECT */
+    uint64_t payload_offset;
+    /* run */
+    const pl__sink *sink;
+    _Atomic uint64_t next; /* batches taken by workers */
+    _Atomic int stop;
+    pthread_mutex_t lock;
+    int rc;               /* first failure of a worker */
+    pl_err err;
+    struct pl__worker *ws;
+    pthread_t *th;
+    uint32_t started;
+} pl__producer;
+
+/** Open the database and compute the plan (cheap: no graph, no samples).
+ *  `p` needs no preparation; pl__producer_free() it even on failure.
+ *  @return 0, PL_EUSAGE (start_batch past the epoch), or the database's code. */
+int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err);
+
+/** Load the graph and the sample table, open the payload and size the slots. */
+int pl__producer_load(pl__producer *p, pl_err *err);
+
+/** Start the workers; they run until every batch is published, a worker
+ *  fails, or pl__producer_stop(). On failure none is left running. */
+int pl__producer_start(pl__producer *p, const pl__sink *sink, pl_err *err);
+
+/** Ask the workers to stop after the batch in hand (any thread). */
+void pl__producer_stop(pl__producer *p);
+
+/** Wait for the workers. @return 0, or the first failure of a worker. */
+int pl__producer_join(pl__producer *p, pl_err *err);
+
+/** Release everything (workers must have been joined); after
+ *  pl__producer_init(), whatever it returned. */
+void pl__producer_free(pl__producer *p);
+
+#endif
