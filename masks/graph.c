@@ -18,6 +18,7 @@
 #include "masks.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
+#include "src/core/vec.h"
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
@@ -34,16 +35,10 @@ typedef struct kind_lists {
 
 static int reserve(kind_lists *t, uint32_t kind, uint64_t more, pl_err *err)
 {
-    if (t->n_vals + more <= t->cap)
-        return 0;
-    uint64_t cap = t->cap ? t->cap : 1024;
-    while (cap < t->n_vals + more)
-        cap *= 2;
-    uint32_t *v = realloc(t->vals, cap * sizeof *v);
-    PL_FAIL_IF(!v, err, -ENOMEM, "out of memory loading list kind %u (%llu positions)", kind,
-               (unsigned long long)cap);
-    t->vals = v;
-    t->cap = cap;
+    uint64_t need = t->n_vals + more;
+    PL_FAIL_IF(pl__grow(&t->vals, &t->cap, need, sizeof *t->vals) < 0, err, -ENOMEM,
+               "out of memory loading list kind %u (%llu positions)", kind,
+               (unsigned long long)need);
     return 0;
 }
 

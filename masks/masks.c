@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "masks.h"
+#include "src/core/vec.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define PL__MASKS_AVX2 1
@@ -299,20 +300,6 @@ struct pl_masks {
     pl_list removed[PL__MASKS_MAX_KINDS];
 };
 
-/* Make `*p` hold at least `need` entries; grows geometrically. */
-static int reserve(int32_t **p, uint64_t *cap, uint64_t need)
-{
-    if (need <= *cap)
-        return 0;
-    uint64_t c = *cap * 2 > need ? *cap * 2 : need;
-    int32_t *q = realloc(*p, c * sizeof *q);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 PL_API pl_masks *pl_masks_new(const pl_graph *g)
 {
     pl_masks *m = calloc(1, sizeof *m);
@@ -321,15 +308,15 @@ PL_API pl_masks *pl_masks_new(const pl_graph *g)
     m->g = g;
     /* Room for any three genes: single, double and triple deletions never
      * allocate. */
-    int rc = reserve(&m->pert, &m->pert_cap, 64);
+    int rc = pl__grow(&m->pert, &m->pert_cap, 64, sizeof *m->pert);
     uint64_t most = 0;
     for (uint32_t k = 0; rc == 0 && k < g->n_lists; k++) {
         uint64_t need = 3 * g->kind[k].max_len + PAD;
-        rc = reserve(&m->buf[k], &m->cap[k], need);
+        rc = pl__grow(&m->buf[k], &m->cap[k], need, sizeof *m->buf[k]);
         most = need > most ? need : most;
     }
     if (rc == 0)
-        rc = reserve(&m->scratch, &m->scratch_cap, most);
+        rc = pl__grow(&m->scratch, &m->scratch_cap, most, sizeof *m->scratch);
     if (rc < 0) {
         pl_masks_free(m);
         return NULL;
@@ -357,7 +344,7 @@ PL_API int pl_masks_compute(pl_masks *m, const int32_t *genes, uint32_t n,
     for (uint32_t i = 0; i < n; i++)
         if (genes[i] < 0 || (uint32_t)genes[i] >= g->n_genes)
             return PL_ERANGE;
-    if (reserve(&m->pert, &m->pert_cap, n) < 0)
+    if (pl__grow(&m->pert, &m->pert_cap, n, sizeof *m->pert) < 0)
         return -ENOMEM;
     int64_t np = pl__masks_genes(g->n_genes, genes, n, m->pert, &bad);
     assert(np >= 0);
@@ -366,8 +353,8 @@ PL_API int pl_masks_compute(pl_masks *m, const int32_t *genes, uint32_t n,
     for (uint32_t t = 0; t < g->n_lists; t++) {
         /* Up to three genes fit the buffers pl_masks_new() sized. */
         uint64_t need = k <= 3 ? 0 : pl__masks_bound(g, t, m->pert, k) + PAD;
-        if (reserve(&m->buf[t], &m->cap[t], need) < 0 ||
-            reserve(&m->scratch, &m->scratch_cap, need) < 0)
+        if (pl__grow(&m->buf[t], &m->cap[t], need, sizeof *m->buf[t]) < 0 ||
+            pl__grow(&m->scratch, &m->scratch_cap, need, sizeof *m->scratch) < 0)
             return -ENOMEM;
         uint64_t len = pl__masks_union(g, t, m->pert, k, m->buf[t], m->scratch);
         m->removed[t].v = m->buf[t];

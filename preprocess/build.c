@@ -24,6 +24,7 @@
 #include "src/core/progress.h"
 #include "src/core/sstore.h"
 #include "src/core/strtab.h"
+#include "src/core/vec.h"
 #include "text.h"
 
 #define MAX_FIELDS 256
@@ -54,26 +55,9 @@ typedef struct builder {
     char **label_names;
     uint32_t n_labels;
     char *ser;
-    size_t ser_cap;
+    uint64_t ser_cap;
     struct pl__meta meta;
 } builder;
-
-/* Grow *p (elements of `elem` bytes, capacity *cap) to hold `need`. */
-static int grow(void *pp, uint64_t *cap, uint64_t need, size_t elem)
-{
-    void **p = pp;
-    if (need <= *cap)
-        return 0;
-    uint64_t c = *cap ? *cap : 1024;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
 
 #define NOMEM(b) pl__err((b)->err, -ENOMEM, "out of memory")
 
@@ -129,7 +113,7 @@ static int64_t gene_of(builder *b, const pl__text *tx, const pl__field *f, uint6
 static int push_edge(builder *b, uint32_t t, uint64_t *cap, int64_t s, int64_t d)
 {
     uint64_t n = b->n_edges[t], c = *cap;
-    if (grow(&b->src[t], &c, n + 1, 4) < 0 || grow(&b->dst[t], cap, n + 1, 4) < 0)
+    if (pl__grow(&b->src[t], &c, n + 1, 4) < 0 || pl__grow(&b->dst[t], cap, n + 1, 4) < 0)
         return NOMEM(b);
     b->src[t][n] = (int32_t)s;
     b->dst[t][n] = (int32_t)d;
@@ -268,8 +252,8 @@ static int read_gpr(builder *b, const char *path)
         if (g < 0)
             continue;
         uint64_t c = b->cap_gpr;
-        if (grow(&b->gpr_gene, &c, b->n_gpr + 1, 4) < 0 ||
-            grow(&b->gpr_rxn, &b->cap_gpr, b->n_gpr + 1, 4) < 0) {
+        if (pl__grow(&b->gpr_gene, &c, b->n_gpr + 1, 4) < 0 ||
+            pl__grow(&b->gpr_rxn, &b->cap_gpr, b->n_gpr + 1, 4) < 0) {
             rc = NOMEM(b);
             break;
         }
@@ -305,9 +289,9 @@ static int read_rmr(builder *b, const char *path)
             break;
         int64_t m = pl__strtab_intern(&b->metabolites, f[1].s, f[1].len, NULL);
         uint64_t c1 = b->cap_rmr, c2 = b->cap_rmr;
-        if (m < 0 || grow(&b->rmr_rxn, &c1, b->n_rmr + 1, 4) < 0 ||
-            grow(&b->rmr_met, &c2, b->n_rmr + 1, 4) < 0 ||
-            grow(&b->rmr_stoich, &b->cap_rmr, b->n_rmr + 1, 4) < 0) {
+        if (m < 0 || pl__grow(&b->rmr_rxn, &c1, b->n_rmr + 1, 4) < 0 ||
+            pl__grow(&b->rmr_met, &c2, b->n_rmr + 1, 4) < 0 ||
+            pl__grow(&b->rmr_stoich, &b->cap_rmr, b->n_rmr + 1, 4) < 0) {
             rc = NOMEM(b);
             break;
         }
@@ -378,7 +362,7 @@ static int read_samples_header(builder *b, pl__text *tx, sample_cols *c)
 
 static int push_dropped(builder *b, uint64_t row)
 {
-    if (grow(&b->dropped_rows, &b->cap_dropped, b->n_dropped + 1, 8) < 0)
+    if (pl__grow(&b->dropped_rows, &b->cap_dropped, b->n_dropped + 1, 8) < 0)
         return NOMEM(b);
     b->dropped_rows[b->n_dropped++] = row;
     return 0;
@@ -441,7 +425,7 @@ static int read_samples(builder *b, const char *path)
                 unknown++;
                 continue;
             }
-            if (grow(&genes, &cap_genes, ng + 1, 4) < 0) {
+            if (pl__grow(&genes, &cap_genes, ng + 1, 4) < 0) {
                 rc = NOMEM(b);
                 break;
             }
@@ -500,7 +484,7 @@ static int chunk_flush(builder *b, chunker *c)
 {
     if (c->fill == 0)
         return 0;
-    if (grow(&c->sums, &c->cap, c->n_sums + 1, 8) < 0)
+    if (pl__grow(&c->sums, &c->cap, c->n_sums + 1, 8) < 0)
         return NOMEM(b);
     c->sums[c->n_sums++] = pl__xxh64(c->buf, c->fill, 0);
     PL_TRY(pl__write_all(c->fd, c->buf, c->fill, c->written, c->path, b->err));
@@ -675,12 +659,10 @@ static int put_incidence(builder *b, uint32_t kind, const csr *c)
             return NOMEM(b);
         roaring_bitmap_run_optimize(r);
         size_t sz = roaring_bitmap_portable_size_in_bytes(r);
-        uint64_t cap = b->ser_cap;
-        if (grow(&b->ser, &cap, sz, 1) < 0) {
+        if (pl__grow(&b->ser, &b->ser_cap, sz, 1) < 0) {
             roaring_bitmap_free(r);
             return NOMEM(b);
         }
-        b->ser_cap = cap;
         roaring_bitmap_portable_serialize(r, b->ser);
         roaring_bitmap_free(r);
         unsigned char key[6];
@@ -715,7 +697,7 @@ static int put_metabolic_incidence(builder *b)
         for (uint64_t i = rxn.off[g]; rc == 0 && i < rxn.off[g + 1]; i++) {
             uint32_t r = rxn.val[i];
             uint64_t len = rmr_of_rxn.off[r + 1] - rmr_of_rxn.off[r];
-            if (grow(&rmr.val, &cap, n + len + 1, 4) < 0)
+            if (pl__grow(&rmr.val, &cap, n + len + 1, 4) < 0)
                 rc = NOMEM(b);
             else if (len)
                 memcpy(rmr.val + n, rmr_of_rxn.val + rmr_of_rxn.off[r], 4 * len);

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "npy.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
 
@@ -691,6 +692,7 @@ static int write_payload(synth *s, pl_err *err)
 {
     const uint64_t S = s->o->n_samples, D = s->o->payload_dim;
     char path[PATH_MAX], hdr[256];
+    const uint64_t shape[2] = {S, D};
     uint8_t *row = malloc(D * 4);
     pl__progress pg;
     wfile w;
@@ -699,18 +701,10 @@ static int write_payload(synth *s, pl_err *err)
 
     if (!row)
         return pl__err(err, -ENOMEM, "out of memory");
-    int n = snprintf(hdr + 10, sizeof hdr - 10,
-                     "{'descr': '<f4', 'fortran_order': False, 'shape': (%llu, %llu), }",
-                     (unsigned long long)S, (unsigned long long)D);
-    while ((10 + n + 1) % 64)
-        hdr[10 + n++] = ' ';
-    hdr[10 + n++] = '\n';
-    memcpy(hdr, "\x93NUMPY\x01\x00", 8);
-    hdr[8] = (char)(n & 0xff);
-    hdr[9] = (char)(n >> 8);
+    size_t n = pl__npy_header(hdr, sizeof hdr, "<f4", shape, 2, 64); /* 128 bytes at most */
     if ((rc = out_path(s, path, "payload.npy", err)) < 0 || (rc = w_open(&w, path, err)) < 0)
         goto out;
-    if ((rc = w_put(&w, hdr, 10 + (size_t)n, err)) < 0)
+    if ((rc = w_put(&w, hdr, n, err)) < 0)
         goto fail;
     rng_seed(&r, s->o->seed, S_PAYLOAD);
     pl__progress_start(&pg, s->o->progress, "payload", S);

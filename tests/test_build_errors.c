@@ -45,14 +45,7 @@ static char *own(char *p)
     return p;
 }
 
-static char *path_in(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    cr_assert_not_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
-    return own(p);
-}
+static char *path_in(const char *dir, const char *name) { return own(pl_test_path(dir, name)); }
 
 /* Write a text input file into the fixture directory. */
 static const char *put(const char *name, const char *text)
@@ -64,35 +57,16 @@ static const char *put(const char *name, const char *text)
 static const char *put_bin(const char *name, const void *data, size_t len)
 {
     char *p = path_in(F.dir, name);
-    FILE *f = fopen(p, "wb");
-    cr_assert_not_null(f, "%s: %s", p, strerror(errno));
-    cr_assert_eq(fwrite(data, 1, len, f), len);
-    cr_assert_eq(fclose(f), 0);
+    pl_test_write_bytes(p, data, len);
     return p;
 }
 
-/* A version 1.0 .npy: header dict built from the three fields as written,
- * padded to 64 bytes, then `len` data bytes (not necessarily matching). */
+/* A version 1.0 .npy in the fixture directory: header dict built from the
+ * three fields as written, then `len` data bytes (not necessarily matching). */
 static const char *put_npy(const char *name, const char *descr, const char *fortran,
                            const char *shape, const void *data, size_t len)
 {
-    char dict[512];
-    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }",
-                     descr, fortran, shape);
-    size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
-    unsigned char *buf = malloc(total + len + 1);
-    cr_assert_not_null(buf);
-    memcpy(buf, "\x93NUMPY\x01\x00", 8);
-    buf[8] = (unsigned char)((total - 10) & 0xFF);
-    buf[9] = (unsigned char)((total - 10) >> 8);
-    memcpy(buf + 10, dict, (size_t)n);
-    memset(buf + 10 + n, ' ', total - 10 - (size_t)n - 1);
-    buf[total - 1] = '\n';
-    if (len)
-        memcpy(buf + total, data, len);
-    const char *p = put_bin(name, buf, total + len);
-    free(buf);
-    return p;
+    return own(pl_test_write_npy(F.dir, name, descr, fortran, shape, data, len));
 }
 
 static void fx_init(void)
@@ -990,29 +964,9 @@ typedef struct child_result {
     char leftover[256];
 } child_result;
 
-static void send_result(int fd, const child_result *r)
-{
-    const char *p = (const char *)r;
-    size_t left = sizeof *r;
-    while (left > 0) {
-        ssize_t n = write(fd, p, left);
-        if (n <= 0)
-            _exit(3);
-        p += n;
-        left -= (size_t)n;
-    }
-}
-
 static void recv_result(int fd, pid_t pid, child_result *r)
 {
-    char *p = (char *)r;
-    size_t got = 0;
-    while (got < sizeof *r) {
-        ssize_t n = read(fd, p + got, sizeof *r - got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    size_t got = pl_test_recv(fd, r, sizeof *r);
     close(fd);
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
@@ -1041,12 +995,9 @@ static void first_entry(const char *dir, char *buf, size_t cap)
 Test(build_errors, write_failure_file_size_limit, .timeout = 120)
 {
     big_samples(4000);
-    int pfd[2];
-    cr_assert_eq(pipe(pfd), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
+    int fd;
+    pid_t pid = pl_test_fork_piped(&fd);
     if (pid == 0) {
-        close(pfd[0]);
         child_result r;
         memset(&r, 0, sizeof r);
         signal(SIGXFSZ, SIG_IGN);
@@ -1058,12 +1009,11 @@ Test(build_errors, write_failure_file_size_limit, .timeout = 120)
             r.stage = 1;
             r.rc = pl_build(&F.o, NULL, &r.err);
         }
-        send_result(pfd[1], &r);
+        pl_test_send(fd, &r, sizeof r);
         _exit(0);
     }
-    close(pfd[1]);
     child_result r;
-    recv_result(pfd[0], pid, &r);
+    recv_result(fd, pid, &r);
     cr_assert_eq(r.stage, 1, "%s: %s", r.setup_what, strerror(r.setup_errno));
     cr_assert_eq(r.rc, -EFBIG, "rc %d (%s): %s", r.rc, pl_errname(r.rc), r.err.msg);
     cr_expect_eq(r.err.code, -EFBIG);
@@ -1082,12 +1032,9 @@ Test(build_errors, write_failure_no_space, .timeout = 120)
     cr_assert_eq(mkdir(mnt, 0755), 0);
     char *out = path_in(mnt, "db");
     F.o.out = out;
-    int pfd[2];
-    cr_assert_eq(pipe(pfd), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
+    int fd;
+    pid_t pid = pl_test_fork_piped(&fd);
     if (pid == 0) {
-        close(pfd[0]);
         child_result r;
         memset(&r, 0, sizeof r);
         if (unshare(CLONE_NEWNS) < 0) {
@@ -1107,12 +1054,11 @@ Test(build_errors, write_failure_no_space, .timeout = 120)
             first_entry(mnt, r.leftover, sizeof r.leftover);
             umount2(mnt, MNT_DETACH);
         }
-        send_result(pfd[1], &r);
+        pl_test_send(fd, &r, sizeof r);
         _exit(0);
     }
-    close(pfd[1]);
     child_result r;
-    recv_result(pfd[0], pid, &r);
+    recv_result(fd, pid, &r);
     if (r.stage == 0) {
         cr_assert(r.setup_errno == EPERM || r.setup_errno == EACCES,
                   "%s failed: %s", r.setup_what, strerror(r.setup_errno));
@@ -1140,12 +1086,9 @@ Test(build_errors, input_permission_denied)
         return;
     }
     cr_assert_eq(chmod(F.dir, 0777), 0);
-    int pfd[2];
-    cr_assert_eq(pipe(pfd), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
+    int fd;
+    pid_t pid = pl_test_fork_piped(&fd);
     if (pid == 0) {
-        close(pfd[0]);
         child_result r;
         memset(&r, 0, sizeof r);
         if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0) {
@@ -1155,12 +1098,11 @@ Test(build_errors, input_permission_denied)
             r.stage = 1;
             r.rc = pl_build(&F.o, NULL, &r.err);
         }
-        send_result(pfd[1], &r);
+        pl_test_send(fd, &r, sizeof r);
         _exit(0);
     }
-    close(pfd[1]);
     child_result r;
-    recv_result(pfd[0], pid, &r);
+    recv_result(fd, pid, &r);
     cr_assert_eq(r.stage, 1, "%s: %s", r.setup_what, strerror(r.setup_errno));
     cr_assert_eq(r.rc, -EACCES, "rc %d (%s): %s", r.rc, pl_errname(r.rc), r.err.msg);
     char want[4300];

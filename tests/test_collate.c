@@ -12,9 +12,7 @@
  * descriptors, then compared array by array with a brute-force scan of the
  * test's own edge lists (DESIGN section 2). */
 #include <criterion/criterion.h>
-#include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,66 +68,6 @@ static struct {
 
 /* ------------------------------------------------------------ inputs */
 
-typedef struct text {
-    char *s;
-    size_t len, cap;
-} text;
-
-static void tprintf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tprintf(text *t, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        cr_assert_geq(n, 0);
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        t->cap = (t->cap + (size_t)n + 1) * 2;
-        t->s = realloc(t->s, t->cap);
-        cr_assert_not_null(t->s);
-    }
-}
-
-static char *put_text(const char *name, text *t)
-{
-    char *p = pl_test_write(T.dir, name, t->s ? t->s : "");
-    free(t->s);
-    memset(t, 0, sizeof *t);
-    return p;
-}
-
-static char *write_npy(const char *name, const char *descr, const char *shape,
-                       const void *data, size_t len)
-{
-    char dict[256];
-    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, "
-                     "'shape': %s, }", descr, shape);
-    size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
-    unsigned char *buf = malloc(total + len);
-    cr_assert_not_null(buf);
-    memcpy(buf, "\x93NUMPY\x01\x00", 8);
-    buf[8] = (unsigned char)((total - 10) & 0xFF);
-    buf[9] = (unsigned char)((total - 10) >> 8);
-    memcpy(buf + 10, dict, (size_t)n);
-    memset(buf + 10 + n, ' ', total - 10 - (size_t)n - 1);
-    buf[total - 1] = '\n';
-    memcpy(buf + total, data, len);
-    size_t plen = strlen(T.dir) + strlen(name) + 2;
-    char *p = malloc(plen);
-    cr_assert_not_null(p);
-    snprintf(p, plen, "%s/%s", T.dir, name);
-    FILE *f = fopen(p, "wb");
-    cr_assert_not_null(f, "%s: %s", p, strerror(errno));
-    cr_assert_eq(fwrite(buf, 1, total + len, f), total + len);
-    cr_assert_eq(fclose(f), 0);
-    free(buf);
-    return p;
-}
-
 static void gen_edges(uint64_t *s, int t)
 {
     uint64_t E = type_edges[t];
@@ -154,31 +92,33 @@ static void gen_edges(uint64_t *s, int t)
 static void build_db(void)
 {
     uint64_t s = 2024;
-    text t = {0};
+    pl_test_text t = {0};
+    pl_test_inputs in = {.dir = T.dir};
     for (int g = 0; g < N_GENES; g++)
-        tprintf(&t, "G%02d\n", g);
-    char *genes = put_text("genes.txt", &t);
+        pl_test_tprintf(&t, "G%02d\n", g);
+    in.o.genes = pl_test_inputs_text(&in, "genes.txt", &t);
 
     for (int ty = 0; ty < N_TYPES; ty++)
         gen_edges(&s, ty);
-    tprintf(&t, "# alpha edges\n");
+    pl_test_tprintf(&t, "# alpha edges\n");
     for (uint64_t e = 0; e < type_edges[0]; e++)
-        tprintf(&t, "G%02d\tG%02d\n", T.src[0][e], T.dst[0][e]);
-    char *alpha = put_text("alpha.tsv", &t);
-    char *empty = put_text("void.tsv", &t);
+        pl_test_tprintf(&t, "G%02d\tG%02d\n", T.src[0][e], T.dst[0][e]);
+    pl_test_inputs_edges(&in, type_names[0], pl_test_inputs_text(&in, "alpha.tsv", &t));
+    pl_test_inputs_edges(&in, type_names[1], pl_test_inputs_text(&in, "void.tsv", &t));
     int32_t *beta2 = malloc(2 * type_edges[2] * 4);
     cr_assert_not_null(beta2);
     memcpy(beta2, T.src[2], type_edges[2] * 4);
     memcpy(beta2 + type_edges[2], T.dst[2], type_edges[2] * 4);
     char shape[64];
     snprintf(shape, sizeof shape, "(2, %llu)", (unsigned long long)type_edges[2]);
-    char *beta = write_npy("beta.npy", "<i4", shape, beta2, 2 * type_edges[2] * 4);
+    pl_test_inputs_edges(&in, type_names[2], pl_test_inputs_npy(&in, "beta.npy", "<i4", shape,
+                                                                beta2, 2 * type_edges[2] * 4));
     free(beta2);
 
     /* reactions r0..r19 listed in order: r18 only in RMR, r19 nowhere */
     for (int r = 0; r < N_RX; r++)
-        tprintf(&t, "r%d\n", r);
-    char *rxn = put_text("reactions.txt", &t);
+        pl_test_tprintf(&t, "r%d\n", r);
+    in.o.reactions = pl_test_inputs_text(&in, "reactions.txt", &t);
     for (int i = 0; i < N_GPR; i++) {
         if (i > 0 && pl_test_below(&s, 6) == 0) {
             int f = (int)pl_test_below(&s, (uint64_t)i);
@@ -188,18 +128,18 @@ static void build_db(void)
             T.gpr_gene[i] = pl_test_below(&s, 5) == 0 ? 0 : (int32_t)pl_test_below(&s, 55);
             T.gpr_rxn[i] = (int32_t)pl_test_below(&s, 18);
         }
-        tprintf(&t, "G%02d\tr%d\n", T.gpr_gene[i], T.gpr_rxn[i]);
+        pl_test_tprintf(&t, "G%02d\tr%d\n", T.gpr_gene[i], T.gpr_rxn[i]);
     }
-    char *gpr = put_text("gpr.tsv", &t);
+    in.o.gpr = pl_test_inputs_text(&in, "gpr.tsv", &t);
     for (int i = 0; i < N_RMR; i++) {
         T.rmr_rxn[i] = i == 7 ? 18 : i == 9 ? 19 : (int32_t)pl_test_below(&s, N_RX);
-        tprintf(&t, "r%d\tm%d\t%d\n", T.rmr_rxn[i], (int)pl_test_below(&s, N_MET),
-                (int)pl_test_below(&s, 7) - 3);
+        pl_test_tprintf(&t, "r%d\tm%d\t%d\n", T.rmr_rxn[i], (int)pl_test_below(&s, N_MET),
+                        (int)pl_test_below(&s, 7) - 3);
     }
-    char *rmr = put_text("rmr.tsv", &t);
+    in.o.rmr = pl_test_inputs_text(&in, "rmr.tsv", &t);
 
     static const char *const na[] = {"NA", "NaN", "nan", ""};
-    tprintf(&t, "genes\tid\tfit\tgrowth\n");
+    pl_test_tprintf(&t, "genes\tid\tfit\tgrowth\n");
     for (int r = 0; r < N_SAMPLES; r++) {
         uint32_t k = 1 + (uint32_t)pl_test_below(&s, MAX_SG);
         T.n_listed[r] = k;
@@ -208,58 +148,39 @@ static void build_db(void)
                             ? T.listed[r][pl_test_below(&s, i)] /* duplicate */
                             : (int32_t)pl_test_below(&s, N_GENES);
             T.listed[r][i] = g;
-            tprintf(&t, "%sG%02d", i ? ";" : "", g);
+            pl_test_tprintf(&t, "%sG%02d", i ? ";" : "", g);
         }
         T.ids[r] = 5000000000ULL + 3ULL * (uint64_t)r;
-        tprintf(&t, "\t%llu", (unsigned long long)T.ids[r]);
+        pl_test_tprintf(&t, "\t%llu", (unsigned long long)T.ids[r]);
         for (int l = 0; l < N_LABELS; l++) {
             if (pl_test_below(&s, 5) == 0) {
                 T.labels[r][l] = NAN;
-                tprintf(&t, "\t%s", na[pl_test_below(&s, l == 0 ? 4 : 3)]);
+                pl_test_tprintf(&t, "\t%s", na[pl_test_below(&s, l == 0 ? 4 : 3)]);
             } else {
                 T.labels[r][l] = (float)((int)pl_test_below(&s, 4000) - 2000) / 8.0f;
-                tprintf(&t, "\t%.3f", (double)T.labels[r][l]);
+                pl_test_tprintf(&t, "\t%.3f", (double)T.labels[r][l]);
             }
         }
-        tprintf(&t, "\n");
+        pl_test_tprintf(&t, "\n");
     }
-    char *samples = put_text("samples.tsv", &t);
+    in.o.samples = pl_test_inputs_text(&in, "samples.tsv", &t);
     for (int r = 0; r < N_SAMPLES; r++)
         for (int c = 0; c < PAY_COLS; c++)
             T.payload[r][c] = (float)r + (float)c / 4.0f;
     snprintf(shape, sizeof shape, "(%d, %d)", N_SAMPLES, PAY_COLS);
-    char *pay = write_npy("payload.npy", "<f4", shape, T.payload, sizeof T.payload);
+    in.o.payload = pl_test_inputs_npy(&in, "payload.npy", "<f4", shape, T.payload,
+                                      sizeof T.payload);
 
-    const char *files[N_TYPES] = {alpha, empty, beta};
-    pl_build_opts o = {0};
-    snprintf(T.db_path, sizeof T.db_path, "%s/db", T.dir);
-    o.out = T.db_path;
-    o.genes = genes;
-    o.n_types = N_TYPES;
-    o.type_names = (const char **)type_names;
-    o.type_files = files;
-    o.reactions = rxn;
-    o.gpr = gpr;
-    o.rmr = rmr;
-    o.samples = samples;
-    o.payload = pay;
     pl_build_stats st;
     pl_err err = {0};
-    cr_assert_eq(pl_build(&o, &st, &err), 0, "pl_build: %s", err.msg);
+    snprintf(T.db_path, sizeof T.db_path, "%s/db", T.dir);
+    cr_assert_eq(pl_test_inputs_build(&in, T.db_path, &st, &err), 0, "pl_build: %s", err.msg);
     cr_assert_eq(st.n_samples, N_SAMPLES);
     cr_assert_eq(st.n_edges, type_edges[0] + type_edges[1] + type_edges[2]);
     cr_assert_eq(st.n_reactions, N_RX);
     cr_assert_eq(st.n_gpr, N_GPR);
     cr_assert_eq(st.n_rmr, N_RMR);
-    free(genes);
-    free(alpha);
-    free(empty);
-    free(beta);
-    free(rxn);
-    free(gpr);
-    free(rmr);
-    free(samples);
-    free(pay);
+    pl_test_inputs_free(&in);
 }
 
 static void setup(void)

@@ -3,12 +3,10 @@
  * chunk involved, and never crashes. Each case damages its own copy of one
  * pristine database built from small inputs. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,173 +36,76 @@ static void join(char *buf, size_t cap, const char *dir, const char *name)
     snprintf(buf, cap, "%s/%s", dir, name);
 }
 
-static void write_bytes(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-    cr_assert_eq(fwrite(data, 1, len, f), len);
-    cr_assert_eq(fclose(f), 0);
-}
-
-/* A .npy (version 1.0, header padded to 64 bytes) holding `len` bytes. */
-static void write_npy(const char *path, const char *descr, const char *shape,
-                      const void *data, size_t len)
-{
-    char dict[256];
-    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, "
-                     "'shape': %s, }", descr, shape);
-    size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
-    unsigned char *buf = malloc(total + len);
-    cr_assert_not_null(buf);
-    memcpy(buf, "\x93NUMPY\x01\x00", 8);
-    buf[8] = (unsigned char)((total - 10) & 0xFF);
-    buf[9] = (unsigned char)((total - 10) >> 8);
-    memcpy(buf + 10, dict, (size_t)n);
-    memset(buf + 10 + n, ' ', total - 10 - (size_t)n - 1);
-    buf[total - 1] = '\n';
-    memcpy(buf + total, data, len);
-    write_bytes(path, buf, total + len);
-    free(buf);
-}
-
-/* Append printf output to a growing text. */
-typedef struct text {
-    char *s;
-    size_t len, cap;
-} text;
-
-static void tprintf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tprintf(text *t, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        cr_assert_geq(n, 0);
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        t->cap = (t->cap + (size_t)n + 1) * 2;
-        t->s = realloc(t->s, t->cap);
-        cr_assert_not_null(t->s);
-    }
-}
-
-static char *put_text(const char *name, text *t)
-{
-    char *p = pl_test_write(C.dir, name, t->s ? t->s : "");
-    free(t->s);
-    memset(t, 0, sizeof *t);
-    return p;
-}
-
 /* Build the pristine database: 20 genes, two edge types (TSV and .npy),
  * metabolism, 3000 samples (three sample-store blocks), a 1.2 MB payload
  * (two payload chunks). */
 static void build_pristine(void)
 {
     uint64_t s = 7;
-    text t = {0};
+    pl_test_text t = {0};
+    pl_test_inputs in = {.dir = C.dir};
     for (int g = 0; g < N_GENES; g++)
-        tprintf(&t, "g%d\n", g);
-    char *genes = put_text("genes.txt", &t);
+        pl_test_tprintf(&t, "g%d\n", g);
+    in.o.genes = pl_test_inputs_text(&in, "genes.txt", &t);
     for (int e = 0; e < 40; e++)
-        tprintf(&t, "g%d\tg%d\t%.3f\n", (int)pl_test_below(&s, N_GENES),
-                (int)pl_test_below(&s, N_GENES), (double)pl_test_below(&s, 1000) / 1000);
-    char *phys = put_text("physical.tsv", &t);
+        pl_test_tprintf(&t, "g%d\tg%d\t%.3f\n", (int)pl_test_below(&s, N_GENES),
+                        (int)pl_test_below(&s, N_GENES), (double)pl_test_below(&s, 1000) / 1000);
+    pl_test_inputs_edges(&in, "physical", pl_test_inputs_text(&in, "physical.tsv", &t));
     int64_t reg[2][30];
     for (int e = 0; e < 30; e++) {
         reg[0][e] = (int64_t)pl_test_below(&s, N_GENES);
         reg[1][e] = (int64_t)pl_test_below(&s, N_GENES);
     }
-    char regp[4096];
-    join(regp, sizeof regp, C.dir, "regulatory.npy");
-    write_npy(regp, "<i8", "(2, 30)", reg, sizeof reg);
+    pl_test_inputs_edges(&in, "regulatory",
+                         pl_test_inputs_npy(&in, "regulatory.npy", "<i8", "(2, 30)", reg,
+                                            sizeof reg));
     for (int r = 0; r < 6; r++)
-        tprintf(&t, "r%d\n", r);
-    char *rxn = put_text("reactions.txt", &t);
+        pl_test_tprintf(&t, "r%d\n", r);
+    in.o.reactions = pl_test_inputs_text(&in, "reactions.txt", &t);
     for (int i = 0; i < 10; i++)
-        tprintf(&t, "g%d\tr%d\n", (int)pl_test_below(&s, N_GENES), (int)pl_test_below(&s, 6));
-    char *gpr = put_text("gpr.tsv", &t);
+        pl_test_tprintf(&t, "g%d\tr%d\n", (int)pl_test_below(&s, N_GENES),
+                        (int)pl_test_below(&s, 6));
+    in.o.gpr = pl_test_inputs_text(&in, "gpr.tsv", &t);
     for (int i = 0; i < 12; i++)
-        tprintf(&t, "r%d\tm%d\t%d\n", (int)pl_test_below(&s, 6), (int)pl_test_below(&s, 8),
-                (int)pl_test_below(&s, 5) - 2);
-    char *rmr = put_text("rmr.tsv", &t);
-    tprintf(&t, "genes\tid\tfitness\tgrowth\n");
+        pl_test_tprintf(&t, "r%d\tm%d\t%d\n", (int)pl_test_below(&s, 6),
+                        (int)pl_test_below(&s, 8), (int)pl_test_below(&s, 5) - 2);
+    in.o.rmr = pl_test_inputs_text(&in, "rmr.tsv", &t);
+    pl_test_tprintf(&t, "genes\tid\tfitness\tgrowth\n");
     for (int r = 0; r < N_SAMPLES; r++) {
         int k = 1 + (int)pl_test_below(&s, 3);
         for (int i = 0; i < k; i++)
-            tprintf(&t, "%sg%d", i ? ";" : "", (int)pl_test_below(&s, N_GENES));
-        tprintf(&t, "\t%d\t%.4f\t", 1000 + r, (double)pl_test_below(&s, 10000) / 10000);
+            pl_test_tprintf(&t, "%sg%d", i ? ";" : "", (int)pl_test_below(&s, N_GENES));
+        pl_test_tprintf(&t, "\t%d\t%.4f\t", 1000 + r,
+                        (double)pl_test_below(&s, 10000) / 10000);
         if (r % 7 == 0)
-            tprintf(&t, "NA\n");
+            pl_test_tprintf(&t, "NA\n");
         else
-            tprintf(&t, "%.3f\n", (double)pl_test_below(&s, 1000) / 100);
+            pl_test_tprintf(&t, "%.3f\n", (double)pl_test_below(&s, 1000) / 100);
     }
-    char *samples = put_text("samples.tsv", &t);
+    in.o.samples = pl_test_inputs_text(&in, "samples.tsv", &t);
     float *pay = malloc(sizeof(float) * N_SAMPLES * PAYLOAD_COLS);
     cr_assert_not_null(pay);
     for (size_t i = 0; i < (size_t)N_SAMPLES * PAYLOAD_COLS; i++)
         pay[i] = (float)pl_test_below(&s, 1u << 20) / 1024.0f;
-    char payp[4096], shape[64];
-    join(payp, sizeof payp, C.dir, "payload.npy");
+    char shape[64];
     snprintf(shape, sizeof shape, "(%d, %d)", N_SAMPLES, PAYLOAD_COLS);
-    write_npy(payp, "<f4", shape, pay, sizeof(float) * N_SAMPLES * PAYLOAD_COLS);
+    in.o.payload = pl_test_inputs_npy(&in, "payload.npy", "<f4", shape, pay,
+                                      sizeof(float) * N_SAMPLES * PAYLOAD_COLS);
     free(pay);
+    in.o.params = "corruption test";
 
-    const char *names[2] = {"physical", "regulatory"}, *files[2] = {phys, regp};
-    pl_build_opts o = {0};
-    o.out = C.good;
-    o.genes = genes;
-    o.n_types = 2;
-    o.type_names = names;
-    o.type_files = files;
-    o.reactions = rxn;
-    o.gpr = gpr;
-    o.rmr = rmr;
-    o.samples = samples;
-    o.payload = payp;
-    o.params = "corruption test";
     pl_err err = {0};
     pl_build_stats st;
-    int rc = pl_build(&o, &st, &err);
+    int rc = pl_test_inputs_build(&in, C.good, &st, &err);
     cr_assert_eq(rc, 0, "building the pristine database: %s", err.msg);
     cr_assert_eq(st.n_samples, N_SAMPLES);
-    free(genes);
-    free(phys);
-    free(rxn);
-    free(gpr);
-    free(rmr);
-    free(samples);
+    pl_test_inputs_free(&in);
 }
 
 /* Copy every file of the pristine database into C.bad. */
 static void copy_db(void)
 {
-    cr_assert_eq(mkdir(C.bad, 0755), 0);
-    DIR *d = opendir(C.good);
-    cr_assert_not_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char from[4352], to[4352];
-        join(from, sizeof from, C.good, e->d_name);
-        join(to, sizeof to, C.bad, e->d_name);
-        int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0644);
-        cr_assert(in >= 0 && out >= 0, "copying %s: %s", from, strerror(errno));
-        char buf[65536];
-        ssize_t got;
-        while ((got = read(in, buf, sizeof buf)) > 0)
-            cr_assert_eq(write(out, buf, (size_t)got), got);
-        cr_assert_eq(got, 0);
-        close(in);
-        cr_assert_eq(close(out), 0);
-        n++;
-    }
-    closedir(d);
+    int n = pl_test_copy_dir(C.good, C.bad);
     cr_assert_eq(n, 3, "expected data.mdb, samples.pls and payload.npy, found %d files", n);
 }
 
@@ -270,10 +171,7 @@ static void flip_mask(const char *file, uint64_t off, unsigned char mask)
     char p[4352];
     bad_path(p, sizeof p, file);
     cr_assert_lt(off, file_size(p));
-    unsigned char b;
-    read_at(p, off, &b, 1);
-    b ^= mask;
-    write_at(p, off, &b, 1);
+    pl_test_xor_byte(p, off, mask);
 }
 
 /* Invert every bit of the byte at `off` of C.bad/file. */
@@ -746,12 +644,9 @@ Test(corruption, samples_missing)
  * reported as such; the child sends back the return code and message. */
 static void expect_open_or_verify_fails_in_child(void)
 {
-    int pfd[2];
-    cr_assert_eq(pipe(pfd), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
+    int fd;
+    pid_t pid = pl_test_fork_piped(&fd);
     if (pid == 0) {
-        close(pfd[0]);
         pl_db *db;
         pl_err err;
         memset(&err, 0, sizeof err);
@@ -762,18 +657,16 @@ static void expect_open_or_verify_fails_in_child(void)
             if (rc == 0)
                 rc = 1; /* opened and verified: the damage went unnoticed */
         }
-        if (write(pfd[1], &rc, sizeof rc) != sizeof rc ||
-            write(pfd[1], &err, sizeof err) != sizeof err)
-            _exit(3);
+        pl_test_send(fd, &rc, sizeof rc);
+        pl_test_send(fd, &err, sizeof err);
         _exit(0);
     }
-    close(pfd[1]);
     int rc = 0;
     pl_err err;
     memset(&err, 0, sizeof err);
-    ssize_t n1 = read(pfd[0], &rc, sizeof rc);
-    ssize_t n2 = n1 == sizeof rc ? read(pfd[0], &err, sizeof err) : 0;
-    close(pfd[0]);
+    size_t n1 = pl_test_recv(fd, &rc, sizeof rc);
+    size_t n2 = n1 == sizeof rc ? pl_test_recv(fd, &err, sizeof err) : 0;
+    close(fd);
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(!WIFSIGNALED(status), "opening the damaged database crashed: signal %d (%s)",

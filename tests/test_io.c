@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,90 +502,48 @@ Test(io, environment_selects_the_backend)
 #define T_GENES 60
 #define T_SAMPLES 270000 /* 264 blocks: more than one read group */
 
-typedef struct text {
-    char *s;
-    size_t len, cap;
-} text;
-
-static void tprintf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tprintf(text *t, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        cr_assert_geq(n, 0);
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        t->cap = (t->cap + (size_t)n + 1) * 2;
-        t->s = realloc(t->s, t->cap);
-        cr_assert_not_null(t->s);
-    }
-}
-
-static char *put_text(const char *name, text *t)
-{
-    char *p = pl_test_write(F.dir, name, t->s ? t->s : "");
-    free(t->s);
-    memset(t, 0, sizeof *t);
-    return p;
-}
-
 static void build_table_db_n(const char *out, int n_samples)
 {
     uint64_t s = 99;
-    text t = {0};
+    pl_test_text t = {0};
+    pl_test_inputs in = {.dir = F.dir};
     for (int g = 0; g < T_GENES; g++)
-        tprintf(&t, "g%d\n", g);
-    char *genes = put_text("genes.txt", &t);
+        pl_test_tprintf(&t, "g%d\n", g);
+    in.o.genes = pl_test_inputs_text(&in, "genes.txt", &t);
     for (int e = 0; e < 700; e++) {
         int a = (int)pl_test_below(&s, T_GENES);
-        tprintf(&t, "g%d\tg%d\n", a, e % 9 == 0 ? a : (int)pl_test_below(&s, T_GENES));
+        pl_test_tprintf(&t, "g%d\tg%d\n", a, e % 9 == 0 ? a : (int)pl_test_below(&s, T_GENES));
     }
-    char *edges = put_text("edges.tsv", &t);
+    pl_test_inputs_edges(&in, "ppi", pl_test_inputs_text(&in, "edges.tsv", &t));
     for (int i = 0; i < 40; i++)
-        tprintf(&t, "g%d\tr%d\n", (int)pl_test_below(&s, T_GENES), (int)pl_test_below(&s, 12));
-    char *gpr = put_text("gpr.tsv", &t);
+        pl_test_tprintf(&t, "g%d\tr%d\n", (int)pl_test_below(&s, T_GENES),
+                        (int)pl_test_below(&s, 12));
+    in.o.gpr = pl_test_inputs_text(&in, "gpr.tsv", &t);
     for (int i = 0; i < 30; i++)
-        tprintf(&t, "r%d\tm%d\t1\n", (int)pl_test_below(&s, 12), (int)pl_test_below(&s, 9));
-    char *rmr = put_text("rmr.tsv", &t);
-    tprintf(&t, "id\tgenes\tfitness\tsd\n");
+        pl_test_tprintf(&t, "r%d\tm%d\t1\n", (int)pl_test_below(&s, 12),
+                        (int)pl_test_below(&s, 9));
+    in.o.rmr = pl_test_inputs_text(&in, "rmr.tsv", &t);
+    pl_test_tprintf(&t, "id\tgenes\tfitness\tsd\n");
     for (int r = 0; r < n_samples; r++) {
-        tprintf(&t, "%llu\t", (unsigned long long)pl_test_rand(&s) >> 1);
+        pl_test_tprintf(&t, "%llu\t", (unsigned long long)pl_test_rand(&s) >> 1);
         int k = 1 + (int)pl_test_below(&s, 4);
         int first = (int)pl_test_below(&s, T_GENES);
         for (int i = 0; i < k; i++)
-            tprintf(&t, "%sg%d", i ? ";" : "",
-                    i && pl_test_below(&s, 5) == 0 ? first : (int)pl_test_below(&s, T_GENES));
+            pl_test_tprintf(&t, "%sg%d", i ? ";" : "",
+                            i && pl_test_below(&s, 5) == 0 ? first
+                                                           : (int)pl_test_below(&s, T_GENES));
         if (pl_test_below(&s, 9) == 0)
-            tprintf(&t, "\tNA");
+            pl_test_tprintf(&t, "\tNA");
         else
-            tprintf(&t, "\t%.5f", (double)pl_test_below(&s, 100000) / 50000.0);
-        tprintf(&t, "\t%.2f\n", (double)pl_test_below(&s, 1000) / 100.0);
+            pl_test_tprintf(&t, "\t%.5f", (double)pl_test_below(&s, 100000) / 50000.0);
+        pl_test_tprintf(&t, "\t%.2f\n", (double)pl_test_below(&s, 1000) / 100.0);
     }
-    char *samples = put_text("samples.tsv", &t);
-    const char *names[1] = {"ppi"}, *files[1] = {edges};
-    pl_build_opts o = {0};
-    o.out = out;
-    o.genes = genes;
-    o.n_types = 1;
-    o.type_names = names;
-    o.type_files = files;
-    o.gpr = gpr;
-    o.rmr = rmr;
-    o.samples = samples;
+    in.o.samples = pl_test_inputs_text(&in, "samples.tsv", &t);
     pl_err err = {0};
     pl_build_stats st;
-    cr_assert_eq(pl_build(&o, &st, &err), 0, "pl_build: %s", err.msg);
+    cr_assert_eq(pl_test_inputs_build(&in, out, &st, &err), 0, "pl_build: %s", err.msg);
     cr_assert_eq(st.n_samples, (uint64_t)n_samples);
-    free(genes);
-    free(edges);
-    free(gpr);
-    free(rmr);
-    free(samples);
+    pl_test_inputs_free(&in);
 }
 
 static void build_table_db(const char *out) { build_table_db_n(out, T_SAMPLES); }
@@ -706,30 +663,6 @@ Test(io, table_identical_through_both_backends, .timeout = 180)
     close_db(&o);
 }
 
-static void xor_byte(const char *path, uint64_t off, unsigned char mask)
-{
-    int fd = open(path, O_RDWR);
-    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
-    unsigned char b;
-    cr_assert_eq(pread(fd, &b, 1, (off_t)off), 1);
-    b ^= mask;
-    cr_assert_eq(pwrite(fd, &b, 1, (off_t)off), 1);
-    cr_assert_eq(close(fd), 0);
-}
-
-static void copy_file(const char *from, const char *to)
-{
-    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    cr_assert(in >= 0 && out >= 0, "copying %s: %s", from, strerror(errno));
-    static char buf[1 << 16];
-    ssize_t got;
-    while ((got = read(in, buf, sizeof buf)) > 0)
-        cr_assert_eq(write(out, buf, (size_t)got), got);
-    cr_assert_eq(got, 0);
-    close(in);
-    cr_assert_eq(close(out), 0);
-}
-
 static void expect_load_fails(const char *path, int code, const char *what)
 {
     opened o = open_db(path);
@@ -764,7 +697,7 @@ Test(io, corrupt_block_fails_through_both_backends, .timeout = 180)
     for (int i = 0; i < 2; i++) {
         snprintf(from, sizeof from, "%s/%s", good, files[i]);
         snprintf(to, sizeof to, "%s/%s", bad, files[i]);
-        copy_file(from, to);
+        pl_test_copy_file(from, to);
     }
     snprintf(samples, sizeof samples, "%s/samples.pls", bad);
 
@@ -789,9 +722,9 @@ Test(io, corrupt_block_fails_through_both_backends, .timeout = 180)
         char what[96];
         snprintf(what, sizeof what, "block %llu %s", (unsigned long long)cases[i].block,
                  cases[i].where ? "header" : "data");
-        xor_byte(samples, offs[i], 0xFF);
+        pl_test_xor_byte(samples, offs[i], 0xFF);
         expect_load_fails(bad, PL_ECORRUPT, what);
-        xor_byte(samples, offs[i], 0xFF); /* restore */
+        pl_test_xor_byte(samples, offs[i], 0xFF); /* restore */
     }
 
     /* restored: loads again */
@@ -820,28 +753,19 @@ Test(io, corrupt_block_fails_through_both_backends, .timeout = 180)
 
 Test(io, empty_store_loads)
 {
-    text t = {0};
-    tprintf(&t, "a\nb\nc\n");
-    char *genes = put_text("genes.txt", &t);
-    tprintf(&t, "a\tb\nc\tc\n");
-    char *edges = put_text("edges.tsv", &t);
-    tprintf(&t, "genes\tfit\n");
-    char *samples = put_text("samples.tsv", &t);
+    pl_test_text t = {0};
+    pl_test_inputs in = {.dir = F.dir};
+    pl_test_tprintf(&t, "a\nb\nc\n");
+    in.o.genes = pl_test_inputs_text(&in, "genes.txt", &t);
+    pl_test_tprintf(&t, "a\tb\nc\tc\n");
+    pl_test_inputs_edges(&in, "e", pl_test_inputs_text(&in, "edges.tsv", &t));
+    pl_test_tprintf(&t, "genes\tfit\n");
+    in.o.samples = pl_test_inputs_text(&in, "samples.tsv", &t);
     char path[4096];
     snprintf(path, sizeof path, "%s/empty", F.dir);
-    const char *names[1] = {"e"}, *files[1] = {edges};
-    pl_build_opts o = {0};
-    o.out = path;
-    o.genes = genes;
-    o.n_types = 1;
-    o.type_names = names;
-    o.type_files = files;
-    o.samples = samples;
     pl_err err = {0};
-    cr_assert_eq(pl_build(&o, NULL, &err), 0, "pl_build: %s", err.msg);
-    free(genes);
-    free(edges);
-    free(samples);
+    cr_assert_eq(pl_test_inputs_build(&in, path, NULL, &err), 0, "pl_build: %s", err.msg);
+    pl_test_inputs_free(&in);
     opened d = open_db(path);
     for (int mi = 0; mi < 2; mi++) {
         pl__table tab;

@@ -11,8 +11,6 @@
  * O(E) scan of the test's own edge lists. The samples stored in each database
  * are checked the same way through pl_db_sample(). */
 #include <criterion/criterion.h>
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,65 +91,18 @@ TestSuite(masks_oracle, .init = fx_init, .fini = fx_fini, .timeout = 300);
 
 /* --------------------------------------------------------- input files */
 
-/* A growable text buffer. */
-typedef struct text {
-    char *p;
-    size_t n, cap;
-} text;
-
-static void tprintf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void tprintf(text *t, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->p ? t->p + t->n : NULL, t->p ? t->cap - t->n : 0, fmt, ap);
-        va_end(ap);
-        cr_assert_geq(n, 0);
-        if (t->p && t->n + (size_t)n < t->cap) {
-            t->n += (size_t)n;
-            return;
-        }
-        t->cap = (t->cap + (size_t)n + 1) * 2;
-        t->p = realloc(t->p, t->cap);
-        cr_assert_not_null(t->p);
-    }
-}
-
-/* Write the buffer to T.dir/name, empty it; returns the malloc'd path. */
-static char *put_text(const char *name, text *t)
-{
-    char *p = pl_test_write(T.dir, name, t->p ? t->p : "");
-    t->n = 0;
-    if (t->p)
-        t->p[0] = '\0';
-    return p;
-}
-
 /* An int32 or int64 .npy of shape (2, E): row 0 the sources, row 1 the
  * destinations. */
-static char *put_npy(const char *name, const int32_t *src, const int32_t *dst, uint64_t E,
-                     int wide)
+static const char *put_npy(pl_test_inputs *in, const char *name, const int32_t *src,
+                           const int32_t *dst, uint64_t E, int wide)
 {
-    char dict[256];
-    int n = snprintf(dict, sizeof dict,
-                     "{'descr': '%s', 'fortran_order': False, 'shape': (2, %llu), }",
-                     wide ? "<i8" : "<i4", (unsigned long long)E);
-    size_t head = (10 + (size_t)n + 1 + 63) / 64 * 64, w = wide ? 8 : 4;
-    size_t total = head + 2 * E * w;
-    unsigned char *buf = malloc(total);
+    size_t w = wide ? 8 : 4, len = 2 * E * w;
+    unsigned char *buf = malloc(len ? len : 1);
     cr_assert_not_null(buf);
-    memcpy(buf, "\x93NUMPY\x01\x00", 8);
-    buf[8] = (unsigned char)((head - 10) & 0xFF);
-    buf[9] = (unsigned char)((head - 10) >> 8);
-    memcpy(buf + 10, dict, (size_t)n);
-    memset(buf + 10 + n, ' ', head - 10 - (size_t)n - 1);
-    buf[head - 1] = '\n';
     for (uint64_t e = 0; e < E; e++) {
         int64_t v[2] = {src[e], dst[e]};
         for (int r = 0; r < 2; r++) {
-            unsigned char *at = buf + head + ((uint64_t)r * E + e) * w;
+            unsigned char *at = buf + ((uint64_t)r * E + e) * w;
             if (wide)
                 memcpy(at, &v[r], 8);
             else {
@@ -160,14 +111,9 @@ static char *put_npy(const char *name, const int32_t *src, const int32_t *dst, u
             }
         }
     }
-    size_t len = strlen(T.dir) + strlen(name) + 2;
-    char *p = malloc(len);
-    cr_assert_not_null(p);
-    snprintf(p, len, "%s/%s", T.dir, name);
-    FILE *f = fopen(p, "wb");
-    cr_assert_not_null(f, "%s: %s", p, strerror(errno));
-    cr_assert_eq(fwrite(buf, 1, total, f), total);
-    cr_assert_eq(fclose(f), 0);
+    char shape[64];
+    snprintf(shape, sizeof shape, "(2, %llu)", (unsigned long long)E);
+    const char *p = pl_test_inputs_npy(in, name, wide ? "<i8" : "<i4", shape, buf, len);
     free(buf);
     return p;
 }
@@ -232,8 +178,7 @@ static void gen_edges(uint64_t *r, spec *s, uint32_t t, uint32_t active, uint64_
  * (shuffled) order; without (metab 2) in order of first appearance in GPR,
  * then RMR. Writes the files and fills the spec's GPR and RMR in database
  * indices. */
-static void gen_metabolism(uint64_t *r, spec *s, uint32_t active, pl_build_opts *o,
-                           char **paths)
+static void gen_metabolism(uint64_t *r, spec *s, uint32_t active, pl_test_inputs *in)
 {
     uint32_t n_ids = 1 + (uint32_t)below(r, 120);
     uint32_t with_genes = 1 + (uint32_t)below(r, n_ids); /* ids below have GPR rows */
@@ -257,7 +202,7 @@ static void gen_metabolism(uint64_t *r, spec *s, uint32_t active, pl_build_opts 
         rrx[i] = (int32_t)below(r, n_ids);
     for (uint32_t i = 0; i < n_ids; i++)
         index[i] = -1;
-    text t = {0};
+    pl_test_text t = {0};
     char name[64];
     uint32_t n_rx = 0;
     if (s->metab == 1) {
@@ -273,12 +218,11 @@ static void gen_metabolism(uint64_t *r, spec *s, uint32_t active, pl_build_opts 
         }
         for (uint32_t i = 0; i < n_ids; i++) {
             index[order[i]] = (int32_t)i;
-            tprintf(&t, "r%u\n", order[i]);
+            pl_test_tprintf(&t, "r%u\n", order[i]);
         }
         n_rx = n_ids;
         free(order);
-        paths[0] = put_text("reactions.txt", &t);
-        o->reactions = paths[0];
+        in->o.reactions = pl_test_inputs_text(in, "reactions.txt", &t);
     } else {
         for (uint64_t i = 0; i < n_gpr; i++)
             if (index[grx[i]] < 0)
@@ -288,15 +232,13 @@ static void gen_metabolism(uint64_t *r, spec *s, uint32_t active, pl_build_opts 
                 index[rrx[i]] = (int32_t)n_rx++;
     }
     for (uint64_t i = 0; i < n_gpr; i++)
-        tprintf(&t, "%s\tr%d\n", gene_name(name, sizeof name, (uint32_t)gid[i]), grx[i]);
-    paths[1] = put_text("gpr.tsv", &t);
+        pl_test_tprintf(&t, "%s\tr%d\n", gene_name(name, sizeof name, (uint32_t)gid[i]),
+                        grx[i]);
+    in->o.gpr = pl_test_inputs_text(in, "gpr.tsv", &t);
     for (uint64_t i = 0; i < n_rmr; i++)
-        tprintf(&t, "r%d\tm%u\t%.2f\n", rrx[i], (unsigned)below(r, 50),
-                (double)((int)below(r, 9) - 4) / 2);
-    paths[2] = put_text("rmr.tsv", &t);
-    o->gpr = paths[1];
-    o->rmr = paths[2];
-    free(t.p);
+        pl_test_tprintf(&t, "r%d\tm%u\t%.2f\n", rrx[i], (unsigned)below(r, 50),
+                        (double)((int)below(r, 9) - 4) / 2);
+    in->o.rmr = pl_test_inputs_text(in, "rmr.tsv", &t);
     s->n_reactions = n_rx;
     s->n_gpr = n_gpr;
     s->n_rmr = n_rmr;
@@ -310,12 +252,12 @@ static void gen_metabolism(uint64_t *r, spec *s, uint32_t active, pl_build_opts 
     free(index);
 }
 
-static void gen_samples(uint64_t *r, spec *s, pl_build_opts *o, char **path)
+static void gen_samples(uint64_t *r, spec *s, pl_test_inputs *in)
 {
-    text t = {0};
+    pl_test_text t = {0};
     char name[64];
     int with_id = below(r, 2) == 0;
-    tprintf(&t, with_id ? "id\tgenes\tfitness\n" : "genes\tfitness\tsecond_label\n");
+    pl_test_tprintf(&t, with_id ? "id\tgenes\tfitness\n" : "genes\tfitness\tsecond_label\n");
     s->n_samples = 1 + (uint32_t)below(r, 60);
     s->sample_n = malloc(s->n_samples * 4);
     s->sample_genes = malloc((size_t)s->n_samples * MAX_SAMPLE_GENES * 4);
@@ -325,21 +267,20 @@ static void gen_samples(uint64_t *r, spec *s, pl_build_opts *o, char **path)
         int32_t *gs = s->sample_genes + (size_t)i * MAX_SAMPLE_GENES;
         s->sample_n[i] = k;
         if (with_id)
-            tprintf(&t, "%u\t", 1000 + 3 * i);
+            pl_test_tprintf(&t, "%u\t", 1000 + 3 * i);
         for (uint32_t j = 0; j < k; j++) {
             gs[j] = j > 0 && below(r, 6) == 0 ? gs[j - 1]
                     : below(r, 4) == 0        ? (int32_t)s->hub
                                               : (int32_t)below(r, s->n_genes);
-            tprintf(&t, "%s%s", j ? ";" : "", gene_name(name, sizeof name, (uint32_t)gs[j]));
+            pl_test_tprintf(&t, "%s%s", j ? ";" : "",
+                            gene_name(name, sizeof name, (uint32_t)gs[j]));
         }
         if (with_id)
-            tprintf(&t, "\t%s\n", i % 5 == 2 ? "NA" : "0.25");
+            pl_test_tprintf(&t, "\t%s\n", i % 5 == 2 ? "NA" : "0.25");
         else
-            tprintf(&t, "\t%.3f\t%s\n", (double)i / 8, i % 3 ? "nan" : "-1.5");
+            pl_test_tprintf(&t, "\t%.3f\t%s\n", (double)i / 8, i % 3 ? "nan" : "-1.5");
     }
-    *path = put_text("samples.tsv", &t);
-    o->samples = *path;
-    free(t.p);
+    in->o.samples = pl_test_inputs_text(in, "samples.tsv", &t);
 }
 
 /* Generate graph `id`, write its files, build and open it into T. */
@@ -363,60 +304,49 @@ static void make_graph(int id)
         max_e = 12000;
     s->metab = id % 3 == 0 ? 0 : id % 3 == 1 ? 1 : 2;
 
-    text t = {0};
+    pl_test_text t = {0};
+    pl_test_inputs inp = {.dir = T.dir};
     char name[64];
     for (uint32_t g = 0; g < s->n_genes; g++)
-        tprintf(&t, "%s\n", gene_name(name, sizeof name, g));
-    char *paths[PL_MAX_TYPES + 8] = {0};
-    int np = 0;
-    paths[np++] = put_text("genes.txt", &t);
-    const char *names[PL_MAX_TYPES], *files[PL_MAX_TYPES];
+        pl_test_tprintf(&t, "%s\n", gene_name(name, sizeof name, g));
+    inp.o.genes = pl_test_inputs_text(&inp, "genes.txt", &t);
     char tnames[PL_MAX_TYPES][32];
     for (uint32_t ty = 0; ty < s->n_types; ty++) {
         gen_edges(&r, s, ty, active, max_e);
         snprintf(tnames[ty], sizeof tnames[ty], ty % 5 == 4 ? "Type-%u.x_" : "type%u",
                  ty);
-        names[ty] = tnames[ty];
         char fname[64];
+        const char *file;
         if (s->format[ty] == 0) {
             if (s->n_edges[ty] == 0)
-                tprintf(&t, "# an edge type without edges\n");
+                pl_test_tprintf(&t, "# an edge type without edges\n");
             for (uint64_t e = 0; e < s->n_edges[ty]; e++) {
                 char a[64], b[64];
-                tprintf(&t, "%s\t%s\n", gene_name(a, sizeof a, (uint32_t)s->src[ty][e]),
-                        gene_name(b, sizeof b, (uint32_t)s->dst[ty][e]));
+                pl_test_tprintf(&t, "%s\t%s\n",
+                                gene_name(a, sizeof a, (uint32_t)s->src[ty][e]),
+                                gene_name(b, sizeof b, (uint32_t)s->dst[ty][e]));
             }
             snprintf(fname, sizeof fname, "t%u.tsv", ty);
-            paths[np] = put_text(fname, &t);
+            file = pl_test_inputs_text(&inp, fname, &t);
         } else {
             snprintf(fname, sizeof fname, "t%u.npy", ty);
-            paths[np] = put_npy(fname, s->src[ty], s->dst[ty], s->n_edges[ty],
-                                s->format[ty] == 2);
+            file = put_npy(&inp, fname, s->src[ty], s->dst[ty], s->n_edges[ty],
+                           s->format[ty] == 2);
         }
-        files[ty] = paths[np++];
+        pl_test_inputs_edges(&inp, tnames[ty], file);
     }
-    free(t.p);
-    pl_build_opts o = {0};
     char dbp[4096];
     snprintf(dbp, sizeof dbp, "%s/db", T.dir);
-    o.out = dbp;
-    o.genes = paths[0];
-    o.n_types = s->n_types;
-    o.type_names = names;
-    o.type_files = files;
-    o.progress = 0;
-    if (s->metab) {
-        gen_metabolism(&r, s, active, &o, paths + np);
-        np += 3;
-    }
-    gen_samples(&r, s, &o, &paths[np++]);
+    inp.o.progress = 0;
+    if (s->metab)
+        gen_metabolism(&r, s, active, &inp);
+    gen_samples(&r, s, &inp);
 
     pl_build_stats st;
     pl_err err = {0};
-    int rc = pl_build(&o, &st, &err);
+    int rc = pl_test_inputs_build(&inp, dbp, &st, &err);
     cr_assert_eq(rc, 0, "graph %d: pl_build: %d (%s): %s", id, rc, pl_errname(rc), err.msg);
-    for (int i = 0; i < np; i++)
-        free(paths[i]);
+    pl_test_inputs_free(&inp);
     rc = pl_db_open(dbp, &T.db, &err);
     cr_assert_eq(rc, 0, "graph %d: pl_db_open: %s", id, err.msg);
     rc = pl_graph_load(T.db, &T.g, &err);
@@ -438,7 +368,7 @@ static void make_graph(int id)
     uint32_t n_lists = s->n_types + (s->metab ? 3 : 0);
     cr_assert_eq(pl_graph_n_lists(T.g), n_lists, "graph %d", id);
     for (uint32_t k = 0; k < n_lists; k++) {
-        const char *want = k < s->n_types                          ? names[k]
+        const char *want = k < s->n_types                          ? tnames[k]
                            : k - s->n_types == PL_LIST_GPR      ? "gpr"
                            : k - s->n_types == PL_LIST_REACTION ? "reaction"
                                                                 : "rmr";

@@ -1,10 +1,27 @@
 #include "testutil.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "src/core/fileio.h"
+
+void pl_test_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "testutil: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    abort();
+}
 
 char *pl_test_tmpdir(void)
 {
@@ -12,26 +29,222 @@ char *pl_test_tmpdir(void)
     char tmpl[4096];
     snprintf(tmpl, sizeof tmpl, "%s/pertload-test-XXXXXX", base && *base ? base : "/tmp");
     char *d = mkdtemp(tmpl);
-    if (!d) {
-        perror("mkdtemp");
-        abort();
-    }
+    if (!d)
+        pl_test_die("mkdtemp %s: %s", tmpl, strerror(errno));
     return strdup(d);
 }
 
 void pl_test_rmtree(const char *path) { pl__rmtree(path); }
 
-char *pl_test_write(const char *dir, const char *name, const char *text)
+char *pl_test_path(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;
     char *p = malloc(n);
+    if (!p)
+        pl_test_die("out of memory");
     snprintf(p, n, "%s/%s", dir, name);
-    FILE *f = fopen(p, "wb");
-    if (!f || fwrite(text, 1, strlen(text), f) != strlen(text) || fclose(f) != 0) {
-        perror(p);
-        abort();
-    }
     return p;
+}
+
+void pl_test_write_bytes(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || (len && fwrite(data, 1, len, f) != len) || fclose(f) != 0)
+        pl_test_die("%s: cannot write: %s", path, strerror(errno));
+}
+
+char *pl_test_write(const char *dir, const char *name, const char *text)
+{
+    char *p = pl_test_path(dir, name);
+    pl_test_write_bytes(p, text, strlen(text));
+    return p;
+}
+
+char *pl_test_write_npy(const char *dir, const char *name, const char *descr,
+                        const char *fortran, const char *shape, const void *data, size_t len)
+{
+    char dict[512];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }",
+                     descr, fortran, shape);
+    if (n < 0 || (size_t)n >= sizeof dict)
+        pl_test_die("%s: .npy header too long", name);
+    /* magic, version, u16 header length, dict, spaces, '\n' */
+    size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
+    unsigned char *buf = malloc(total + len);
+    if (!buf)
+        pl_test_die("out of memory");
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (unsigned char)((total - 10) & 0xFF);
+    buf[9] = (unsigned char)((total - 10) >> 8);
+    memcpy(buf + 10, dict, (size_t)n);
+    memset(buf + 10 + n, ' ', total - 10 - (size_t)n - 1);
+    buf[total - 1] = '\n';
+    if (len)
+        memcpy(buf + total, data, len);
+    char *p = pl_test_path(dir, name);
+    pl_test_write_bytes(p, buf, total + len);
+    free(buf);
+    return p;
+}
+
+void pl_test_copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (in < 0 || out < 0)
+        pl_test_die("copying %s to %s: %s", from, to, strerror(errno));
+    char buf[1 << 16];
+    ssize_t got;
+    while ((got = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)got) != got)
+            pl_test_die("copying %s to %s: short write", from, to);
+    if (got != 0)
+        pl_test_die("copying %s: %s", from, strerror(errno));
+    close(in);
+    if (close(out) != 0)
+        pl_test_die("copying %s to %s: %s", from, to, strerror(errno));
+}
+
+int pl_test_copy_dir(const char *from, const char *to)
+{
+    if (mkdir(to, 0755) != 0)
+        pl_test_die("%s: %s", to, strerror(errno));
+    DIR *d = opendir(from);
+    if (!d)
+        pl_test_die("%s: %s", from, strerror(errno));
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char *a = pl_test_path(from, e->d_name), *b = pl_test_path(to, e->d_name);
+        pl_test_copy_file(a, b);
+        free(a);
+        free(b);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+void pl_test_xor_byte(const char *path, uint64_t off, unsigned char mask)
+{
+    int fd = open(path, O_RDWR);
+    if (fd < 0)
+        pl_test_die("%s: %s", path, strerror(errno));
+    unsigned char b;
+    if (pread(fd, &b, 1, (off_t)off) != 1)
+        pl_test_die("%s: no byte at offset %llu", path, (unsigned long long)off);
+    b ^= mask;
+    if (pwrite(fd, &b, 1, (off_t)off) != 1 || close(fd) != 0)
+        pl_test_die("%s: cannot write offset %llu: %s", path, (unsigned long long)off,
+            strerror(errno));
+}
+
+pid_t pl_test_fork_piped(int *fd)
+{
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        pl_test_die("pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0)
+        pl_test_die("fork: %s", strerror(errno));
+    close(pfd[pid == 0 ? 0 : 1]);
+    *fd = pfd[pid == 0 ? 1 : 0];
+    return pid;
+}
+
+void pl_test_send(int fd, const void *p, size_t len)
+{
+    const char *c = p;
+    while (len > 0) {
+        ssize_t n = write(fd, c, len);
+        if (n <= 0)
+            _exit(3);
+        c += n;
+        len -= (size_t)n;
+    }
+}
+
+size_t pl_test_recv(int fd, void *p, size_t len)
+{
+    char *c = p;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, c + got, len - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    return got;
+}
+
+void pl_test_tprintf(pl_test_text *t, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            pl_test_die("formatting '%s' failed", fmt);
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = (t->cap + (size_t)n + 1) * 2;
+        t->s = realloc(t->s, t->cap);
+        if (!t->s)
+            pl_test_die("out of memory");
+    }
+}
+
+char *pl_test_put_text(const char *dir, const char *name, pl_test_text *t)
+{
+    char *p = pl_test_path(dir, name);
+    pl_test_write_bytes(p, t->s, t->len);
+    free(t->s);
+    memset(t, 0, sizeof *t);
+    return p;
+}
+
+static const char *keep(pl_test_inputs *in, char *path)
+{
+    if (in->n_paths == (int)(sizeof in->paths / sizeof in->paths[0]))
+        pl_test_die("more than %d input files", in->n_paths);
+    return in->paths[in->n_paths++] = path;
+}
+
+const char *pl_test_inputs_text(pl_test_inputs *in, const char *name, pl_test_text *t)
+{
+    return keep(in, pl_test_put_text(in->dir, name, t));
+}
+
+const char *pl_test_inputs_npy(pl_test_inputs *in, const char *name, const char *descr,
+                               const char *shape, const void *data, size_t len)
+{
+    return keep(in, pl_test_write_npy(in->dir, name, descr, "False", shape, data, len));
+}
+
+void pl_test_inputs_edges(pl_test_inputs *in, const char *name, const char *path)
+{
+    if (in->o.n_types == PL_MAX_TYPES)
+        pl_test_die("more than %d edge types", PL_MAX_TYPES);
+    in->type_names[in->o.n_types] = name;
+    in->type_files[in->o.n_types++] = path;
+}
+
+int pl_test_inputs_build(pl_test_inputs *in, const char *out, pl_build_stats *st, pl_err *err)
+{
+    in->o.out = out;
+    in->o.type_names = in->type_names;
+    in->o.type_files = in->type_files;
+    return pl_build(&in->o, st, err);
+}
+
+void pl_test_inputs_free(pl_test_inputs *in)
+{
+    for (int i = 0; i < in->n_paths; i++)
+        free(in->paths[i]);
+    memset(in, 0, sizeof *in);
 }
 
 uint64_t pl_test_rand(uint64_t *s)

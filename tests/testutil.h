@@ -1,9 +1,17 @@
-/* Shared helpers of the Criterion tests. */
+/* Shared helpers of the Criterion tests. They report their own failures (a
+ * file that cannot be written, memory exhausted) with a message and abort(),
+ * so they serve plain programs as well. */
 #ifndef PL_TESTUTIL_H
 #define PL_TESTUTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+#include "pertload.h"
+
+/** Print "testutil: " and the printf-style message to stderr, then abort(). */
+void pl_test_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /** A fresh temporary directory (mkdtemp under $TMPDIR or /tmp); the caller
  *  frees the string and removes the tree with pl_test_rmtree(). */
@@ -12,8 +20,91 @@ char *pl_test_tmpdir(void);
 /** Remove a directory tree. */
 void pl_test_rmtree(const char *path);
 
-/** Write `text` to dir/name; returns the malloc'd full path. Aborts on error. */
+/** "dir/name", malloc'd. */
+char *pl_test_path(const char *dir, const char *name);
+
+/** Write `len` bytes to `path`, created or truncated. */
+void pl_test_write_bytes(const char *path, const void *data, size_t len);
+
+/** Write `text` to dir/name; returns the malloc'd full path. */
 char *pl_test_write(const char *dir, const char *name, const char *text);
+
+/** Write a version 1.0 .npy to dir/name and return the malloc'd path: the
+ *  header dict "{'descr': 'DESCR', 'fortran_order': FORTRAN, 'shape': SHAPE, }"
+ *  with the three fields pasted as given (so that a test can write malformed
+ *  ones, e.g. "True" or "(4,)"), padded with spaces and a newline to a
+ *  multiple of 64 bytes, then `len` data bytes, which need not match the
+ *  shape. */
+char *pl_test_write_npy(const char *dir, const char *name, const char *descr,
+                        const char *fortran, const char *shape, const void *data, size_t len);
+
+/** Copy the file `from` to `to`, which must not exist yet. */
+void pl_test_copy_file(const char *from, const char *to);
+
+/** Create the directory `to` and copy every entry of the directory `from`
+ *  into it (files only, no recursion); returns the number of files copied. */
+int pl_test_copy_dir(const char *from, const char *to);
+
+/** XOR the byte at offset `off` of the file `path` with `mask`; the offset
+ *  must lie inside the file. */
+void pl_test_xor_byte(const char *path, uint64_t off, unsigned char mask);
+
+/** Fork with a pipe from the child to the parent. In the child (return 0)
+ *  `*fd` is the write end, in the parent (return the child's pid) the read
+ *  end; each closes it when done. */
+pid_t pl_test_fork_piped(int *fd);
+
+/** Write all `len` bytes to `fd`; a child's helper: it _exit(3)s on failure. */
+void pl_test_send(int fd, const void *p, size_t len);
+
+/** Read up to `len` bytes from `fd`, stopping early at end of file or an
+ *  error; returns the bytes read. */
+size_t pl_test_recv(int fd, void *p, size_t len);
+
+/** A growable text buffer; a zeroed one is empty. `s` is NUL-terminated once
+ *  anything was appended. */
+typedef struct pl_test_text {
+    char *s;
+    size_t len, cap;
+} pl_test_text;
+
+/** Append printf-style output to `t`. */
+void pl_test_tprintf(pl_test_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Write the contents of `t` (possibly none) to dir/name, then release `t`
+ *  and zero it for the next file; returns the malloc'd path. */
+char *pl_test_put_text(const char *dir, const char *name, pl_test_text *t);
+
+/** The inputs of one small database, written by a test into `dir` and named
+ *  in `o` as pl_build() takes them. Zero it and set `dir`; the files written
+ *  through it are named by paths it owns until pl_test_inputs_free(). */
+typedef struct pl_test_inputs {
+    const char *dir;                      /**< where the files are written */
+    pl_build_opts o;                      /**< genes, reactions, ...: set by the test */
+    const char *type_names[PL_MAX_TYPES]; /**< edge types added so far, o.n_types of them */
+    const char *type_files[PL_MAX_TYPES];
+    char *paths[PL_MAX_TYPES + 8];        /**< the files written */
+    int n_paths;
+} pl_test_inputs;
+
+/** pl_test_put_text() into in->dir; returns the path, owned by `in`. */
+const char *pl_test_inputs_text(pl_test_inputs *in, const char *name, pl_test_text *t);
+
+/** pl_test_write_npy() of a C-ordered array into in->dir; returns the path,
+ *  owned by `in`. */
+const char *pl_test_inputs_npy(pl_test_inputs *in, const char *name, const char *descr,
+                               const char *shape, const void *data, size_t len);
+
+/** Add an edge type named `name` (not copied: it must outlive the build) read
+ *  from `path`. */
+void pl_test_inputs_edges(pl_test_inputs *in, const char *name, const char *path);
+
+/** pl_build() of the inputs into the new directory `out`; returns its code. */
+int pl_test_inputs_build(pl_test_inputs *in, const char *out, pl_build_stats *st,
+                         pl_err *err);
+
+/** Free the paths (the files stay) and zero `in`. */
+void pl_test_inputs_free(pl_test_inputs *in);
 
 /** Deterministic PRNG (splitmix64). */
 uint64_t pl_test_rand(uint64_t *state);

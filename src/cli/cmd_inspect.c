@@ -14,15 +14,24 @@ static void list_names(const char *what, const char *const *names, uint64_t n, u
     printf("\n");
 }
 
-int pl_cmd_inspect(int argc, char **argv)
+/* The one argument of "pertload CMD DB": -1 to go on with argv[1], else the
+ * exit status (help printed, or a usage error). */
+static int db_argument(const char *cmd, int argc, char **argv)
 {
-    const char *usage = "DB";
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: pertload inspect %s\n", usage);
+        printf("usage: pertload %s DB\n", cmd);
         return 0;
     }
     if (argc != 2)
-        return pl_cli_usage("inspect", usage, "expected one database path");
+        return pl_cli_usage(cmd, "DB", "expected one database path");
+    return -1;
+}
+
+int pl_cmd_inspect(int argc, char **argv)
+{
+    int status = db_argument("inspect", argc, argv);
+    if (status >= 0)
+        return status;
     pl_db *db;
     pl_err err = {0};
     int rc = pl_db_open(argv[1], &db, &err);
@@ -67,13 +76,9 @@ int pl_cmd_inspect(int argc, char **argv)
 
 int pl_cmd_verify(int argc, char **argv)
 {
-    const char *usage = "DB";
-    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: pertload verify %s\n", usage);
-        return 0;
-    }
-    if (argc != 2)
-        return pl_cli_usage("verify", usage, "expected one database path");
+    int status = db_argument("verify", argc, argv);
+    if (status >= 0)
+        return status;
     pl_db *db;
     pl_err err = {0};
     int rc = pl_db_open(argv[1], &db, &err);

@@ -9,6 +9,7 @@
 #include "checksum.h"
 #include "error.h"
 #include "fileio.h"
+#include "vec.h"
 
 struct file_header {
     char magic[8];
@@ -48,28 +49,13 @@ int pl__sstore_create(pl__sstore_writer *w, const char *path, uint32_t n_labels,
     return 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 4096;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static int flush_block(pl__sstore_writer *w, pl_err *err)
 {
     if (w->n == 0)
         return 0;
     uint32_t n = w->n, L = w->n_labels;
     size_t raw_size = pl__block_raw_size(n, w->n_refs, L);
-    if (grow(&w->raw, &w->raw_cap, raw_size, 1) < 0)
+    if (pl__grow(&w->raw, &w->raw_cap, raw_size, 1) < 0)
         return pl__err(err, -ENOMEM, "%s: out of memory", w->path);
     unsigned char *r = w->raw;
     uint32_t hdr[2] = {n, (uint32_t)w->n_refs};
@@ -84,7 +70,7 @@ static int flush_block(pl__sstore_writer *w, pl_err *err)
     memcpy(r, w->labels, 4 * (size_t)n * L);
 
     size_t bound = PL_BLOCK_HEADER + ZSTD_compressBound(raw_size);
-    if (grow(&w->buf, &w->buf_cap, bound, 1) < 0)
+    if (pl__grow(&w->buf, &w->buf_cap, bound, 1) < 0)
         return pl__err(err, -ENOMEM, "%s: out of memory", w->path);
     unsigned char *out = w->buf;
     size_t comp = ZSTD_compress2(w->cctx, out + PL_BLOCK_HEADER, bound - PL_BLOCK_HEADER,
@@ -105,7 +91,7 @@ static int flush_block(pl__sstore_writer *w, pl_err *err)
                               e.checksum};
     memcpy(out, &bh, sizeof bh);
     PL_TRY(pl__write_all(w->fd, out, PL_BLOCK_HEADER + comp, w->offset, w->path, err));
-    if (grow((void **)&w->index, &w->cap_blocks, w->n_blocks + 1, sizeof e) < 0)
+    if (pl__grow(&w->index, &w->cap_blocks, w->n_blocks + 1, sizeof e) < 0)
         return pl__err(err, -ENOMEM, "%s: out of memory", w->path);
     w->index[w->n_blocks++] = e;
     w->offset += PL_BLOCK_HEADER + comp;
@@ -117,7 +103,7 @@ static int flush_block(pl__sstore_writer *w, pl_err *err)
 int pl__sstore_add(pl__sstore_writer *w, uint64_t id, const int32_t *genes, uint32_t n,
                    const float *labels, pl_err *err)
 {
-    if (grow((void **)&w->genes, &w->cap_refs, w->n_refs + n, sizeof *w->genes) < 0)
+    if (pl__grow(&w->genes, &w->cap_refs, w->n_refs + n, sizeof *w->genes) < 0)
         return pl__err(err, -ENOMEM, "%s: out of memory", w->path);
     memcpy(w->genes + w->n_refs, genes, 4 * (size_t)n);
     w->n_refs += n;

@@ -38,16 +38,18 @@ typedef struct pl__sstore_writer {
     uint32_t *gptr;
     float *labels;
     int32_t *genes;
-    size_t n_refs, cap_refs;
+    size_t n_refs;
+    uint64_t cap_refs;
     /* output */
     void *buf;            /* block header + compressed bytes */
-    size_t buf_cap;
+    uint64_t buf_cap;
     void *raw;
-    size_t raw_cap;
+    uint64_t raw_cap;
     ZSTD_CCtx *cctx;
     uint64_t offset, n_samples;
     struct pl__block_entry *index;
-    size_t n_blocks, cap_blocks;
+    size_t n_blocks;
+    uint64_t cap_blocks;
 } pl__sstore_writer;
 
 /** Create `path` (must not exist) for a store with `n_labels` label columns. */
