@@ -15,7 +15,12 @@
 #include "collate/slot.h"
 #include "pertload.h"
 
-enum { PL_DENSE_NONE = 0, PL_DENSE_BITS = 1, PL_DENSE_BOOL = 2 };
+/* The dense forms of the public PL_MASK_* (pertload.h), under the slot's name. */
+enum {
+    PL_DENSE_NONE = PL_MASK_NONE,
+    PL_DENSE_BITS = PL_MASK_BITS,
+    PL_DENSE_BOOL = PL_MASK_BOOL,
+};
 
 /** What every batch of a run shares. */
 typedef struct pl__collate_cfg {
