@@ -76,6 +76,7 @@ struct pl_loader {
     char *db_path;
     const pl__upload_ops *ops;
     pl__upload *up;
+    pl__table_mem table_mem; /* the backend's page-locked memory, for the table */
     pl__producer prod;
     int prod_init;
     uint64_t n_batches;
@@ -316,6 +317,18 @@ static int check_opts(const pl_loader_opts *o, pl_err *err)
     return 0;
 }
 
+static int table_alloc(void *ctx, size_t bytes, void **p, pl_err *err)
+{
+    pl_loader *l = ctx;
+    return l->ops->host_alloc(l->up, bytes, p, err);
+}
+
+static void table_free(void *ctx, void *p)
+{
+    pl_loader *l = ctx;
+    l->ops->host_free(l->up, p);
+}
+
 static int start(pl_loader *l, const pl_loader_opts *o, pl_err *err)
 {
     int device;
@@ -325,7 +338,13 @@ static int start(pl_loader *l, const pl_loader_opts *o, pl_err *err)
     PL_FAIL_IF(!l->db_path, err, -ENOMEM, "out of memory");
     l->o.db = NULL;
     /* Slots stay sparse on the host: dense masks are the device's work. */
-    pl__produce_opts po = {l->db_path, o->plan, o->start_batch, PL_DENSE_NONE, o->threads, 0};
+    pl__produce_opts po = {.db = l->db_path, .plan = o->plan, .start_batch = o->start_batch,
+                           .dense = PL_DENSE_NONE, .threads = o->threads};
+    /* With a device, the sample store is read into cudaHostAlloc'd buffers. */
+    if (strcmp(l->ops->name, "host") != 0) {
+        l->table_mem = (pl__table_mem){l, table_alloc, table_free};
+        po.table_mem = &l->table_mem;
+    }
     l->prod_init = 1;
     PL_TRY(pl__producer_init(&l->prod, &po, err));
     l->n_batches = l->prod.n_batches;

@@ -69,7 +69,7 @@ static int open_payload(pl__producer *p, pl_err *err)
 int pl__producer_load(pl__producer *p, pl_err *err)
 {
     PL_TRY(pl_graph_load(p->db, &p->g, err));
-    PL_TRY(pl__table_load(p->db, p->g, p->o.io_mode, &p->table, err));
+    PL_TRY(pl__table_load_with(p->db, p->g, p->o.io_mode, p->o.table_mem, &p->table, err));
     PL_TRY(open_payload(p, err));
     uint32_t B = p->o.plan.batch_size;
     pl__collate_cfg_init(&p->cfg, p->db, p->g, B, p->o.dense);

@@ -43,6 +43,9 @@ typedef struct pl__produce_opts {
     uint32_t dense;       /* PL_DENSE_* collated on the CPU into the slot */
     uint32_t threads;     /* worker threads; 0 means 1 */
     int io_mode;          /* PL_IO_* (loader/io.h) */
+    /* The sample table's read buffers: NULL for aligned_alloc + mlock, or a
+     * GPU backend's page-locked allocator; must outlive pl__producer_load(). */
+    const pl__table_mem *table_mem;
 } pl__produce_opts;
 
 struct pl__worker;

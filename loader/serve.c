@@ -34,7 +34,8 @@ static void ring_publish(void *ctx, uint64_t b, uint32_t n) { pl_ring_publish(ct
 static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err *err)
 {
     double t0 = pl__now();
-    pl__produce_opts po = {o->db, o->plan, o->start_batch, o->dense, o->threads, o->io_mode};
+    pl__produce_opts po = {.db = o->db, .plan = o->plan, .start_batch = o->start_batch,
+                           .dense = o->dense, .threads = o->threads, .io_mode = o->io_mode};
     PL_TRY(pl__producer_init(p, &po, err));
     PL_TRY(pl__producer_load(p, err));
     PL_TRY(pl_ring_create(o->ring, o->slots, p->slot_bytes, o->consumer_pid, ring, err));

@@ -127,6 +127,12 @@ static int load(pl_db *db, const pl_graph *g, pl__io *io, char *buf, size_t hb, 
 
 int pl__table_load(pl_db *db, const pl_graph *g, int io_mode, pl__table *t, pl_err *err)
 {
+    return pl__table_load_with(db, g, io_mode, NULL, t, err);
+}
+
+int pl__table_load_with(pl_db *db, const pl_graph *g, int io_mode, const pl__table_mem *mem,
+                        pl__table *t, pl_err *err)
+{
     memset(t, 0, sizeof *t);
     t->n = db->meta.n_samples;
     t->n_labels = db->meta.n_labels;
@@ -136,11 +142,19 @@ int pl__table_load(pl_db *db, const pl_graph *g, int io_mode, pl__table *t, pl_e
         if (PL_BLOCK_HEADER + db->blocks[b].comp_size > biggest)
             biggest = PL_BLOCK_HEADER + db->blocks[b].comp_size;
     size_t half = biggest > HALF_BYTES ? biggest : HALF_BYTES;
-    char *buf = aligned_alloc(4096, 2 * half);
+    half = (half + 4095) & ~(size_t)4095;
+    char *buf = NULL;
     pl__io *io = NULL;
-    int rc = buf ? 0 : pl__err(err, -ENOMEM, "out of memory");
-    if (rc == 0)
-        t->locked = mlock(buf, 2 * half) == 0;
+    int rc;
+    if (mem) {
+        rc = mem->alloc(mem->ctx, 2 * half, (void **)&buf, err);
+        t->locked = rc == 0;
+    } else {
+        buf = aligned_alloc(4096, 2 * half);
+        rc = buf ? 0 : pl__err(err, -ENOMEM, "out of memory");
+        if (rc == 0)
+            t->locked = mlock(buf, 2 * half) == 0;
+    }
     if (rc == 0)
         rc = pl__io_open(&io, io_mode, 2 * MAX_GROUP, err);
     if (rc == 0) {
@@ -161,9 +175,13 @@ int pl__table_load(pl_db *db, const pl_graph *g, int io_mode, pl__table *t, pl_e
             break;
     }
     pl__io_close(io);
-    if (buf && t->locked)
-        munlock(buf, 2 * half);
-    free(buf);
+    if (mem && buf) {
+        mem->free(mem->ctx, buf);
+    } else if (buf) {
+        if (t->locked)
+            munlock(buf, 2 * half);
+        free(buf);
+    }
     if (rc < 0)
         pl__table_free(t);
     return rc;

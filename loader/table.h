@@ -9,6 +9,7 @@
 #ifndef PL_LOADER_TABLE_H
 #define PL_LOADER_TABLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pertload.h"
@@ -24,13 +25,27 @@ typedef struct pl__table {
     uint64_t max_bound;  /* most positions of one sample, all kinds (pl__masks_bound) */
     uint64_t max_kind_bound; /* most positions of one sample in one kind */
     const char *backend; /* "io_uring" or "pread" */
-    int locked;          /* read buffers page-locked (mlock) */
+    int locked;          /* read buffers page-locked (mlock, or by the allocator) */
     int registered;      /* read buffers registered with io_uring */
 } pl__table;
 
+/** Where the read buffers come from: page-locked memory of a GPU backend
+ *  (cudaHostAlloc) when the loader uploads to a device. */
+typedef struct pl__table_mem {
+    void *ctx;
+    int (*alloc)(void *ctx, size_t bytes, void **p, pl_err *err);
+    void (*free)(void *ctx, void *p);
+} pl__table_mem;
+
 /** Decode the whole sample store of `db` and size it against graph `g`.
+ *  The read buffers are aligned_alloc'd and mlock'd.
  *  @param io_mode PL_IO_* (loader/io.h). */
 int pl__table_load(pl_db *db, const pl_graph *g, int io_mode, pl__table *t, pl_err *err);
+
+/** pl__table_load() with read buffers from `mem` (page-locked by it); NULL
+ *  `mem`: aligned_alloc and mlock. */
+int pl__table_load_with(pl_db *db, const pl_graph *g, int io_mode, const pl__table_mem *mem,
+                        pl__table *t, pl_err *err);
 
 /** Release the table (safe on a zeroed struct). */
 void pl__table_free(pl__table *t);
