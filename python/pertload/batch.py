@@ -27,6 +27,10 @@ assert HEADER.size == 64 and ARRAY.size == 240
 
 _DTYPES = {s.encode(): np.dtype(s) for s in ("<u8", "<i8", "<i4", "<f4", "<f2", "|u1", "|b1")}
 _DT = {k.decode(): v for k, v in _DTYPES.items()}
+# The same, keyed by the 8 NUL-padded bytes of a descriptor's dtype field.
+_DTYPES_PADDED = {k.ljust(8, b"\0"): v for k, v in _DTYPES.items()}
+# Names seen in descriptors (a run repeats the same few dozen), by raw field.
+_NAMES = {}
 
 # The metabolic lists: slot name, PyG key of the edge or node they mask.
 META_KEYS = {
@@ -79,22 +83,27 @@ def parse_slot(buf, slot_bytes):
             "used": used, "n_arrays": n_arrays}
     arrays = {}
     table = memoryview(buf).cast("B")[HEADER.size:table_end]
-    for raw, dtype, ndim, _, off, nbytes, *shape in ARRAY.iter_unpack(table):
-        end = raw.find(b"\0")
-        if end < 0:
-            raise LoaderError("slot: array name not terminated")
-        name = raw[:end].decode("utf-8", "replace")
-        dt = _DTYPES.get(dtype.rstrip(b"\0"))
+    for rec in ARRAY.iter_unpack(table):
+        raw, dtype, ndim, off, nbytes = rec[0], rec[1], rec[2], rec[4], rec[5]
+        name = _NAMES.get(raw)
+        if name is None:
+            end = raw.find(b"\0")
+            if end < 0:
+                raise LoaderError("slot: array name not terminated")
+            if len(_NAMES) > 4096:
+                _NAMES.clear()
+            name = _NAMES[raw] = raw[:end].decode("utf-8", "replace")
+        dt = _DTYPES_PADDED.get(dtype)
         if dt is None:
             raise LoaderError(f"slot: array {name!r} has unknown dtype {dtype!r}")
         if not 1 <= ndim <= SLOT_MAX_DIMS:
             raise LoaderError(f"slot: array {name!r} has {ndim} dimensions")
-        shape = shape[:ndim]
-        count = 1
-        for s in shape:
+        shape = rec[6:6 + ndim]
+        count = shape[0]
+        for s in shape[1:]:
             count *= s
         if count * dt.itemsize != nbytes:
-            raise LoaderError(f"slot: array {name!r}: shape {tuple(shape)} of {dt.str} is not "
+            raise LoaderError(f"slot: array {name!r}: shape {shape} of {dt.str} is not "
                               f"{nbytes} bytes")
         if off % SLOT_ALIGN or off < table_end or off + nbytes > used:
             raise LoaderError(f"slot: array {name!r} at offset {off} ({nbytes} bytes) lies "
