@@ -76,6 +76,8 @@ static void fixed_layout(const pl__collate_cfg *c, uint32_t n, fixed *f)
         f->ptr[k] = at;
         at = ALIGN(at + 8 * (uint64_t)(n + 1));
     }
+    /* Page-aligned, so that payload rows can be read into it with O_DIRECT. */
+    at = (at + PL_SLOT_PAGE - 1) & ~(uint64_t)(PL_SLOT_PAGE - 1);
     f->payload = at;
     at = ALIGN(at + c->payload_row_bytes * n);
     if (c->dense) {

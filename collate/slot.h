@@ -16,7 +16,8 @@
  *   edges/<type>/ptr          <i8 [B+1]
  *   gpr/removed, gpr/ptr, reaction/removed, reaction/ptr, rmr/removed,
  *   rmr/ptr                   (when the database has metabolism)
- *   payload                   as stored [B, ...] (when the database has one)
+ *   payload                   as stored [B, ...] (when the database has one;
+ *                             its offset is a multiple of PL_SLOT_PAGE)
  * and, when dense masks are asked for, mask = kept (not removed):
  *   edges/<type>/mask         |b1 [B, E_t]            (bool)
  *                             <u8 [B, ceil(E_t/64)]   (bits, LSB first)
@@ -32,6 +33,7 @@
 #define PL_SLOT_MAGIC "PLBATCH1"
 #define PL_SLOT_VERSION 1u
 #define PL_SLOT_ALIGN 64u
+#define PL_SLOT_PAGE 4096u   /* slots start on a page; so does the payload array */
 #define PL_SLOT_NAME_MAX 128u
 #define PL_SLOT_MAX_DIMS 10u
 

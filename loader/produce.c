@@ -31,7 +31,7 @@ int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err)
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->lock, NULL);
     p->o = *o;
-    p->payload_fd = -1;
+    p->payload_fd = p->payload_dfd = -1;
     PL_TRY(pl_db_open(o->db, &p->db, err));
     pl_plan_opts po = o->plan;
     po.n_samples = pl_db_info_get(p->db)->n_samples;
@@ -53,16 +53,16 @@ static int open_payload(pl__producer *p, pl_err *err)
     char path[4096];
     pl__path_join(path, sizeof path, p->o.db, PL_FILE_PAYLOAD);
     p->payload_offset = p->db->meta.payload_offset;
-    /* O_DIRECT when rows are whole pages (the header is page-padded), and the
-     * file system accepts it; otherwise reads go through the page cache,
-     * still straight into the slot. */
-    if (info->payload_row_bytes % PL_PAYLOAD_ALIGN == 0) {
-        p->payload_fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
-        p->payload_direct = p->payload_fd >= 0;
-    }
-    if (p->payload_fd < 0)
-        p->payload_fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_DIRECT when rows are whole pages (the header is page-padded, and the
+     * slot's payload region is page-aligned) and the file system accepts it;
+     * otherwise reads go through the page cache, still straight into the
+     * slot. */
+    p->payload_fd = open(path, O_RDONLY | O_CLOEXEC);
     PL_FAIL_IF(p->payload_fd < 0, err, -errno, "%s: %s", path, strerror(errno));
+    if (info->payload_row_bytes % PL_PAYLOAD_ALIGN == 0) {
+        p->payload_dfd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+        p->payload_direct = p->payload_dfd >= 0;
+    }
     return 0;
 }
 
@@ -105,8 +105,11 @@ static int read_payload(worker *w, unsigned char *dst, uint32_t n, pl_err *err)
 {
     pl__producer *p = w->p;
     uint64_t rb = p->cfg.payload_row_bytes;
+    /* Direct reads need a page-aligned destination: slots are page-aligned. */
+    int fd = p->payload_direct && (uintptr_t)dst % PL_PAYLOAD_ALIGN == 0 ? p->payload_dfd
+                                                                         : p->payload_fd;
     for (uint32_t i = 0; i < n; i++)
-        PL_TRY(pl__io_read(w->io, p->payload_fd, dst + i * rb, rb,
+        PL_TRY(pl__io_read(w->io, fd, dst + i * rb, rb,
                            p->payload_offset + w->rows[i] * rb, -1, i, err));
     return pl__io_submit(w->io, err);
 }
@@ -246,11 +249,13 @@ void pl__producer_free(pl__producer *p)
     free(p->th);
     if (p->payload_fd >= 0)
         close(p->payload_fd);
+    if (p->payload_dfd >= 0)
+        close(p->payload_dfd);
     pl_plan_free(p->plan);
     pl__table_free(&p->table);
     pl_graph_free(p->g);
     pl_db_close(p->db);
     pthread_mutex_destroy(&p->lock);
     memset(p, 0, sizeof *p);
-    p->payload_fd = -1;
+    p->payload_fd = p->payload_dfd = -1;
 }

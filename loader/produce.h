@@ -62,6 +62,7 @@ typedef struct pl__producer {
     pl__collate_cfg cfg;
     uint64_t slot_bytes;  /* a slot's size, a multiple of 4096 */
     int payload_fd;       /* -1 without payload */
+    int payload_dfd;      /* the same file opened O_DIRECT, or -1 */
     int payload_direct;   /* payload read with O_DIRECT */
     uint64_t payload_offset;
     /* run */

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import pertload
-from conftest import plan_batches, reaped, rings
+from conftest import Inputs, plan_batches, reaped, rings
 
 KINDS = ("gpr", "reaction", "rmr")
 
@@ -383,6 +383,19 @@ def test_payload_rows_are_the_sampled_rows(medium):
     for batch in pertload.Loader(medium.db, batch_size=64, shuffle=True, seed=8):
         assert batch.payload.dtype == np.float32 and batch.payload.shape == (len(batch), 8)
         np.testing.assert_array_equal(batch.payload, medium.payload[batch.row])
+
+
+def test_page_sized_payload_rows_are_read_directly(tmp_path):
+    # 1024 float32 = 4096-byte rows: the producer reads them with O_DIRECT into
+    # the page-aligned payload array of each slot (where the file system allows).
+    inputs = Inputs(tmp_path, 500, 1024)
+    seen = 0
+    for batch in pertload.Loader(inputs.db, batch_size=64, shuffle=True, seed=3):
+        assert batch.payload.shape == (len(batch), 1024)
+        assert batch.payload.ctypes.data % 4096 == 0
+        np.testing.assert_array_equal(batch.payload, inputs.payload[batch.row])
+        seen += len(batch)
+    assert seen == inputs.n
 
 
 def test_numpy_only_use_needs_no_torch(small):
