@@ -20,6 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -495,6 +500,56 @@ Test(io, environment_selects_the_backend)
         pl__io_close(io);
     }
     unsetenv("PERTLOAD_IO");
+}
+
+/* io_uring refused as a seccomp sandbox refuses it: io_uring_setup fails with
+ * EPERM. Run in a child, since a filter cannot be removed. */
+static void forbid_io_uring(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        _exit(10);
+}
+
+Test(io, auto_falls_back_to_pread_when_io_uring_is_refused)
+{
+    unsetenv("PERTLOAD_IO");
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        forbid_io_uring();
+        pl__io *io = NULL;
+        pl_err err = {0};
+        /* explicit io_uring: a clear failure naming the reason */
+        if (pl__io_open(&io, PL_IO_URING, 4, &err) != -EPERM || !strstr(err.msg, "io_uring"))
+            _exit(11);
+        /* AUTO: chosen at run time, reported as "pread", and it reads */
+        if (pl__io_open(&io, PL_IO_AUTO, 4, &err) != 0 || strcmp(pl__io_backend(io), "pread"))
+            _exit(12);
+        char b[32];
+        uint64_t tag;
+        int64_t res;
+        if (pl__io_read(io, F.fd, b, 32, 8192, -1, 7, &err) != 0 ||
+            pl__io_submit(io, &err) != 0 || pl__io_wait(io, &tag, &res, &err) != 0 ||
+            tag != 7 || res != 32 || memcmp(b, F.data + 8192, 32) != 0)
+            _exit(13);
+        pl__io_close(io);
+        _exit(0);
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "child ended by a signal");
+    cr_assert_eq(WEXITSTATUS(status), 0,
+                 "child exit %d (10 seccomp refused, 11 URING did not fail with EPERM, "
+                 "12 AUTO did not fall back, 13 the fallback read failed)",
+                 WEXITSTATUS(status));
 }
 
 /* --------------------------------------------------- the sample table */
