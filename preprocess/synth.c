@@ -304,12 +304,29 @@ static int out_path(const synth *s, char *buf, const char *name, pl_err *err)
     return 0;
 }
 
+/* Create `path` and any missing parents (as mkdir -p). */
 static int make_dir(const char *path, pl_err *err)
 {
     struct stat st;
     if (mkdir(path, 0777) == 0)
         return 0;
     int e = errno;
+    if (e == ENOENT) {
+        char parent[4096];
+        snprintf(parent, sizeof parent, "%s", path);
+        char *slash = strrchr(parent, '/');
+        while (slash && slash > parent && slash[1] == '\0') { /* trailing '/' */
+            *slash = '\0';
+            slash = strrchr(parent, '/');
+        }
+        if (slash && slash > parent) {
+            *slash = '\0';
+            PL_TRY(make_dir(parent, err));
+            if (mkdir(path, 0777) == 0)
+                return 0;
+            e = errno;
+        }
+    }
     if (e == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return 0;
     if (e == EEXIST)
