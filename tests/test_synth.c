@@ -1,0 +1,210 @@
+/* pertload synth: determinism, the shape of what it writes, and that its
+ * output builds into a database that verifies. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "preprocess/synth.h"
+#include "src/core/strtab.h"
+#include "testutil.h"
+
+static const struct {
+    const char *name;
+    uint64_t edges;
+} yeast[9] = {
+    {"physical", 144211},
+    {"regulatory", 44310},
+    {"tflink", 207250},
+    {"string12_0_neighborhood", 153320},
+    {"string12_0_fusion", 18394},
+    {"string12_0_cooccurence", 17692},
+    {"string12_0_coexpression", 1002806},
+    {"string12_0_experimental", 828701},
+    {"string12_0_database", 79224},
+};
+
+#define SCALE 0.05
+#define SAMPLES 5000u
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *p = malloc((size_t)n + 1);
+    cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    p[n] = '\0';
+    *len = (size_t)n;
+    return p;
+}
+
+static int synth(const char *out, uint64_t seed)
+{
+    pl_synth_opts o = {out, 400, SAMPLES, seed, SCALE, 4, 0};
+    pl_err err = {0};
+    int rc = pl__synth(&o, &err);
+    cr_assert_eq(rc, 0, "pl__synth(%s): %s", out, err.msg);
+    return rc;
+}
+
+static int same_file(const char *a_dir, const char *b_dir, const char *name)
+{
+    char *a = pl_test_path(a_dir, name), *b = pl_test_path(b_dir, name);
+    size_t la, lb;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    int same = la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    free(a);
+    free(b);
+    return same;
+}
+
+Test(synth, same_options_same_bytes_and_parents_are_created)
+{
+    char *dir = pl_test_tmpdir();
+    char *a = pl_test_path(dir, "a/nested/out"), *b = pl_test_path(dir, "b"),
+         *c = pl_test_path(dir, "c");
+    synth(a, 11);
+    synth(b, 11);
+    synth(c, 12);
+    static const char *const files[] = {"genes.txt", "reactions.txt", "gpr.tsv", "rmr.tsv",
+                                        "samples.tsv", "payload.npy",
+                                        "edges/physical.tsv",
+                                        "edges/string12_0_coexpression.tsv"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        cr_expect(same_file(a, b, files[i]), "%s differs between two runs", files[i]);
+    cr_expect(!same_file(a, c, "edges/physical.tsv"), "another seed gave the same edges");
+    free(a);
+    free(b);
+    free(c);
+    pl_test_rmtree(dir);
+    free(dir);
+}
+
+Test(synth, counts_mix_and_a_database_that_verifies)
+{
+    char *dir = pl_test_tmpdir();
+    char *in = pl_test_path(dir, "in");
+    synth(in, 5);
+    /* Edge files: the yeast counts times the scale, self-loops and repeats. */
+    pl_strtab genes;
+    cr_assert_eq(pl__strtab_init(&genes), 0);
+    size_t len;
+    char *gpath = pl_test_path(in, "genes.txt"), *text = slurp(gpath, &len);
+    for (char *save = NULL, *tok = strtok_r(text, "\n", &save); tok;
+         tok = strtok_r(NULL, "\n", &save))
+        cr_assert_geq(pl__strtab_intern(&genes, tok, strlen(tok), NULL), 0);
+    cr_expect_eq(genes.n, 400);
+    free(text);
+    free(gpath);
+    uint64_t total = 0;
+    for (int t = 0; t < 9; t++) {
+        char name[96];
+        snprintf(name, sizeof name, "edges/%s.tsv", yeast[t].name);
+        char *p = pl_test_path(in, name);
+        text = slurp(p, &len);
+        uint64_t lines = 0, loops = 0;
+        for (char *save = NULL, *ln = strtok_r(text, "\n", &save); ln;
+             ln = strtok_r(NULL, "\n", &save), lines++) {
+            char s[64], d[64];
+            cr_assert_geq(sscanf(ln, "%63s %63s", s, d), 2, "%s: '%s'", name, ln);
+            cr_assert_geq(pl__strtab_find(&genes, s, strlen(s)), 0, "%s: gene %s", name, s);
+            loops += !strcmp(s, d);
+        }
+        cr_expect_eq(lines, (uint64_t)llround((double)yeast[t].edges * SCALE), "%s: %llu edges",
+                     name, (unsigned long long)lines);
+        if (yeast[t].edges * SCALE > 10000)
+            cr_expect_gt(loops, 0, "%s has no self-loop", name);
+        total += lines;
+        free(text);
+        free(p);
+    }
+    pl__strtab_free(&genes);
+    /* Samples: header, SAMPLES rows, mostly double deletions, 1-3 genes. */
+    char *sp = pl_test_path(in, "samples.tsv");
+    text = slurp(sp, &len);
+    uint64_t rows = 0, by_size[4] = {0};
+    char *save = NULL, *ln = strtok_r(text, "\n", &save);
+    cr_expect_str_eq(ln, "id\tgenes\tfitness\tgene_interaction");
+    while ((ln = strtok_r(NULL, "\n", &save))) {
+        char *g = strchr(ln, '\t');
+        cr_assert_not_null(g);
+        uint32_t k = 1;
+        for (char *q = g + 1; *q && *q != '\t'; q++)
+            k += *q == ';';
+        cr_assert(k >= 1 && k <= 3, "row %llu has %u genes", (unsigned long long)rows, k);
+        by_size[k]++;
+        rows++;
+    }
+    free(text);
+    free(sp);
+    cr_expect_eq(rows, SAMPLES);
+    cr_expect_gt(by_size[2], SAMPLES * 9 / 10, "%llu double deletions",
+                 (unsigned long long)by_size[2]);
+    cr_expect_gt(by_size[3], 0);
+    /* build-args.txt builds, and the database verifies. */
+    char *ap = pl_test_path(in, "build-args.txt");
+    text = slurp(ap, &len);
+    const char *args[64];
+    int n = 0;
+    for (char *sv = NULL, *a = strtok_r(text, "\n", &sv); a && n < 64;
+         a = strtok_r(NULL, "\n", &sv))
+        args[n++] = a;
+    pl_build_opts o = {0};
+    const char *names[9], *files[9];
+    for (int i = 0; i + 1 < n; i += 2) {
+        const char *opt = args[i], *v = args[i + 1];
+        if (!strcmp(opt, "--genes"))
+            o.genes = v;
+        else if (!strcmp(opt, "--reactions"))
+            o.reactions = v;
+        else if (!strcmp(opt, "--gpr"))
+            o.gpr = v;
+        else if (!strcmp(opt, "--rmr"))
+            o.rmr = v;
+        else if (!strcmp(opt, "--samples"))
+            o.samples = v;
+        else if (!strcmp(opt, "--payload"))
+            o.payload = v;
+        else if (!strcmp(opt, "--edges")) {
+            cr_assert_lt(o.n_types, 9);
+            const char *eq = strchr(v, '=');
+            cr_assert_not_null(eq);
+            names[o.n_types] = strndup(v, (size_t)(eq - v));
+            files[o.n_types++] = eq + 1;
+        } else {
+            cr_assert_fail("unexpected build argument %s", opt);
+        }
+    }
+    cr_assert_eq(o.n_types, 9);
+    o.type_names = names;
+    o.type_files = files;
+    char *db = pl_test_path(dir, "db");
+    o.out = db;
+    pl_err err = {0};
+    pl_build_stats st;
+    cr_assert_eq(pl_build(&o, &st, &err), 0, "%s", err.msg);
+    cr_expect_eq(st.n_edges, total);
+    cr_expect_eq(st.n_samples, SAMPLES);
+    cr_expect_gt(st.n_reactions, 0);
+    cr_expect_gt(st.n_rmr, 0);
+    pl_db *d;
+    cr_assert_eq(pl_db_open(db, &d, &err), 0, "%s", err.msg);
+    cr_expect_eq(pl_db_verify(d, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(pl_db_info_get(d)->payload_dtype, "<f4");
+    pl_db_close(d);
+    for (size_t i = 0; i < o.n_types; i++)
+        free((char *)names[i]);
+    free(text);
+    free(ap);
+    free(db);
+    free(in);
+    pl_test_rmtree(dir);
+    free(dir);
+}
