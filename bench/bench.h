@@ -15,4 +15,8 @@ int pl_bench_collate(int argc, char **argv);
  *  times; without one it says so and measures through the host backend. */
 int pl_bench_gpu(int argc, char **argv);
 
+/** `pertload bench payload DB [--batch-size B] [--threads T] [--shuffle]`:
+ *  payload streaming beside the raw sequential read of the same file. */
+int pl_bench_payload(int argc, char **argv);
+
 #endif

@@ -108,9 +108,14 @@ static int read_payload(worker *w, unsigned char *dst, uint32_t n, pl_err *err)
     /* Direct reads need a page-aligned destination: slots are page-aligned. */
     int fd = p->payload_direct && (uintptr_t)dst % PL_PAYLOAD_ALIGN == 0 ? p->payload_dfd
                                                                          : p->payload_fd;
-    for (uint32_t i = 0; i < n; i++)
-        PL_TRY(pl__io_read(w->io, fd, dst + i * rb, rb,
+    /* Rows that follow each other in the file and in the batch (an in-order
+     * plan) are read together: one read per run, tagged with its first row. */
+    for (uint32_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && w->rows[j] == w->rows[j - 1] + 1; j++)
+            ;
+        PL_TRY(pl__io_read(w->io, fd, dst + i * rb, (j - i) * rb,
                            p->payload_offset + w->rows[i] * rb, -1, i, err));
+    }
     return pl__io_submit(w->io, err);
 }
 

@@ -385,12 +385,14 @@ def test_payload_rows_are_the_sampled_rows(medium):
         np.testing.assert_array_equal(batch.payload, medium.payload[batch.row])
 
 
-def test_page_sized_payload_rows_are_read_directly(tmp_path):
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_page_sized_payload_rows_are_read_directly(tmp_path, shuffle):
     # 1024 float32 = 4096-byte rows: the producer reads them with O_DIRECT into
-    # the page-aligned payload array of each slot (where the file system allows).
+    # the page-aligned payload array of each slot (where the file system allows);
+    # in order, runs of consecutive rows are read together.
     inputs = Inputs(tmp_path, 500, 1024)
     seen = 0
-    for batch in pertload.Loader(inputs.db, batch_size=64, shuffle=True, seed=3):
+    for batch in pertload.Loader(inputs.db, batch_size=64, shuffle=shuffle, seed=3):
         assert batch.payload.shape == (len(batch), 1024)
         assert batch.payload.ctypes.data % 4096 == 0
         np.testing.assert_array_equal(batch.payload, inputs.payload[batch.row])

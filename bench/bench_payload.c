@@ -1,0 +1,168 @@
+/* Payload streaming beside the raw sequential read of the same file, in one
+ * run. Both start from a cold page cache (POSIX_FADV_DONTNEED on the file).
+ *
+ *   sequential  the payload data read front to back in 4 MiB reads (O_DIRECT
+ *               where the file system allows, as the producer uses it)
+ *   pertload    the producer of `serve` (worker threads, io backend, payload
+ *               rows read straight into page-aligned slots while the batch is
+ *               collated) over an epoch plan, into slots recycled at once */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "loader/produce.h"
+#include "src/core/db.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/core/progress.h"
+
+#define SEQ_CHUNK ((size_t)4 << 20)
+
+typedef struct pool {
+    unsigned char *mem;
+    uint64_t slot_bytes;
+    uint32_t n;
+    _Atomic uint64_t samples;
+} pool;
+
+static int pool_acquire(void *ctx, uint64_t b, unsigned char **slot, pl_err *err)
+{
+    pool *p = ctx;
+    (void)err;
+    *slot = p->mem + (b % p->n) * p->slot_bytes;
+    return 0;
+}
+
+static void pool_publish(void *ctx, uint64_t b, uint32_t n)
+{
+    pool *p = ctx;
+    (void)b;
+    atomic_fetch_add(&p->samples, n);
+}
+
+static void drop_cache(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        fdatasync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+    }
+}
+
+/* Bytes/s of reading [off, off + len) of `path` front to back. */
+static int sequential(const char *path, uint64_t off, uint64_t len, double *rate, int *direct,
+                      pl_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+    *direct = fd >= 0 && off % 4096 == 0;
+    if (fd >= 0 && !*direct)
+        close(fd);
+    if (!*direct)
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    PL_FAIL_IF(fd < 0, err, -errno, "%s: %s", path, strerror(errno));
+    unsigned char *buf = aligned_alloc(4096, SEQ_CHUNK);
+    int rc = buf ? 0 : pl__err(err, -ENOMEM, "out of memory");
+    double t0 = pl__now();
+    for (uint64_t at = 0; rc == 0 && at < len; at += SEQ_CHUNK) {
+        size_t n = (size_t)(len - at < SEQ_CHUNK ? len - at : SEQ_CHUNK);
+        size_t rd = *direct ? (n + 4095) & ~(size_t)4095 : n; /* whole pages */
+        ssize_t got = pread(fd, buf, rd, (off_t)(off + at));
+        if (got < (ssize_t)n)
+            rc = pl__err(err, got < 0 ? -errno : PL_ECORRUPT, "%s: read failed", path);
+    }
+    double dt = pl__now() - t0;
+    *rate = dt > 0 ? (double)len / dt : 0;
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+int pl_bench_payload(int argc, char **argv)
+{
+    const char *usage = "usage: pertload bench payload DB [--batch-size B] [--threads T] "
+                        "[--shuffle]\n";
+    const char *path = NULL;
+    unsigned long long B = 64, T = 2;
+    int shuffle = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--batch-size") && i + 1 < argc)
+            B = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            T = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--shuffle"))
+            shuffle = 1;
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else {
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (!path || !B || !T) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    pl_err err = {0};
+    pl__producer p;
+    pool pl = {0};
+    char file[4096];
+    pl__path_join(file, sizeof file, path, PL_FILE_PAYLOAD);
+    pl__produce_opts po = {.db = path,
+                           .plan = {.seed = 1, .world_size = 1, .batch_size = (uint32_t)B,
+                                    .shuffle = shuffle},
+                           .threads = (uint32_t)T};
+    int rc = pl__producer_init(&p, &po, &err);
+    if (rc == 0 && !pl_db_info_get(p.db)->payload_dtype[0])
+        rc = pl__err(&err, PL_EUSAGE, "%s has no payload", path);
+    if (rc == 0)
+        rc = pl__producer_load(&p, &err);
+    uint64_t rows = p.db ? p.db->meta.n_samples : 0;
+    uint64_t row_bytes = rc == 0 ? p.cfg.payload_row_bytes : 0, data = rows * row_bytes;
+    pl.n = (uint32_t)T * 2;
+    pl.slot_bytes = p.slot_bytes;
+    if (rc == 0 && !(pl.mem = aligned_alloc(4096, pl.n * pl.slot_bytes)))
+        rc = pl__err(&err, -ENOMEM, "out of memory");
+    double seq = 0, t_pl = 0;
+    int direct = 0;
+    if (rc == 0) {
+        memset(pl.mem, 0, pl.n * pl.slot_bytes);
+        drop_cache(file);
+        rc = sequential(file, p.payload_offset, data, &seq, &direct, &err);
+    }
+    if (rc == 0) {
+        pl__sink sink = {&pl, pool_acquire, pool_publish, NULL};
+        drop_cache(file);
+        double t0 = pl__now();
+        rc = pl__producer_start(&p, &sink, &err);
+        if (rc == 0)
+            rc = pl__producer_join(&p, &err);
+        t_pl = pl__now() - t0;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "pertload bench payload: %s\n", err.msg);
+    } else {
+        double got = (double)atomic_load(&pl.samples) * (double)row_bytes;
+        double rate = t_pl > 0 ? got / t_pl : 0;
+        printf("payload %s: %llu rows of %llu bytes (%.1f MB), page cache dropped before each\n",
+               file, (unsigned long long)rows, (unsigned long long)row_bytes, data / 1e6);
+        printf("  %-40s %8.3f GB/s\n",
+               direct ? "sequential 4 MiB reads, O_DIRECT" : "sequential 4 MiB reads, buffered",
+               seq / 1e9);
+        printf("  %-40s %8.3f GB/s  %5.0f%% of sequential (%llu samples/s)\n",
+               p.payload_direct ? "pertload producer, rows O_DIRECT"
+                                : "pertload producer, rows buffered",
+               rate / 1e9, seq > 0 ? 100 * rate / seq : 0,
+               (unsigned long long)(t_pl > 0 ? (double)atomic_load(&pl.samples) / t_pl : 0));
+        printf("  (%s plan, batches of %llu, %llu worker threads, masks collated too)\n",
+               shuffle ? "shuffled" : "in-order", B, T);
+    }
+    free(pl.mem);
+    pl__producer_free(&p);
+    return rc < 0 ? 1 : 0;
+}
