@@ -3,6 +3,9 @@
 #ifndef PL_CLI_H
 #define PL_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "pertload.h"
 
 int pl_cmd_synth(int argc, char **argv);
@@ -20,6 +23,9 @@ int pl_cli_fail(const char *cmd, int rc, const pl_err *err);
 /** Print a usage error for CMD and return exit status 2. */
 int pl_cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/** `bytes` in binary units for people ("512 B", "3.1 MiB") into `buf`. */
+void pl_cli_bytes(char *buf, size_t cap, uint64_t bytes);
 
 /** Parse an unsigned integer argument; returns -1 (and prints) on bad input. */
 int pl_cli_u64(const char *cmd, const char *opt, const char *s, unsigned long long *out);

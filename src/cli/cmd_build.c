@@ -11,15 +11,6 @@ static const char usage[] =
     "       [--gpr F] [--rmr F] --samples F [--payload F.npy] [--drop-unknown-genes]\n"
     "       [--quiet]";
 
-static void human(char *buf, size_t cap, double bytes)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (bytes >= 1024 && i < 4)
-        bytes /= 1024, i++;
-    snprintf(buf, cap, "%.1f %s", bytes, u[i]);
-}
-
 int pl_cmd_build(int argc, char **argv)
 {
     const char *cmd = "build";
@@ -126,9 +117,9 @@ int pl_cmd_build(int argc, char **argv)
                 (unsigned long long)st.dropped_gpr, (unsigned long long)st.dropped_samples);
     if (!quiet) {
         char g[32], s[32], p[32];
-        human(g, sizeof g, (double)st.graph_bytes);
-        human(s, sizeof s, (double)st.sample_bytes);
-        human(p, sizeof p, (double)st.payload_bytes);
+        pl_cli_bytes(g, sizeof g, st.graph_bytes);
+        pl_cli_bytes(s, sizeof s, st.sample_bytes);
+        pl_cli_bytes(p, sizeof p, st.payload_bytes);
         printf("built %s in %.2f s: %llu genes, %llu edges (%llu under min score), "
                "%llu reactions, %llu metabolites, %llu GPR, %llu RMR, %llu samples, "
                "%llu labels\n", o.out, st.seconds, (unsigned long long)st.n_genes,

@@ -65,21 +65,6 @@ static const pl_ring_stats *find(const pl_ring_stats *v, int n, const pl_ring_st
     return NULL;
 }
 
-static void human_bytes(char *buf, size_t cap, uint64_t b)
-{
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(buf, cap, "%llu B", (unsigned long long)b);
-    else
-        snprintf(buf, cap, "%.1f %s", v, unit[u]);
-}
-
 static void percent(char *buf, size_t cap, uint64_t now, uint64_t before, double dt)
 {
     double p = now >= before ? (double)(now - before) * 1e-9 / dt * 100.0 : 0.0;
@@ -104,7 +89,7 @@ static void print_table(const pl_ring_stats *cur, int n, const pl_ring_stats *pr
             snprintf(cons, sizeof cons, "%d", (int)r->consumer_pid);
         else
             snprintf(cons, sizeof cons, "-");
-        human_bytes(size, sizeof size, r->slot_bytes);
+        pl_cli_bytes(size, sizeof size, r->slot_bytes);
         snprintf(slots, sizeof slots, "%u x %s", r->n_slots, size);
         unsigned long long done = r->batches_consumed, total = r->n_batches;
         if (total)

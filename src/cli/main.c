@@ -43,6 +43,21 @@ int pl_cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
     return 2;
 }
 
+void pl_cli_bytes(char *buf, size_t cap, uint64_t bytes)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, cap, "%.1f %s", v, unit[u]);
+}
+
 int pl_cli_u64(const char *cmd, const char *opt, const char *s, unsigned long long *out)
 {
     char *end;
