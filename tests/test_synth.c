@@ -28,21 +28,6 @@ static const struct {
 #define SCALE 0.05
 #define SAMPLES 5000u
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)n + 1);
-    cr_assert_eq(fread(p, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    p[n] = '\0';
-    *len = (size_t)n;
-    return p;
-}
-
 static int synth(const char *out, uint64_t seed)
 {
     pl_synth_opts o = {out, 400, SAMPLES, seed, SCALE, 4, 0};
@@ -56,7 +41,7 @@ static int same_file(const char *a_dir, const char *b_dir, const char *name)
 {
     char *a = pl_test_path(a_dir, name), *b = pl_test_path(b_dir, name);
     size_t la, lb;
-    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    char *x = pl_test_read_file(a, &la), *y = pl_test_read_file(b, &lb);
     int same = la == lb && memcmp(x, y, la) == 0;
     free(x);
     free(y);
@@ -96,7 +81,7 @@ Test(synth, counts_mix_and_a_database_that_verifies)
     pl_strtab genes;
     cr_assert_eq(pl__strtab_init(&genes), 0);
     size_t len;
-    char *gpath = pl_test_path(in, "genes.txt"), *text = slurp(gpath, &len);
+    char *gpath = pl_test_path(in, "genes.txt"), *text = pl_test_read_file(gpath, &len);
     for (char *save = NULL, *tok = strtok_r(text, "\n", &save); tok;
          tok = strtok_r(NULL, "\n", &save))
         cr_assert_geq(pl__strtab_intern(&genes, tok, strlen(tok), NULL), 0);
@@ -108,7 +93,7 @@ Test(synth, counts_mix_and_a_database_that_verifies)
         char name[96];
         snprintf(name, sizeof name, "edges/%s.tsv", yeast[t].name);
         char *p = pl_test_path(in, name);
-        text = slurp(p, &len);
+        text = pl_test_read_file(p, &len);
         uint64_t lines = 0, loops = 0;
         for (char *save = NULL, *ln = strtok_r(text, "\n", &save); ln;
              ln = strtok_r(NULL, "\n", &save), lines++) {
@@ -128,7 +113,7 @@ Test(synth, counts_mix_and_a_database_that_verifies)
     pl__strtab_free(&genes);
     /* Samples: header, SAMPLES rows, mostly double deletions, 1-3 genes. */
     char *sp = pl_test_path(in, "samples.tsv");
-    text = slurp(sp, &len);
+    text = pl_test_read_file(sp, &len);
     uint64_t rows = 0, by_size[4] = {0};
     char *save = NULL, *ln = strtok_r(text, "\n", &save);
     cr_expect_str_eq(ln, "id\tgenes\tfitness\tgene_interaction");
@@ -150,7 +135,7 @@ Test(synth, counts_mix_and_a_database_that_verifies)
     cr_expect_gt(by_size[3], 0);
     /* build-args.txt builds, and the database verifies. */
     char *ap = pl_test_path(in, "build-args.txt");
-    text = slurp(ap, &len);
+    text = pl_test_read_file(ap, &len);
     const char *args[64];
     int n = 0;
     for (char *sv = NULL, *a = strtok_r(text, "\n", &sv); a && n < 64;

@@ -1,6 +1,5 @@
 #include "testdb.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,41 +13,12 @@
 #include "src/core/sstore.h"
 #include "testutil.h"
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "testdb: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
-}
-
 static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p)
-        die("out of memory");
+        pl_test_die("out of memory");
     return p;
-}
-
-static unsigned char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        die("%s: cannot open", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = xmalloc((size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-        die("%s: short read", path);
-    fclose(f);
-    buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
 }
 
 /* Build from build-args.txt: option lines each followed by their value. */
@@ -57,7 +27,7 @@ static void build(pl_test_db *t, const char *in)
     char p[4608];
     snprintf(p, sizeof p, "%s/build-args.txt", in);
     size_t len;
-    char *args = (char *)read_file(p, &len);
+    char *args = pl_test_read_file(p, &len);
     const char *names[PL_MAX_TYPES], *files[PL_MAX_TYPES];
     pl_build_opts o = {0};
     o.type_names = names;
@@ -66,11 +36,11 @@ static void build(pl_test_db *t, const char *in)
     for (char *opt = strtok_r(args, "\n", &save); opt; opt = strtok_r(NULL, "\n", &save)) {
         char *v = strtok_r(NULL, "\n", &save);
         if (!v)
-            die("build-args.txt: %s without a value", opt);
+            pl_test_die("build-args.txt: %s without a value", opt);
         if (!strcmp(opt, "--edges")) {
             char *eq = strchr(v, '=');
             if (!eq || o.n_types == PL_MAX_TYPES)
-                die("build-args.txt: --edges %s", v);
+                pl_test_die("build-args.txt: --edges %s", v);
             *eq = 0;
             names[o.n_types] = v;
             files[o.n_types++] = eq + 1;
@@ -87,13 +57,13 @@ static void build(pl_test_db *t, const char *in)
         } else if (!strcmp(opt, "--payload")) {
             o.payload = v;
         } else {
-            die("build-args.txt: unknown option %s", opt);
+            pl_test_die("build-args.txt: unknown option %s", opt);
         }
     }
     o.out = t->path;
     pl_err err = {0};
     if (pl_build(&o, NULL, &err) != 0)
-        die("pl_build: %s", err.msg);
+        pl_test_die("pl_build: %s", err.msg);
     free(args);
 }
 
@@ -104,7 +74,7 @@ static int32_t *array(pl_test_db *t, int which, uint64_t count)
     pl_err err = {0};
     int64_t n = pl_db_graph_array(t->db, which, a, cap, &err);
     if (n < 0)
-        die("graph array %d: %s", which, err.msg);
+        pl_test_die("graph array %d: %s", which, err.msg);
     return a;
 }
 
@@ -119,10 +89,10 @@ void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double
     pl_synth_opts so = {in, n_genes, n_samples, seed, scale, payload_dim, 0};
     pl_err err = {0};
     if (pl__synth(&so, &err) != 0)
-        die("synth: %s", err.msg);
+        pl_test_die("synth: %s", err.msg);
     build(t, in);
     if (pl_db_open(t->path, &t->db, &err) != 0)
-        die("open: %s", err.msg);
+        pl_test_die("open: %s", err.msg);
     const pl_db_info *info = pl_db_info_get(t->db);
     t->n_types = info->n_types;
     t->n_lists = info->n_types + (info->has_metabolism ? 3 : 0);
@@ -145,11 +115,11 @@ void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double
         char p[4352];
         snprintf(p, sizeof p, "%s/%s", t->path, PL_FILE_PAYLOAD);
         size_t len;
-        unsigned char *file = read_file(p, &len);
+        unsigned char *file = (unsigned char *)pl_test_read_file(p, &len);
         t->payload_row_bytes = info->payload_row_bytes;
         uint64_t need = t->payload_row_bytes * t->n_samples, off = t->db->meta.payload_offset;
         if (off + need > len)
-            die("payload.npy: %zu bytes, expected %llu", len, (unsigned long long)(off + need));
+            pl_test_die("payload.npy: %zu bytes, expected %llu", len, (unsigned long long)(off + need));
         t->payload = xmalloc(need);
         memcpy(t->payload, file + off, need);
         free(file);
@@ -181,7 +151,7 @@ void pl_test_db_pert(const pl_test_db *t, uint64_t row, unsigned char *P)
     pl_sample s;
     pl_err err = {0};
     if (pl_db_sample(t->db, row, &s, &err) != 0)
-        die("sample %llu: %s", (unsigned long long)row, err.msg);
+        pl_test_die("sample %llu: %s", (unsigned long long)row, err.msg);
     memset(P, 0, t->n_genes);
     for (uint32_t i = 0; i < s.n_genes; i++)
         P[s.genes[i]] = 1;
@@ -204,7 +174,7 @@ uint64_t pl_test_oracle(const pl_test_db *t, uint32_t k, const unsigned char *P,
         uint64_t n_rmr = t->len[t->n_types + PL_LIST_RMR];
         unsigned char *gone = calloc(t->n_rx ? t->n_rx : 1, 1);
         if (!gone)
-            die("out of memory");
+            pl_test_die("out of memory");
         /* a reaction is removed when any of its GPR genes is deleted */
         for (uint64_t i = 0; i < n_gpr; i++)
             if (P[t->gpr[i]])
@@ -259,19 +229,19 @@ void pl_test_db_corrupt_block(const pl_test_db *t, uint32_t b)
     snprintf(p, sizeof p, "%s/%s", t->path, PL_FILE_SAMPLES);
     FILE *f = fopen(p, "r+b");
     if (!f)
-        die("%s: cannot open", p);
+        pl_test_die("%s: cannot open", p);
     uint64_t off = PL_SSTORE_HEADER;
     for (uint32_t i = 0;; i++) {
         uint32_t h[4];
         if (fseek(f, (long)off, SEEK_SET) != 0 || fread(h, sizeof h, 1, f) != 1 ||
             h[0] != PL_BLOCK_MAGIC)
-            die("%s: no block %u", p, b);
+            pl_test_die("%s: no block %u", p, b);
         if (i == b) {
             long at = (long)(off + PL_BLOCK_HEADER + h[1] / 2);
             unsigned char c;
             fseek(f, at, SEEK_SET);
             if (fread(&c, 1, 1, f) != 1)
-                die("%s: short read", p);
+                pl_test_die("%s: short read", p);
             c ^= 0xFF;
             fseek(f, at, SEEK_SET);
             fwrite(&c, 1, 1, f);
@@ -280,16 +250,16 @@ void pl_test_db_corrupt_block(const pl_test_db *t, uint32_t b)
         off += PL_BLOCK_HEADER + h[1];
     }
     if (fclose(f) != 0)
-        die("%s: write failed", p);
+        pl_test_die("%s: write failed", p);
 }
 
 void pl_test_db_load(pl_test_db *t)
 {
     pl_err err = {0};
     if (pl_graph_load(t->db, &t->g, &err) != 0)
-        die("graph: %s", err.msg);
+        pl_test_die("graph: %s", err.msg);
     if (pl__table_load(t->db, t->g, PL_IO_AUTO, &t->table, &err) != 0)
-        die("sample table: %s", err.msg);
+        pl_test_die("sample table: %s", err.msg);
     uint64_t most = 0;
     for (uint32_t k = 0; k <= t->n_lists; k++)
         most = t->len[k] > most ? t->len[k] : most;
@@ -312,7 +282,7 @@ uint32_t pl_test_collate(pl_test_db *t, const pl_plan *plan, uint32_t B, uint64_
     }
     uint32_t n = pl_plan_batch(plan, pb, rows);
     if (n == 0)
-        die("plan batch %llu is past the plan", (unsigned long long)pb);
+        pl_test_die("plan batch %llu is past the plan", (unsigned long long)pb);
     uint64_t *ids = xmalloc(8 * (size_t)n);
     uint32_t *ng = xmalloc(4 * (size_t)n);
     const int32_t **genes = xmalloc(sizeof *genes * n);
@@ -332,7 +302,7 @@ uint32_t pl_test_collate(pl_test_db *t, const pl_plan *plan, uint32_t B, uint64_
     pl_err err = {0};
     if (pl__collate(&c, &src, t->want, cap, pb, epoch, t->scratch,
                     t->table.max_kind_bound + PL__MASKS_PAD, &err) != 0)
-        die("collate: %s", err.msg);
+        pl_test_die("collate: %s", err.msg);
     free(ids);
     free(ng);
     free(genes);
@@ -411,7 +381,7 @@ void pl_test_expand_case_make(pl_test_expand_case *c, uint32_t dense, uint64_t s
     c->want = xmalloc(want_bytes);
     unsigned char *kept = xmalloc(lens[5] + 1);
     if (!c->slot)
-        die("out of memory");
+        pl_test_die("out of memory");
     for (uint32_t k = 0; k < L; k++) {
         pl__expand_list *l = &c->job.list[k];
         uint64_t row = pl__expand_row_bytes(dense, lens[k]);

@@ -53,6 +53,23 @@ void pl_test_write_bytes(const char *path, const void *data, size_t len)
         pl_test_die("%s: cannot write: %s", path, strerror(errno));
 }
 
+char *pl_test_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        pl_test_die("%s: cannot open: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
+        pl_test_die("%s: cannot read", path);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
 char *pl_test_write(const char *dir, const char *name, const char *text)
 {
     char *p = pl_test_path(dir, name);

@@ -26,6 +26,9 @@ char *pl_test_path(const char *dir, const char *name);
 /** Write `len` bytes to `path`, created or truncated. */
 void pl_test_write_bytes(const char *path, const void *data, size_t len);
 
+/** The whole file at `path`, malloc'd and NUL-terminated; `*len` its size. */
+char *pl_test_read_file(const char *path, size_t *len);
+
 /** Write `text` to dir/name; returns the malloc'd full path. */
 char *pl_test_write(const char *dir, const char *name, const char *text);
 
