@@ -19,4 +19,8 @@ int pl_bench_gpu(int argc, char **argv);
  *  payload streaming beside the raw sequential read of the same file. */
 int pl_bench_payload(int argc, char **argv);
 
+/** `pertload bench memory [--mib M] [--reps R]`: memset and memcpy bandwidth
+ *  of one core, the roofline of dense outputs. */
+int pl_bench_memory(int argc, char **argv);
+
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "json.h"
 #include "collate/collate.h"
 #include "loader/io.h"
 #include "loader/plan.h"
@@ -91,12 +92,29 @@ static int collate_run(pl_db *db, pl_graph *g, const pl__table *t, pl_plan *plan
 
 int pl_bench_collate(int argc, char **argv)
 {
-    const char *usage = "usage: pertload bench collate DB [--batch-size B] [--samples N]\n";
-    const char *path = NULL;
+    const char *usage = "usage: pertload bench collate DB [--batch-size B] [--samples N] "
+                        "[--outputs sparse,bits,bool] [--json FILE]\n";
+    static const char *const names[3] = {"sparse", "bits", "bool"};
+    const char *path = NULL, *json = NULL;
     unsigned long long B = 64, n_samples = 200000;
+    int want[3] = {1, 1, 1};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--batch-size") && i + 1 < argc)
             B = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
+        else if (!strcmp(argv[i], "--outputs") && i + 1 < argc) {
+            const char *o = argv[++i];
+            for (int k = 0; k < 3; k++) {
+                const char *at = strstr(o, names[k]);
+                size_t len = strlen(names[k]);
+                want[k] = at && (at == o || at[-1] == ',') && (at[len] == ',' || !at[len]);
+            }
+            if (!want[0] && !want[1] && !want[2]) {
+                fputs(usage, stderr);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
             n_samples = strtoull(argv[++i], NULL, 10);
         else if (argv[i][0] != '-' && !path)
@@ -110,6 +128,9 @@ int pl_bench_collate(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
+    pl_bench_json j;
+    if (pl_bench_json_open(&j, json) < 0)
+        return 1;
     pl_err err = {0};
     pl_db *db = NULL;
     pl_graph *g = NULL;
@@ -132,8 +153,9 @@ int pl_bench_collate(int argc, char **argv)
            "buffer; roofline = memset of the same bytes per batch\n", B);
     printf("  %-7s %9s %14s %12s %14s %16s %9s\n", "output", "samples", "samples/s",
            "MB/batch", "GB/s written", "memset samples/s", "of memset");
-    static const char *const names[3] = {"sparse", "bits", "bool"};
     for (uint32_t dense = 0; rc == 0 && dense < 3; dense++) {
+        if (!want[dense])
+            continue;
         run r;
         /* Dense bool writes ~2.5 MB a sample: fewer samples keep it short. */
         uint64_t want = dense == PL_DENSE_BOOL ? n_samples / 20 : dense ? n_samples / 4
@@ -149,6 +171,16 @@ int pl_bench_collate(int argc, char **argv)
                (double)r.bytes / (double)(r.samples / B ? r.samples / B : 1) / 1e6,
                r.secs > 0 ? (double)r.bytes / r.secs / 1e9 : 0, roof,
                roof > 0 ? 100.0 * rate / roof : 0);
+        char key[64];
+        snprintf(key, sizeof key, "%s_samples_per_s", names[dense]);
+        pl_bench_json_num(&j, key, rate);
+        pl_bench_json_num(&j, "batch_size", (double)B);
+        snprintf(key, sizeof key, "%s_memset_samples_per_s", names[dense]);
+        pl_bench_json_num(&j, key, roof);
+        snprintf(key, sizeof key, "%s_bytes_per_sample", names[dense]);
+        pl_bench_json_num(&j, key, r.samples ? (double)r.bytes / (double)r.samples : 0);
+        snprintf(key, sizeof key, "%s_samples", names[dense]);
+        pl_bench_json_num(&j, key, (double)r.samples);
     }
     if (rc < 0)
         fprintf(stderr, "pertload bench collate: %s\n", err.msg);
@@ -157,5 +189,7 @@ out:
     pl__table_free(&t);
     pl_graph_free(g);
     pl_db_close(db);
+    if (pl_bench_json_close(&j) < 0)
+        rc = -1;
     return rc < 0 ? 1 : 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "json.h"
 #include "collate/slot.h"
 #include "loader/expand.h"
 #include "loader/loader.h"
@@ -25,6 +26,7 @@ typedef struct opts {
     const char *db;
     uint32_t batch, threads;
     uint64_t batches;
+    pl_bench_json *json; /* figures for the report driver */
 } opts;
 
 typedef struct pass {
@@ -188,6 +190,11 @@ static int device_times(const opts *o, const pass *host, pl_err *err)
                bool_ms > 0 ? (double)mask_bytes[1] / (bool_ms / 1e3) / 1e9 : 0);
         printf("  copy + bits: %.0f samples/s of device time\n",
                (double)samples / ((copy_ms + bits_ms) / 1e3));
+        pl_bench_json_num(o->json, "device_copy_ms_per_batch", copy_ms / (double)n);
+        pl_bench_json_num(o->json, "device_copy_bytes_per_s",
+                          copy_ms > 0 ? (double)bytes / (copy_ms / 1e3) : 0);
+        pl_bench_json_num(o->json, "device_bits_ms_per_batch", bits_ms / (double)n);
+        pl_bench_json_num(o->json, "device_bool_ms_per_batch", bool_ms / (double)n);
     }
     if (u)
         ops->drain(u, NULL);
@@ -210,8 +217,10 @@ static int device_times(const opts *o, const pass *host, pl_err *err)
 int pl_bench_gpu(int argc, char **argv)
 {
     const char *usage = "usage: pertload bench gpu DB [--batch-size B] [--batches N] "
-                        "[--threads T]\n";
-    opts o = {NULL, 64, 2, 200};
+                        "[--threads T] [--json FILE]\n";
+    pl_bench_json j;
+    const char *json = NULL;
+    opts o = {NULL, 64, 2, 200, &j};
     for (int i = 1; i < argc; i++) {
         unsigned long long v = 0;
         if (i + 1 < argc && (!strcmp(argv[i], "--batch-size") || !strcmp(argv[i], "--batches") ||
@@ -224,6 +233,8 @@ int pl_bench_gpu(int argc, char **argv)
             else
                 o.threads = (uint32_t)(v > 256 ? 0 : v);
             i++;
+        } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+            json = argv[++i];
         } else if (argv[i][0] != '-' && !o.db) {
             o.db = argv[i];
         } else {
@@ -235,8 +246,11 @@ int pl_bench_gpu(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
+    if (pl_bench_json_open(&j, json) < 0)
+        return 1;
     pl_err err = {0};
     int devices = pl_loader_devices(&err);
+    pl_bench_json_num(&j, "devices", devices);
     if (devices == 0)
         printf("%s; measuring through the host backend what would be uploaded.\n", err.msg);
     else
@@ -258,8 +272,14 @@ int pl_bench_gpu(int argc, char **argv)
         fprintf(stderr, "pertload bench gpu: %s\n", err.msg);
         for (int m = 0; m < 3; m++)
             pass_free(&p[m]);
+        pl_bench_json_close(&j);
         return 1;
     }
+    pl_bench_json_num(&j, "batch_size", o.batch);
+    pl_bench_json_num(&j, "batches", (double)p[0].batches);
+    pl_bench_json_num(&j, "h2d_bytes_per_batch", (double)p[0].bytes / (double)p[0].batches);
+    pl_bench_json_num(&j, "h2d_bytes_least", (double)p[0].least);
+    pl_bench_json_num(&j, "h2d_bytes_most", (double)p[0].most);
     printf("\nhost-to-device bytes per batch of %u (the sparse slot, payload included; %llu "
            "batches of a shuffled epoch):\n", o.batch, (unsigned long long)p[0].batches);
     printf("  mean %.0f bytes (%.3f MB), least %llu, most %llu; target <= 1 MB a batch of 64: "
@@ -276,9 +296,13 @@ int pl_bench_gpu(int argc, char **argv)
     printf("\nhost backend (copy thread, masks expanded on the CPU), %u worker thread%s, "
            "depth 2:\n", o.threads, o.threads == 1 ? "" : "s");
     printf("  %-6s %10s %14s\n", "masks", "batches", "samples/s");
-    for (int m = 0; m < 3; m++)
+    for (int m = 0; m < 3; m++) {
         printf("  %-6s %10llu %14.0f\n", mode_names[m], (unsigned long long)p[m].batches,
                rate(&p[m]));
+        char key[64];
+        snprintf(key, sizeof key, "host_backend_%s_samples_per_s", mode_names[m]);
+        pl_bench_json_num(&j, key, rate(&p[m]));
+    }
 #if PL_HAVE_CUDA
     if (devices > 0) {
         rc = device_times(&o, &p[0], &err);
@@ -288,9 +312,13 @@ int pl_bench_gpu(int argc, char **argv)
         for (uint32_t m = 0; rc == 0 && m < 3; m++) {
             pass c;
             rc = run_pass(&o, PL_BACKEND_CUDA, m, 0, &c, &err);
-            if (rc == 0)
+            if (rc == 0) {
                 printf("  %-6s %10llu %14.0f\n", mode_names[m], (unsigned long long)c.batches,
                        rate(&c));
+                char key[64];
+                snprintf(key, sizeof key, "cuda_%s_samples_per_s", mode_names[m]);
+                pl_bench_json_num(&j, key, rate(&c));
+            }
             pass_free(&c);
         }
         if (rc < 0)
@@ -299,5 +327,7 @@ int pl_bench_gpu(int argc, char **argv)
 #endif
     for (int m = 0; m < 3; m++)
         pass_free(&p[m]);
+    if (pl_bench_json_close(&j) < 0)
+        rc = -1;
     return rc < 0 ? 1 : 0;
 }

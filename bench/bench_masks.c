@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "bench.h"
+#include "json.h"
+#include "loader/plan.h"
 #include "masks/masks.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
@@ -62,6 +64,37 @@ static int load_samples(pl_db *db, uint64_t want, samples *s, pl_err *err)
         used += (uint64_t)k;
         s->ptr[r + 1] = used;
     }
+    return 0;
+}
+
+/* `n` samples of `k` distinct genes each, drawn uniformly (as `pertload
+ * synth` draws them) from splitmix64(seed): the deletion-size scaling curve. */
+static int random_samples(uint32_t n_genes, uint32_t k, uint64_t n, uint64_t seed, samples *s,
+                          pl_err *err)
+{
+    PL_FAIL_IF(k == 0 || k > n_genes, err, PL_EUSAGE, "--genes %u: the graph has %u genes", k,
+               n_genes);
+    s->n = n;
+    s->ptr = malloc((n + 1) * sizeof *s->ptr);
+    s->genes = malloc(n * k * sizeof *s->genes);
+    PL_FAIL_IF(!s->ptr || !s->genes, err, -ENOMEM, "out of memory");
+    int32_t *tmp = malloc(k * sizeof *tmp);
+    PL_FAIL_IF(!tmp, err, -ENOMEM, "out of memory");
+    s->ptr[0] = 0;
+    for (uint64_t r = 0; r < n; r++) {
+        for (uint32_t i = 0; i < k;) {
+            int32_t g = (int32_t)(((pl__splitmix64(&seed) >> 32) * n_genes) >> 32);
+            uint32_t j = 0;
+            while (j < i && tmp[j] != g)
+                j++;
+            if (j == i)
+                tmp[i++] = g;
+        }
+        uint32_t bad;
+        int64_t got = pl__masks_genes(n_genes, tmp, k, s->genes + s->ptr[r], &bad);
+        s->ptr[r + 1] = s->ptr[r] + (uint64_t)(got < 0 ? 0 : got);
+    }
+    free(tmp);
     return 0;
 }
 
@@ -229,10 +262,17 @@ static int load_bitmaps(pl_db *db, peer_ctx *p, pl_err *err)
     return 0;
 }
 
-static void report(const char *name, uint64_t n, double secs, double base_rate,
-                   uint64_t total, uint64_t want_total)
+static void report(pl_bench_json *j, const char *name, uint64_t n, double secs,
+                   double base_rate, uint64_t total, uint64_t want_total)
 {
     double rate = secs > 0 ? (double)n / secs : 0;
+    char key[64];
+    snprintf(key, sizeof key, "%s_samples_per_s", name);
+    pl_bench_json_num(j, key, rate);
+    if (total != want_total) {
+        snprintf(key, sizeof key, "%s_output_mismatch", name);
+        pl_bench_json_num(j, key, 1);
+    }
     printf("  %-16s %10llu samples %9.3f s %12.0f samples/s %9.3f us/sample  engine is "
            "%7.2fx%s\n", name, (unsigned long long)n, secs, rate, rate > 0 ? 1e6 / rate : 0,
            rate > 0 ? base_rate / rate : 0, total == want_total ? "" : "  OUTPUT MISMATCH");
@@ -240,24 +280,35 @@ static void report(const char *name, uint64_t n, double secs, double base_rate,
 
 int pl_bench_masks(int argc, char **argv)
 {
-    const char *path = NULL;
-    unsigned long long n_samples = 1000000, n_peer = 20000;
+    const char *usage = "usage: pertload bench masks DB [--samples N] [--peer-samples M] "
+                        "[--genes K] [--seed S] [--json FILE]\n";
+    const char *path = NULL, *json = NULL;
+    unsigned long long n_samples = 1000000, n_peer = 20000, k_genes = 0, seed = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--samples") && i + 1 < argc)
             n_samples = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--peer-samples") && i + 1 < argc)
             n_peer = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--genes") && i + 1 < argc)
+            k_genes = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
-            fprintf(stderr, "usage: pertload bench masks DB [--samples N] [--peer-samples M]\n");
+            fputs(usage, stderr);
             return 2;
         }
     }
-    if (!path) {
-        fprintf(stderr, "usage: pertload bench masks DB [--samples N] [--peer-samples M]\n");
+    if (!path || k_genes > UINT32_MAX) {
+        fputs(usage, stderr);
         return 2;
     }
+    pl_bench_json j;
+    if (pl_bench_json_open(&j, json) < 0)
+        return 1;
     pl_err err = {0};
     pl_db *db = NULL;
     pl_graph *g = NULL;
@@ -269,12 +320,15 @@ int pl_bench_masks(int argc, char **argv)
     if (rc == 0)
         rc = pl_graph_load(db, &g, &err);
     double t_load = pl__now() - t0;
-    if (rc == 0)
+    if (rc == 0 && k_genes)
+        rc = random_samples((uint32_t)pl_db_info_get(db)->n_genes, (uint32_t)k_genes, n_samples,
+                            seed, &s, &err);
+    else if (rc == 0)
         rc = load_samples(db, n_samples, &s, &err);
     if (rc == 0 && !(m = pl_masks_new(g)))
         rc = pl__err(&err, -ENOMEM, "out of memory");
     p.g = g;
-    if (rc == 0)
+    if (rc == 0 && n_peer)
         rc = load_bitmaps(db, &p, &err);
     if (rc == 0) {
         uint64_t maxlen = 0;
@@ -299,11 +353,21 @@ int pl_bench_masks(int argc, char **argv)
     t0 = pl__now();
     removed = run_engine(m, &s, s.n);
     double t_all = pl__now() - t0;
-    printf("  all samples: %llu samples, %.2f genes and %.0f removed positions per sample\n",
-           (unsigned long long)s.n, s.n ? (double)genes / (double)s.n : 0,
-           s.n ? (double)removed / (double)s.n : 0);
+    printf("  %s: %llu samples, %.2f genes and %.0f removed positions per sample\n",
+           k_genes ? "random samples" : "stored samples", (unsigned long long)s.n,
+           s.n ? (double)genes / (double)s.n : 0, s.n ? (double)removed / (double)s.n : 0);
     double rate_all = s.n && t_all > 0 ? (double)s.n / t_all : 0;
-    report("pertload", s.n, t_all, rate_all, 0, 0);
+    pl_bench_json_num(&j, "samples", (double)s.n);
+    pl_bench_json_num(&j, "genes_per_sample", s.n ? (double)genes / (double)s.n : 0);
+    pl_bench_json_num(&j, "removed_per_sample", s.n ? (double)removed / (double)s.n : 0);
+    uint64_t n_edges = 0;
+    for (uint32_t t = 0; t < pl_db_info_get(db)->n_types; t++)
+        n_edges += pl_db_info_get(db)->n_edges[t];
+    pl_bench_json_num(&j, "edges", (double)n_edges);
+    pl_bench_json_num(&j, "genes", (double)g->n_genes);
+    report(&j, "engine", s.n, t_all, rate_all, 0, 0);
+    if (np == 0)
+        goto out;
     printf("peers on the first %llu samples (same samples for all):\n", (unsigned long long)np);
     /* The engine's run over the subset is short: repeat it to time it. */
     const int reps = 10;
@@ -312,21 +376,21 @@ int pl_bench_masks(int argc, char **argv)
     for (int r = 0; r < reps; r++)
         run_engine(m, &s, np);
     double t_eng = (pl__now() - t0) / reps, base = np && t_eng > 0 ? (double)np / t_eng : 0;
-    report("pertload", np, t_eng, base, want, want);
+    report(&j, "engine_subset", np, t_eng, base, want, want);
     t0 = pl__now();
     uint64_t got = run_plain_merge(&p, &s, np);
-    report("plain_merge", np, pl__now() - t0, base, got, want);
+    report(&j, "plain_merge", np, pl__now() - t0, base, got, want);
     t0 = pl__now();
     got = run_or_pairwise(&p, &s, np);
-    report("roaring_or", np, pl__now() - t0, base, got, want);
+    report(&j, "roaring_or", np, pl__now() - t0, base, got, want);
     uint64_t nm = np < 2000 ? np : 2000;
     t0 = pl__now();
     got = run_or_many(&p, &s, nm);
     uint64_t want_m = run_engine(m, &s, nm);
-    report("roaring_or_many", nm, pl__now() - t0, base, got, want_m);
+    report(&j, "roaring_or_many", nm, pl__now() - t0, base, got, want_m);
     double t_w;
     got = run_write_only(&p, m, &s, np, &t_w);
-    report("write_only", np, t_w, base, got, want);
+    report(&j, "write_only", np, t_w, base, got, want);
 out:
     if (p.bm)
         for (uint64_t i = 0; g && i < (uint64_t)g->n_lists * g->n_genes; i++)
@@ -340,5 +404,7 @@ out:
     pl_masks_free(m);
     pl_graph_free(g);
     pl_db_close(db);
+    if (pl_bench_json_close(&j) < 0)
+        rc = -1;
     return rc < 0 ? 1 : 0;
 }

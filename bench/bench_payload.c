@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "json.h"
 #include "loader/produce.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
@@ -86,8 +87,8 @@ static int sequential(const char *path, uint64_t off, uint64_t len, double *rate
 int pl_bench_payload(int argc, char **argv)
 {
     const char *usage = "usage: pertload bench payload DB [--batch-size B] [--threads T] "
-                        "[--shuffle]\n";
-    const char *path = NULL;
+                        "[--shuffle] [--json FILE]\n";
+    const char *path = NULL, *json = NULL;
     unsigned long long B = 64, T = 2;
     int shuffle = 0;
     for (int i = 1; i < argc; i++) {
@@ -97,6 +98,8 @@ int pl_bench_payload(int argc, char **argv)
             T = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--shuffle"))
             shuffle = 1;
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
@@ -161,6 +164,20 @@ int pl_bench_payload(int argc, char **argv)
                (unsigned long long)(t_pl > 0 ? (double)atomic_load(&pl.samples) / t_pl : 0));
         printf("  (%s plan, batches of %llu, %llu worker threads, masks collated too)\n",
                shuffle ? "shuffled" : "in-order", B, T);
+        pl_bench_json j;
+        if (pl_bench_json_open(&j, json) < 0)
+            rc = -1;
+        pl_bench_json_str(&j, "plan", shuffle ? "shuffled" : "in-order");
+        pl_bench_json_num(&j, "rows", (double)rows);
+        pl_bench_json_num(&j, "row_bytes", (double)row_bytes);
+        pl_bench_json_num(&j, "sequential_bytes_per_s", seq);
+        pl_bench_json_num(&j, "sequential_direct", direct);
+        pl_bench_json_num(&j, "producer_bytes_per_s", rate);
+        pl_bench_json_num(&j, "producer_direct", p.payload_direct);
+        pl_bench_json_num(&j, "producer_samples_per_s",
+                          t_pl > 0 ? (double)atomic_load(&pl.samples) / t_pl : 0);
+        if (pl_bench_json_close(&j) < 0)
+            rc = -1;
     }
     free(pl.mem);
     pl__producer_free(&p);
