@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Instruction-count regression check of the hot path (pl_masks_compute).
+# Instruction-count regression check of the hot path: masks + collation.
 #
 # callgrind counts instructions, not seconds: the same binary on the same
 # input gives the same count on a loaded machine. This builds a fixed small
 # synthetic database (6,607 genes, a quarter of the yeast edge counts, 3,000
-# samples), counts the instructions spent inside pl_masks_compute for the
-# masks of every sample, and fails when they exceed the recorded baseline by
-# more than 10%.
+# samples), collates every sample into sparse batches of 64 (a seeded shuffled
+# plan: `pertload bench collate --outputs sparse`), counts the instructions
+# spent inside pl__collate (the unions of the masks engine and the writing of
+# the batch; reading the samples is not counted), prints the count beside the
+# baseline and fails when it exceeds the baseline by more than 10%.
 #
 # The count depends on the compiler flags, so each build type has its own
 # baseline (bench/callgrind-baseline-BUILDTYPE.txt).
@@ -23,8 +25,10 @@ trap 'rm -rf "$work"' EXIT
 "$bin" synth "$work/in" --samples 3000 --seed 3 --scale 0.25 --quiet
 mapfile -t args < "$work/in/build-args.txt"
 "$bin" build -o "$work/db" --quiet "${args[@]}"
-valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
-    --toggle-collect=pl_masks_compute "$bin" masks "$work/db" --all > /dev/null 2> "$work/log" || {
+# pread, not io_uring: the same system calls under valgrind on every kernel.
+PERTLOAD_IO=pread valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+    --toggle-collect=pl__collate "$bin" bench collate "$work/db" --samples 3000 \
+    --outputs sparse > /dev/null 2> "$work/log" || {
     cat "$work/log" >&2
     exit 1
 }
@@ -41,7 +45,8 @@ if [ ! -f "$baseline_file" ]; then
 fi
 base=$(cat "$baseline_file")
 limit=$((base + base / 10))
-echo "pl_masks_compute: $ir instructions for 3000 samples ($per per sample); baseline $base, limit $limit"
+echo "masks + collation (pl__collate): $ir instructions for 3000 samples ($per per sample)"
+echo "baseline: $base ($((base / 3000)) per sample), limit +10%: $limit"
 if [ "$ir" -gt "$limit" ]; then
     echo "regression: more than 10% above the baseline" >&2
     exit 1

@@ -63,7 +63,12 @@ def bench(name, *args, work):
     log(f"\n$ pertload bench {name} {' '.join(map(str, args))}")
     pertload("bench", name, *args, "--json", out)
     with open(out) as f:
-        return json.load(f)
+        res = json.load(f)
+    bad = [k for k in res if k.endswith("_output_mismatch")]
+    if bad:
+        raise SystemExit(f"pertload bench {name}: a peer's output differs from pertload's: "
+                         f"{', '.join(bad)}")
+    return res
 
 
 def dataset(work, name, samples, scale=1.0, payload_dim=0, seed=1):

@@ -1,0 +1,102 @@
+"""`pertload bench --quick`: the whole benchmark report runs end to end.
+
+The figures of a quick run on tiny data mean little and are not asserted;
+what is checked is that every part ran, that the peer pipelines' outputs
+matched pertload's (the driver aborts otherwise) and that the report holds
+every figure, finite and positive, in both forms.
+"""
+import json
+import math
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from pertload import program_path
+
+
+def test_quick_report(tmp_path):
+    out, work = tmp_path / "out", tmp_path / "work"
+    run = subprocess.run([program_path(), "bench", "--quick", "--out", str(out),
+                          "--work", str(work)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert "outputs of the first 100 rows match pertload's" in run.stderr
+    md = (out / "report.md").read_text()
+    assert md == run.stdout
+    r = json.loads((out / "report.json").read_text())
+    for part in ("memory", "masks", "collate", "peers", "gpu"):
+        for key, value in r[part].items():
+            if isinstance(value, float):
+                assert math.isfinite(value) and value >= 0, (part, key, value)
+    assert r["peers"]["checked_rows"] == 100
+    for key in ("engine_samples_per_s", "plain_merge_samples_per_s", "roaring_or_samples_per_s",
+                "roaring_or_many_samples_per_s"):
+        assert r["masks"][key] > 0, key
+    for out_kind in ("sparse", "bits", "bool"):
+        assert r["collate"][out_kind + "_samples_per_s"] > 0
+        assert r["collate"][out_kind + "_memset_samples_per_s"] > 0
+    for name in ("pertload", "pertload_dense", "lazy", "indices_only"):
+        assert r["peers"][name + "_samples_per_s"] > 0, name
+    assert r["gpu"]["h2d_bytes_per_batch"] > 0
+    for plan in ("in-order", "shuffled"):
+        assert r["payload"][plan]["producer_bytes_per_s"] > 0
+        assert r["payload"][plan]["sequential_bytes_per_s"] > 0
+    genes = [s["genes_per_sample"] for s in r["scaling_genes"]]
+    assert genes == [1, 2, 3, 8, 32]
+    removed = [s["removed_per_sample"] for s in r["scaling_genes"]]
+    assert removed == sorted(removed) and removed[0] > 0
+    edges = [s["edges"] for s in r["scaling_graph"]]
+    assert len(edges) == 4 and edges == sorted(edges) and edges[0] > 0
+    for row in ("masks engine, sparse, one core", "masks + collation, dense bits",
+                "ring into Python", "lazy mask pipeline", "indices-only pipeline",
+                "host-to-device bytes", "payload streaming, in-order plan",
+                "database: graph part", "Scaling with the deleted genes",
+                "Scaling with the graph"):
+        assert row in md, row
+
+
+def _peers():
+    """bench/peers.py as the build tree has it (beside the program's build)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(program_path()), "..", "..", "bench", "peers.py")
+    spec = importlib.util.spec_from_file_location("peers", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_lazy_peer_matches_oracle(small):
+    """The lazy peer pipeline computes the masks DESIGN section 2 defines,
+    checked against the brute-force oracle, so its timing is of real work."""
+    peers = _peers()
+    graph, samples, lists = peers.rows_of(str(small.db), small.n, 64, small.n)
+    lazy = peers.Lazy(graph)
+    assert len(samples) == small.n
+    for row in range(small.n):
+        masks = lazy.sample(samples[row][0])
+        want = small.expected(row)
+        for key, pos in want.items():
+            k = key[6:] if key.startswith("edges/") else key
+            got = np.flatnonzero(~masks[k].numpy())
+            assert np.array_equal(got, pos), (row, key)
+        idx, ptr, labels = peers.indices_batch([samples[row]])
+        assert np.array_equal(idx.numpy(), want["gene"])
+        assert np.array_equal(labels.numpy()[0], small.labels[row], equal_nan=True)
+    # A collated batch concatenates each key's masks.
+    masks, labels = lazy.batch(samples[:5])
+    assert masks["gene"].shape == (5 * len(small.genes),)
+    assert labels.shape == (5, len(small.label_names))
+
+
+def test_peer_check_catches_a_difference(small):
+    """check_peers aborts the benchmark when a peer's output differs."""
+    peers = _peers()
+    graph, samples, lists = peers.rows_of(str(small.db), 50, 64, 50)
+    lazy = peers.Lazy(graph)
+    peers.check_peers(lazy, samples, lists)
+    row = next(r for r, d in enumerate(lists) if any(len(v) for k, v in d.items() if k != "gene"))
+    key = next(k for k, v in lists[row].items() if k != "gene" and len(v))
+    lists[row][key] = lists[row][key][1:]
+    with pytest.raises(SystemExit, match=f"row {row}, {key}"):
+        peers.check_peers(lazy, samples, lists)
