@@ -187,8 +187,8 @@ def markdown(r):
     db_all = sum(b["files"].values())
     row("database: all files", f"{mb(db_all)} (sample store "
         f"{mb(b['files'].get('samples.pls', 0))})", "",
-        f"full per-sample masks would be {full_bool / 1e9:,.0f} GB as bool, "
-        f"{full_bool / 8e9:,.0f} GB as bits: {full_bool / 8 / db_all:,.0f}x the database")
+        f"full per-sample masks: {full_bool / 1e9:,.1f} GB as bool, {full_bool / 8e9:,.1f} GB "
+        f"as bits ({full_bool / 8 / db_all:,.0f}x the database)")
     h2d = g["h2d_bytes_per_batch"]
     row(f"host-to-device bytes a batch of {g['batch_size']:.0f}",
         f"{h2d / 1e6:.3f} MB mean ({g['h2d_bytes_least'] / 1e6:.3f} - "
