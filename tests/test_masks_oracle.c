@@ -5,7 +5,8 @@
  * types (some empty), hub genes, self-loops, duplicate edges, isolated genes,
  * edge types as TSV or .npy int32/int64, metabolism with and without a
  * reaction list (reactions without genes, duplicate GPR pairs). Random
- * deletion sets of 0..64 genes (duplicates included) are computed by
+ * deletion sets of 0..200 genes (duplicates included; the engine merges up
+ * to 128 lists in a tree and folds more) are computed by
  * pl_masks_compute() with each merge kernel and by pl__masks_union() into
  * buffers of exactly the documented room, and every list is compared with an
  * O(E) scan of the test's own edge lists. The samples stored in each database
@@ -21,7 +22,7 @@
 
 #define N_GRAPHS 24
 #define SETS_PER_GRAPH 60
-#define MAX_SET 64
+#define MAX_SET 200
 #define MAX_SAMPLE_GENES 8
 
 /* ------------------------------------------------------------ the graph */
