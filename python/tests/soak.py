@@ -249,6 +249,7 @@ class Soak:
         self.counts = collections.Counter()
         self.failures = []
         self.orphans = 0          # producers whose consumer was killed, seen to exit
+        self.filler = None        # the Filler while /dev/shm is kept full
 
     def fail(self, msg):
         self.failures.append(msg)
@@ -319,6 +320,8 @@ class Soak:
         while True:
             self.check_consumers()
             self.reap()
+            if self.filler is not None:
+                self.filler.top_up()
             left = end - time.monotonic()
             if left <= 0:
                 return
@@ -361,24 +364,39 @@ class Soak:
         os.kill(pid, signal.SIGCONT)
         return True
 
-    def kill_consumer(self, rank, sig):
+    def kill_consumer(self, rank, sig, producer_stopped=False):
+        """Kill a consumer (its producer stopped first, when asked: a consumer
+        waiting for a stopped producer must still obey SIGTERM); it must exit
+        within 3 s, its producer within 5 s more; then restart it."""
         c = self.consumers[rank]
         if c.poll() is not None:
             return False
         serve = self.producer_of(rank)
+        if producer_stopped:
+            if serve is None:
+                return False
+            os.kill(serve, signal.SIGSTOP)
+            self.stops.append(serve)
+            time.sleep(self.rng.uniform(0.2, 0.6))  # the consumer drains the ring and waits
         # SIGTERM: the consumer's handler exits with 128 + 15, unless it came
         # before the handler was installed.
         self.expect_exit[c.pid] = {-sig, 128 + sig} if sig == signal.SIGTERM else {-sig}
         os.kill(c.pid, sig)
         self.say(f"rank {rank}: consumer {c.pid} <- {signal.Signals(sig).name}"
-                 f" (producer {serve})")
+                 f" (producer {serve}{' stopped' if producer_stopped else ''})")
         try:
-            c.wait(15)
+            c.wait(3)
         except subprocess.TimeoutExpired:
-            self.fail(f"rank {rank}: consumer {c.pid} still runs 15 s after "
-                      f"{signal.Signals(sig).name}")
+            self.fail(f"rank {rank}: consumer {c.pid} still runs 3 s after "
+                      f"{signal.Signals(sig).name}"
+                      f"{' (its producer stopped)' if producer_stopped else ''}")
             c.kill()
             c.wait()
+        if producer_stopped:
+            try:
+                os.kill(serve, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
         if serve is not None:
             if self.wait_gone(serve, 5.0):
                 self.orphans += 1
@@ -401,30 +419,17 @@ class Soak:
 
     def fill_shm(self, rank):
         """Fill /dev/shm, restart one rank's producer into it, check the error,
-        free the space."""
-        victim = self.producer_of(rank)
-        if victim is None:
+        free the space. The filler grows while full: rings that go away give
+        their space to it, not to the next producer."""
+        if self.producer_of(rank) is None:
             return False
         t_fill = time.time()
-        leave = self.rng.choice([0, 4096, 64 << 10])
-        path = os.path.join(SHM, "soak-filler")
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            size = 0
-            for chunk in (1 << 20, 64 << 10, 4096):
-                while True:
-                    try:
-                        os.posix_fallocate(fd, size, chunk)
-                    except OSError:
-                        break
-                    size += chunk
-            os.ftruncate(fd, max(0, size - leave))
-        finally:
-            os.close(fd)
+        self.filler = Filler(os.path.join(SHM, "soak-filler"),
+                             self.rng.choice([0, 4096, 64 << 10]))
         log = os.path.join(self.d, f"rank{rank}.log")
         before = len(read_log(log))
         self.kill_producer(rank, signal.SIGKILL)
-        self.say(f"rank {rank}: /dev/shm filled ({leave} bytes left)")
+        self.say(f"rank {rank}: /dev/shm filled ({self.filler.leave} bytes left)")
         end = time.monotonic() + 10
         seen = None
         while seen is None and time.monotonic() < end:
@@ -437,14 +442,15 @@ class Soak:
         else:
             self.say(f"rank {rank}: {seen['msg']}")
         self.wait(self.rng.uniform(0.2, 1.5))
-        os.unlink(path)
+        self.filler.remove()
+        self.filler = None
         self.fills.append((t_fill, time.time()))
         return True
 
     def fault(self):
         kinds = [("producer SIGKILL", 3), ("producer SIGTERM", 2), ("producer SIGSTOP", 2),
                  ("consumer SIGKILL", 2), ("consumer SIGTERM", 1), ("consumer SIGSTOP", 1),
-                 ("shm full", 1)]
+                 ("consumer SIGTERM, producer stopped", 1), ("shm full", 1)]
         kind = self.rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
         rank = self.rng.randrange(self.args.ranks)
         do = {
@@ -454,6 +460,8 @@ class Soak:
             "consumer SIGKILL": lambda: self.kill_consumer(rank, signal.SIGKILL),
             "consumer SIGTERM": lambda: self.kill_consumer(rank, signal.SIGTERM),
             "consumer SIGSTOP": lambda: self.stop_consumer(rank),
+            "consumer SIGTERM, producer stopped":
+                lambda: self.kill_consumer(rank, signal.SIGTERM, producer_stopped=True),
             "shm full": lambda: self.fill_shm(rank),
         }[kind]
         if do():
@@ -616,6 +624,33 @@ class Soak:
             print(f"soak: {len(self.failures)} failure(s); reproduce with --seed {a.seed}")
         else:
             print("soak: OK")
+
+
+class Filler:
+    """A file that takes all the free space of /dev/shm but `leave` bytes."""
+
+    def __init__(self, path, leave):
+        self.path, self.leave, self.size = path, leave, 0
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        self.top_up()
+
+    def top_up(self):
+        """Take what was freed since the last call (all of it, then give
+        `leave` bytes back)."""
+        for chunk in (1 << 20, 64 << 10, 4096):
+            while True:
+                try:
+                    os.posix_fallocate(self.fd, self.size, chunk)
+                except OSError:
+                    break
+                self.size += chunk
+        if self.leave and self.size >= self.leave:
+            self.size -= self.leave
+            os.ftruncate(self.fd, self.size)
+
+    def remove(self):
+        os.close(self.fd)
+        os.unlink(self.path)
 
 
 def sample_ids(path):
