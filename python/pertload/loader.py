@@ -1,6 +1,7 @@
 """The Loader: runs `pertload serve` for an epoch and yields its batches."""
 
 import ctypes
+import errno
 import itertools
 import os
 import re
@@ -20,6 +21,7 @@ _SHM_DIR = "/dev/shm"
 _READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches$")
 _names = itertools.count()
 _PR_SET_PDEATHSIG = 1
+_EINTR = -errno.EINTR
 # Loaded before any fork: the child only calls it.
 _prctl = ctypes.CDLL(None, use_errno=True).prctl
 _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
@@ -177,6 +179,9 @@ def _child_setup(parent):
 def _stop(proc, name):
     if proc.poll() is None:
         proc.terminate()
+        # A stopped producer (SIGSTOP, a debugger) acts on SIGTERM only once
+        # continued.
+        proc.send_signal(signal.SIGCONT)
         try:
             proc.wait(5)
         except subprocess.TimeoutExpired:
@@ -238,6 +243,11 @@ class _Epoch:
         slot = ctypes.c_void_p()
         err = _lib.PlErr()
         rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
+        while rc == _EINTR:
+            # A signal came while waiting: its Python handler runs here, at the
+            # loop's jump back (KeyboardInterrupt, a SIGTERM handler's
+            # SystemExit), also while a stopped producer publishes nothing.
+            rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
         if rc == 1:
             self.close(finish=True)
             raise StopIteration

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -274,6 +275,45 @@ def test_end_of_epoch_leaves_nothing(small):
     assert len(list(it)) == 2
     assert proc.returncode == 0 and reaped(proc.pid)
     assert not [r for r in rings() if r.startswith(f"pertload-py{os.getpid()}-")]
+
+
+class Alarm(Exception):
+    pass
+
+
+def test_signal_reaches_a_consumer_waiting_for_a_stopped_producer(medium):
+    """A signal handler (Ctrl-C, a training loop's SIGTERM handler) runs while
+    the consumer waits for a stopped producer, and closing the loader then
+    stops that producer at once."""
+    def on_alarm(sig, frame):
+        raise Alarm
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    loader = pertload.Loader(medium.db, batch_size=8, slots=2)
+    it, batch, proc, ring = start(loader)
+    os.kill(proc.pid, signal.SIGSTOP)
+    # Should the signal not get through, continuing the producer ends the wait.
+    watchdog = threading.Timer(5.0, os.kill, (proc.pid, signal.SIGCONT))
+    watchdog.start()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        t0 = time.monotonic()
+        with pytest.raises(Alarm):
+            for batch in it:
+                pass
+        assert time.monotonic() - t0 < 2.0
+        assert batch.index < 10  # it waited for the stopped producer
+        t0 = time.monotonic()
+        loader.close()
+        assert time.monotonic() - t0 < 2.0
+        assert gone(proc, ring)
+    finally:
+        watchdog.cancel()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 CONSUMER = """
