@@ -105,7 +105,7 @@ class _Producer:
         try:
             self.n_batches = self._wait_ready(timeout)
             self._owns_name = True
-            self.mapping = _Mapping(name, max(1, int(timeout * 1000)))
+            self.mapping = self._attach()
         except BaseException:
             self.stop()
             raise
@@ -130,6 +130,17 @@ class _Producer:
         if not m or m.group(1).decode() != self.name:
             raise LoaderError(f"pertload serve: unexpected first line {line!r}")
         return int(m.group(4))
+
+    def _attach(self):
+        """Map the ring serve announced. It was complete before the ready line,
+        so it is looked for once: gone, its producer died or removed it, and
+        waiting for it to appear would wait for a dead process."""
+        try:
+            return _Mapping(self.name, 0)
+        except LoaderError as e:
+            state = self.exit_message() if self.proc.poll() is not None else "still running"
+            raise LoaderError(f"pertload serve (pid {self.proc.pid}, {state}) announced ring "
+                              f"'{self.name}', then it was gone: {e}") from None
 
     def stderr_tail(self):
         """The last lines serve wrote to stderr (its error message), or ""."""

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import pertload
-from conftest import Inputs, plan_batches, reaped, rings
+from conftest import Inputs, pertload_bin, plan_batches, reaped, rings
 
 KINDS = ("gpr", "reaction", "rmr")
 
@@ -203,6 +203,35 @@ def test_producer_failure_is_reported(small, tmp_path):
         list(loader)
     assert time.monotonic() - t0 < 5.0
     assert "checksum" in str(e.value) or "corrupt" in str(e.value), e.value
+
+
+ANNOUNCE_AND_DIE = """#!/bin/bash
+# pertload serve that is terminated (and removes its ring) right after it
+# announced the ring, before the consumer attaches.
+exec 3< <(exec "$PERTLOAD_REAL_BIN" "$@")
+serve=$!
+read -r line <&3
+kill -TERM $serve
+while kill -0 $serve 2>/dev/null; do sleep 0.01; done
+echo "$line"
+exec sleep 60
+"""
+
+
+def test_ring_gone_after_the_ready_line_fails_at_once(small, tmp_path, monkeypatch):
+    """A producer that dies between announcing its ring and the consumer's
+    attach is reported at once, not after the start-up timeout."""
+    wrapper = tmp_path / "serve-then-die"
+    wrapper.write_text(ANNOUNCE_AND_DIE)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PERTLOAD_REAL_BIN", pertload_bin())
+    monkeypatch.setenv("PERTLOAD_BIN", str(wrapper))
+    loader = pertload.Loader(small.db, batch_size=16, timeout=30.0)
+    t0 = time.monotonic()
+    with pytest.raises(pertload.LoaderError, match="announced ring .* gone"):
+        iter(loader)
+    assert time.monotonic() - t0 < 5.0
+    assert not [r for r in rings() if r.startswith(f"pertload-py{os.getpid()}-")]
 
 
 def start(loader):
