@@ -234,6 +234,23 @@ def test_ring_gone_after_the_ready_line_fails_at_once(small, tmp_path, monkeypat
     assert not [r for r in rings() if r.startswith(f"pertload-py{os.getpid()}-")]
 
 
+def test_serve_terminated_while_creating_its_ring_removes_it(small):
+    """SIGTERM as soon as the segment appears, while serve still sizes it (as
+    when the consumer dies during the producer's start and the producer gets
+    its parent-death signal): serve removes it before it dies."""
+    for i in range(5):
+        name = f"py{os.getpid()}-creating{i}"
+        path = f"/dev/shm/pertload-{name}"
+        proc = subprocess.Popen([pertload_bin(), "serve", small.db, "--ring", name, "--slots",
+                                 "256", "--batch-size", "64", "--quiet"])
+        deadline = time.monotonic() + 30
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            pass
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == -signal.SIGTERM
+        assert not os.path.exists(path)
+
+
 def start(loader):
     it = iter(loader)
     batch = next(it)
