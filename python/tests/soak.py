@@ -60,6 +60,20 @@ NOSPACE = re.compile(r"No space left|ENOSPC|bytes free in /dev/shm")
 PIDS = re.compile(r"(?:pid |process )(\d+)")
 
 
+# Faults and their weights in the random choice.
+FAULTS = {
+    "producer SIGKILL": 3,
+    "producer SIGTERM": 2,
+    "producer SIGSTOP": 2,
+    "consumer SIGKILL": 2,
+    "consumer SIGKILL at producer start": 1,
+    "consumer SIGTERM": 1,
+    "consumer SIGTERM while producer stopped": 1,
+    "consumer SIGSTOP": 1,
+    "shm full": 1,
+}
+
+
 def options(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build", help="meson build directory (sets the package, library and "
@@ -78,9 +92,16 @@ def options(argv):
     p.add_argument("--detect-s", type=float, default=2.0,
                    help="bound on the time from a producer kill to the consumer's error, "
                    "beyond draining the batches already in the ring (default 2 s)")
+    p.add_argument("--faults", default=",".join(FAULTS),
+                   help="comma-separated subset of: " + ", ".join(FAULTS))
     p.add_argument("--workdir", help="keep dataset, checkpoints and logs here")
     p.add_argument("-v", "--verbose", action="store_true", help="print every fault")
-    return p.parse_args(argv)
+    a = p.parse_args(argv)
+    a.fault_kinds = [k.strip() for k in a.faults.split(",") if k.strip()]
+    unknown = [k for k in a.fault_kinds if k not in FAULTS]
+    if unknown or not a.fault_kinds:
+        p.error(f"--faults: unknown {unknown}; choose from {', '.join(FAULTS)}")
+    return a
 
 
 # ---------------------------------------------------------------- utilities
@@ -102,19 +123,29 @@ def read_json(path, default=None):
         return default
 
 
-def read_log(path):
-    """The JSON lines of a log; a line cut short by a kill is ignored."""
-    out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    except FileNotFoundError:
-        pass
-    return out
+class LogTail:
+    """The entries appended to a consumer's log since the last look."""
+
+    def __init__(self, path):
+        self.path, self.pos, self.part = path, 0, b""
+
+    def new(self):
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.pos)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        self.pos += len(data)
+        lines = (self.part + data).split(b"\n")
+        self.part = lines.pop()
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass  # cut short by a kill
+        return out
 
 
 def proc_stat(pid):
@@ -250,6 +281,9 @@ class Soak:
         self.failures = []
         self.orphans = 0          # producers whose consumer was killed, seen to exit
         self.filler = None        # the Filler while /dev/shm is kept full
+        self.kinds = args.fault_kinds
+        self.tails = {r: LogTail(os.path.join(self.d, f"rank{r}.log"))
+                      for r in range(args.ranks)}
 
     def fail(self, msg):
         self.failures.append(msg)
@@ -340,9 +374,14 @@ class Soak:
     # -- faults
 
     def kill_producer(self, rank, sig):
+        """Kill a rank's producer; its consumer must notice (an error naming it,
+        or the end of the epoch when it had already delivered every batch)
+        within 10 s, after which the ring of the dead producer is gone."""
         pid = self.producer_of(rank)
         if pid is None:
             return False
+        tail = self.tails[rank]
+        tail.new()
         t = time.time()
         try:
             os.kill(pid, sig)
@@ -350,6 +389,15 @@ class Soak:
             return False
         self.kills.append({"t": t, "rank": rank, "pid": pid, "sig": int(sig)})
         self.say(f"rank {rank}: producer {pid} <- {signal.Signals(sig).name}")
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            for e in tail.new():
+                if e["ev"] in ("error", "epoch_ok") and (e.get("serve") == pid or
+                                                        f"pid {pid}" in e.get("msg", "")):
+                    return True
+            self.wait(0.02)
+        self.fail(f"rank {rank}: producer {pid} killed ({signal.Signals(sig).name}), its "
+                  "consumer did not notice within 10 s")
         return True
 
     def stop_producer(self, rank):
@@ -364,13 +412,23 @@ class Soak:
         os.kill(pid, signal.SIGCONT)
         return True
 
-    def kill_consumer(self, rank, sig, producer_stopped=False):
-        """Kill a consumer (its producer stopped first, when asked: a consumer
-        waiting for a stopped producer must still obey SIGTERM); it must exit
-        within 3 s, its producer within 5 s more; then restart it."""
+    def kill_consumer(self, rank, sig, producer_stopped=False, at_start=False):
+        """Kill a consumer (with its producer stopped first, when asked: a
+        consumer waiting for a stopped producer must still obey SIGTERM; or
+        just as its new producer creates a ring, when asked); it must exit
+        within 3 s, its producer within 5 s more, leaving no ring; then it is
+        restarted."""
         c = self.consumers[rank]
         if c.poll() is not None:
             return False
+        prefix = f"pertload-py{c.pid}-"
+        if at_start:
+            old = set(ring_segments())
+            self.kill_producer(rank, signal.SIGKILL)
+            end = time.monotonic() + 5
+            while not [n for n in ring_segments() if n.startswith(prefix) and n not in old]:
+                if time.monotonic() > end or c.poll() is not None:
+                    return False
         serve = self.producer_of(rank)
         if producer_stopped:
             if serve is None:
@@ -390,6 +448,7 @@ class Soak:
             self.fail(f"rank {rank}: consumer {c.pid} still runs 3 s after "
                       f"{signal.Signals(sig).name}"
                       f"{' (its producer stopped)' if producer_stopped else ''}")
+            self.expect_exit[c.pid] = {-signal.SIGKILL}
             c.kill()
             c.wait()
         if producer_stopped:
@@ -403,6 +462,12 @@ class Soak:
             else:
                 self.fail(f"rank {rank}: producer {serve} still runs 5 s after its consumer "
                           f"{c.pid} died")
+        left = [n for n in ring_segments() if n.startswith(prefix)]
+        if left:
+            self.fail(f"rank {rank}: consumer {c.pid} and its producer {serve} gone, "
+                      f"ring(s) left: {left}")
+            for n in left:
+                os.unlink(os.path.join(SHM, n))
         self.wait(self.rng.uniform(0.0, 0.3))
         return True
 
@@ -426,15 +491,15 @@ class Soak:
         t_fill = time.time()
         self.filler = Filler(os.path.join(SHM, "soak-filler"),
                              self.rng.choice([0, 4096, 64 << 10]))
-        log = os.path.join(self.d, f"rank{rank}.log")
-        before = len(read_log(log))
-        self.kill_producer(rank, signal.SIGKILL)
+        tail = LogTail(os.path.join(self.d, f"rank{rank}.log"))
+        tail.new()
         self.say(f"rank {rank}: /dev/shm filled ({self.filler.leave} bytes left)")
+        self.kill_producer(rank, signal.SIGKILL)
         end = time.monotonic() + 10
         seen = None
         while seen is None and time.monotonic() < end:
             self.wait(0.05)
-            for e in read_log(log)[before:]:
+            for e in tail.new():
                 if e["ev"] == "error" and NOSPACE.search(e["msg"]):
                     seen = e
         if seen is None:
@@ -448,20 +513,19 @@ class Soak:
         return True
 
     def fault(self):
-        kinds = [("producer SIGKILL", 3), ("producer SIGTERM", 2), ("producer SIGSTOP", 2),
-                 ("consumer SIGKILL", 2), ("consumer SIGTERM", 1), ("consumer SIGSTOP", 1),
-                 ("consumer SIGTERM, producer stopped", 1), ("shm full", 1)]
-        kind = self.rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
+        kind = self.rng.choices(self.kinds, [FAULTS[k] for k in self.kinds])[0]
         rank = self.rng.randrange(self.args.ranks)
         do = {
             "producer SIGKILL": lambda: self.kill_producer(rank, signal.SIGKILL),
             "producer SIGTERM": lambda: self.kill_producer(rank, signal.SIGTERM),
             "producer SIGSTOP": lambda: self.stop_producer(rank),
             "consumer SIGKILL": lambda: self.kill_consumer(rank, signal.SIGKILL),
+            "consumer SIGKILL at producer start":
+                lambda: self.kill_consumer(rank, signal.SIGKILL, at_start=True),
             "consumer SIGTERM": lambda: self.kill_consumer(rank, signal.SIGTERM),
-            "consumer SIGSTOP": lambda: self.stop_consumer(rank),
-            "consumer SIGTERM, producer stopped":
+            "consumer SIGTERM while producer stopped":
                 lambda: self.kill_consumer(rank, signal.SIGTERM, producer_stopped=True),
+            "consumer SIGSTOP": lambda: self.stop_consumer(rank),
             "shm full": lambda: self.fill_shm(rank),
         }[kind]
         if do():
@@ -502,7 +566,7 @@ class Soak:
         a = self.args
         ids = sample_ids(os.path.join(self.d, "in", "samples.tsv"))
         epochs = {}
-        logs = {r: read_log(os.path.join(self.d, f"rank{r}.log")) for r in range(a.ranks)}
+        logs = {r: LogTail(os.path.join(self.d, f"rank{r}.log")).new() for r in range(a.ranks)}
         for r in range(a.ranks):
             ck = read_json(os.path.join(self.d, f"rank{r}.ckpt"))
             n_done = ck["epoch"] if ck else 0
