@@ -277,7 +277,9 @@ class Soak:
         self.kills = []           # producer kills: dict(t, rank, pid, sig)
         self.stops = []           # producer pids only stopped
         self.fills = []           # (t_fill, t_free) windows
-        self.counts = collections.Counter()
+        self.counts = collections.Counter()   # faults by kind
+        self.sent = collections.Counter()     # signals by receiver and kind
+        self.starts = 0                       # consumer processes started
         self.failures = []
         self.orphans = 0          # producers whose consumer was killed, seen to exit
         self.filler = None        # the Filler while /dev/shm is kept full
@@ -304,7 +306,7 @@ class Soak:
         self.consumers[rank] = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                                                 stdout=err, stderr=err)
         err.close()
-        self.counts["consumer starts"] += 1
+        self.starts += 1
 
     def producer_of(self, rank):
         """The live `pertload serve` child of a rank's consumer, or None."""
@@ -361,6 +363,11 @@ class Soak:
                 return
             time.sleep(min(left, 0.05))
 
+    def send(self, who, pid, sig):
+        """Signal a producer or consumer, counting what was sent to whom."""
+        os.kill(pid, sig)
+        self.sent[f"{who} {signal.Signals(sig).name}"] += 1
+
     def wait_gone(self, pid, seconds):
         """Wait for a process to be gone or a zombie; @return whether it was."""
         end = time.monotonic() + seconds
@@ -384,7 +391,7 @@ class Soak:
         tail.new()
         t = time.time()
         try:
-            os.kill(pid, sig)
+            self.send("producer", pid, sig)
         except ProcessLookupError:
             return False
         self.kills.append({"t": t, "rank": rank, "pid": pid, "sig": int(sig)})
@@ -404,7 +411,7 @@ class Soak:
         pid = self.producer_of(rank)
         if pid is None:
             return False
-        os.kill(pid, signal.SIGSTOP)
+        self.send("producer", pid, signal.SIGSTOP)
         self.stops.append(pid)
         hold = self.rng.uniform(0.3, 2.0)
         self.say(f"rank {rank}: producer {pid} stopped for {hold:.2f} s")
@@ -433,13 +440,13 @@ class Soak:
         if producer_stopped:
             if serve is None:
                 return False
-            os.kill(serve, signal.SIGSTOP)
+            self.send("producer", serve, signal.SIGSTOP)
             self.stops.append(serve)
             time.sleep(self.rng.uniform(0.2, 0.6))  # the consumer drains the ring and waits
         # SIGTERM: the consumer's handler exits with 128 + 15, unless it came
         # before the handler was installed.
         self.expect_exit[c.pid] = {-sig, 128 + sig} if sig == signal.SIGTERM else {-sig}
-        os.kill(c.pid, sig)
+        self.send("consumer", c.pid, sig)
         self.say(f"rank {rank}: consumer {c.pid} <- {signal.Signals(sig).name}"
                  f" (producer {serve}{' stopped' if producer_stopped else ''})")
         try:
@@ -475,7 +482,7 @@ class Soak:
         c = self.consumers[rank]
         if c.poll() is not None:
             return False
-        os.kill(c.pid, signal.SIGSTOP)
+        self.send("consumer", c.pid, signal.SIGSTOP)
         hold = self.rng.uniform(0.3, 2.0)
         self.say(f"rank {rank}: consumer {c.pid} stopped for {hold:.2f} s")
         time.sleep(hold)
@@ -677,6 +684,8 @@ class Soak:
               + ", ".join(f"{r}: {n}" for r, n in sorted(self.epochs.items()))
               + f" (checked exactly once per rank; {self.common} across all ranks)")
         print("soak: faults: " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())))
+        print("soak: signals: " + ", ".join(f"{k} {v}" for k, v in sorted(self.sent.items()))
+              + f"; consumer processes started {self.starts}")
         print("soak: consumer errors: "
               + (", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())) or "none")
               + f"; slowest report of a producer kill {self.latency:.2f} s")
