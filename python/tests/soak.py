@@ -55,6 +55,8 @@ import time
 
 SHM = "/dev/shm"
 NS_ENV = "PERTLOAD_SOAK_NAMESPACE"
+DRIVER_ENV = "PERTLOAD_SOAK_DRIVER"
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 NOSPACE = re.compile(r"No space left|ENOSPC|bytes free in /dev/shm")
 PIDS = re.compile(r"(?:pid |process )(\d+)")
@@ -186,6 +188,10 @@ def ring_segments():
 def consumer(args):
     """One rank: epochs until the stop file exists, checkpoint after every
     batch, resume from the checkpoint after a LoaderError or a restart."""
+    # Never outlive the driver (its producer then follows this process).
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != int(os.environ[DRIVER_ENV]):
+        return 1
     import pertload
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -298,7 +304,8 @@ class Soak:
     # -- processes
 
     def start_consumer(self, rank):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(self.args.ranks))
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(self.args.ranks),
+                   **{DRIVER_ENV: str(os.getpid())})
         argv = [sys.executable, os.path.abspath(__file__), "consumer", "--workdir", self.d,
                 "--seed", str(self.args.seed), "--batch-size", str(self.args.batch_size),
                 "--slots", str(self.args.slots), "--step-ms", str(self.args.step_ms)]
@@ -546,12 +553,17 @@ class Soak:
         a = self.args
         self.t0 = time.monotonic()
         self.stopping = False
-        for r in range(a.ranks):
-            self.start_consumer(r)
-        end = self.t0 + a.duration
-        while time.monotonic() < end and len(self.failures) < 5:
-            self.wait(self.rng.uniform(0.2, 1.0))
-            self.fault()
+        try:
+            for r in range(a.ranks):
+                self.start_consumer(r)
+            end = self.t0 + a.duration
+            while time.monotonic() < end and len(self.failures) < 5:
+                self.wait(self.rng.uniform(0.2, 1.0))
+                self.fault()
+        except BaseException:
+            for c in self.consumers.values():
+                c.kill()
+            raise
         # Drain: every rank finishes the epoch it is in and exits.
         self.stopping = True
         open(os.path.join(self.d, "stop"), "w").close()
