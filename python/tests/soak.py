@@ -67,10 +67,12 @@ FAULTS = {
     "producer SIGKILL": 3,
     "producer SIGTERM": 2,
     "producer SIGSTOP": 2,
+    "producer SIGKILL while stopped": 1,
     "consumer SIGKILL": 2,
     "consumer SIGKILL at producer start": 1,
     "consumer SIGTERM": 1,
     "consumer SIGTERM while producer stopped": 1,
+    "consumer SIGKILL while producer stopped": 1,
     "consumer SIGSTOP": 1,
     "shm full": 1,
 }
@@ -387,17 +389,22 @@ class Soak:
 
     # -- faults
 
-    def kill_producer(self, rank, sig):
-        """Kill a rank's producer; its consumer must notice (an error naming it,
-        or the end of the epoch when it had already delivered every batch)
-        within 10 s, after which the ring of the dead producer is gone."""
+    def kill_producer(self, rank, sig, stopped_first=False):
+        """Kill a rank's producer (stopped for a while first, when asked); its
+        consumer must notice (an error naming it, or the end of the epoch when
+        it had already delivered every batch) within 10 s, after which the
+        ring of the dead producer is gone."""
         pid = self.producer_of(rank)
         if pid is None:
             return False
         tail = self.tails[rank]
         tail.new()
-        t = time.time()
         try:
+            if stopped_first:
+                self.send("producer", pid, signal.SIGSTOP)
+                self.stops.append(pid)
+                time.sleep(self.rng.uniform(0.2, 1.0))
+            t = time.time()
             self.send("producer", pid, sig)
         except ProcessLookupError:
             return False
@@ -533,12 +540,16 @@ class Soak:
             "producer SIGKILL": lambda: self.kill_producer(rank, signal.SIGKILL),
             "producer SIGTERM": lambda: self.kill_producer(rank, signal.SIGTERM),
             "producer SIGSTOP": lambda: self.stop_producer(rank),
+            "producer SIGKILL while stopped":
+                lambda: self.kill_producer(rank, signal.SIGKILL, stopped_first=True),
             "consumer SIGKILL": lambda: self.kill_consumer(rank, signal.SIGKILL),
             "consumer SIGKILL at producer start":
                 lambda: self.kill_consumer(rank, signal.SIGKILL, at_start=True),
             "consumer SIGTERM": lambda: self.kill_consumer(rank, signal.SIGTERM),
             "consumer SIGTERM while producer stopped":
                 lambda: self.kill_consumer(rank, signal.SIGTERM, producer_stopped=True),
+            "consumer SIGKILL while producer stopped":
+                lambda: self.kill_consumer(rank, signal.SIGKILL, producer_stopped=True),
             "consumer SIGSTOP": lambda: self.stop_consumer(rank),
             "shm full": lambda: self.fill_shm(rank),
         }[kind]
