@@ -242,7 +242,7 @@ def test_serve_terminated_while_creating_its_ring_removes_it(small):
         name = f"py{os.getpid()}-creating{i}"
         path = f"/dev/shm/pertload-{name}"
         proc = subprocess.Popen([pertload_bin(), "serve", small.db, "--ring", name, "--slots",
-                                 "256", "--batch-size", "64", "--quiet"])
+                                 "16", "--batch-size", "64", "--quiet"])
         deadline = time.monotonic() + 30
         while not os.path.exists(path) and time.monotonic() < deadline:
             pass
