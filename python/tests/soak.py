@@ -13,10 +13,13 @@ Meanwhile the driver (this program without `consumer`) picks, with a seeded
 random generator, one fault at a time:
 
   producer SIGKILL / SIGTERM   the consumer must report it (LoaderError) within
-                               a bound, then resume from its checkpoint
+  (also while stopped)         a bound, then resume from its checkpoint
   producer SIGSTOP ... SIGCONT the consumer waits and carries on, no error
-  consumer SIGKILL / SIGTERM   its producer must exit and remove its ring; the
-                               consumer is restarted and resumes from its file
+  consumer SIGKILL / SIGTERM   it exits at once (also while it waits for a
+  (also while its producer is  stopped producer, or just as its producer
+  stopped, or starting)        creates a ring); its producer must exit and
+                               remove its ring; the consumer is restarted and
+                               resumes from its file
   consumer SIGSTOP ... SIGCONT nothing fails
   /dev/shm full                a producer is killed so that its consumer
                                restarts into the full /dev/shm: it must get a
@@ -34,6 +37,7 @@ descriptor count is the same at every restart of its loader and it maps no
 ring then; no process of the soak is left and no segment in /dev/shm.
 
   python3 soak.py --build BUILD [--duration SECONDS] [--seed N] [--ranks W]
+                  [--faults KIND,...] [--workdir DIR] [-v]
 
 Exit status 0 when every check passed, 1 otherwise (the failures are listed).
 """
@@ -85,14 +89,15 @@ def options(argv):
     p.add_argument("--duration", type=float, default=150.0,
                    help="seconds of fault injection (default 150)")
     p.add_argument("--seed", type=int, default=None, help="fault schedule seed "
-                   "(default: from the clock; printed)")
+                   "(default: a random one; printed)")
     p.add_argument("--ranks", type=int, default=3, help="world size (default 3)")
     p.add_argument("--samples", type=int, default=6000, help="samples in the dataset")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--slots", type=int, default=4, help="ring slots per producer")
     p.add_argument("--step-ms", type=float, default=20.0,
                    help="simulated training step per batch (default 20 ms)")
-    p.add_argument("--shm-mb", type=int, default=8, help="size of the private /dev/shm")
+    p.add_argument("--shm-mb", type=int, default=None, help="size of the private "
+                   "/dev/shm (default: 8, or 3 per rank when more)")
     p.add_argument("--detect-s", type=float, default=2.0,
                    help="bound on the time from a producer kill to the consumer's error, "
                    "beyond draining the batches already in the ring (default 2 s)")
@@ -101,6 +106,8 @@ def options(argv):
     p.add_argument("--workdir", help="keep dataset, checkpoints and logs here")
     p.add_argument("-v", "--verbose", action="store_true", help="print every fault")
     a = p.parse_args(argv)
+    if a.shm_mb is None:
+        a.shm_mb = max(8, 3 * a.ranks)  # a ring takes about 1 MiB, twice that to create one
     a.fault_kinds = [k.strip() for k in a.faults.split(",") if k.strip()]
     unknown = [k for k in a.fault_kinds if k not in FAULTS]
     if unknown or not a.fault_kinds:
@@ -281,7 +288,7 @@ class Soak:
         self.rng = random.Random(args.seed)
         self.d = args.workdir
         self.consumers = {}       # rank -> Popen
-        self.expect_exit = {}     # consumer pid -> expected return code
+        self.expect_exit = {}     # consumer pid -> the return codes expected
         self.kills = []           # producer kills: dict(t, rank, pid, sig)
         self.stops = []           # producer pids only stopped
         self.fills = []           # (t_fill, t_free) windows
