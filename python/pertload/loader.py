@@ -255,9 +255,10 @@ class _Epoch:
         err = _lib.PlErr()
         rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
         while rc == _EINTR:
-            # A signal came while waiting: its Python handler runs here, at the
-            # loop's jump back (KeyboardInterrupt, a SIGTERM handler's
-            # SystemExit), also while a stopped producer publishes nothing.
+            # A signal came while waiting, also for a stopped producer: its
+            # Python handler ran as the call returned (KeyboardInterrupt or a
+            # SIGTERM handler's SystemExit leave from there); one that
+            # returned lets the wait go on.
             rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
         if rc == 1:
             self.close(finish=True)

@@ -205,6 +205,29 @@ def test_producer_failure_is_reported(small, tmp_path):
     assert "checksum" in str(e.value) or "corrupt" in str(e.value), e.value
 
 
+def test_signals_handled_during_waits_lose_no_batch(small):
+    """Handlers that return (a profiler's timer, SIGCHLD) interrupt the waits
+    for batches, here for a producer stopped for 0.3 s; the epoch goes on with
+    every batch, in order."""
+    ticks = []
+    old = signal.signal(signal.SIGALRM, lambda sig, frame: ticks.append(sig))
+    loader = pertload.Loader(small.db, batch_size=4, slots=1, threads=1)
+    rows = []
+    try:
+        for batch in loader:
+            rows += batch.row.tolist()
+            if batch.index == 1:
+                proc = loader._proc
+                proc.send_signal(signal.SIGSTOP)
+                threading.Timer(0.3, proc.send_signal, (signal.SIGCONT,)).start()
+                signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert rows == list(range(small.n))
+    assert len(ticks) > 10
+
+
 ANNOUNCE_AND_DIE = """#!/bin/bash
 # pertload serve that is terminated (and removes its ring) right after it
 # announced the ring, before the consumer attaches.
