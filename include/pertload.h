@@ -354,7 +354,9 @@ PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_er
  *  @return 0 with a batch, 1 at the end of the epoch, PL_EPEER when the
  *  producer died (noticed within about 0.1 s) or reported a failure (its
  *  message in err), PL_EUSAGE for a batch already released or n_slots or more
- *  ahead, PL_ECORRUPT for a malformed header. */
+ *  ahead, PL_ECORRUPT for a malformed header, -EINTR when a signal handler
+ *  ran while it waited, SA_RESTART or not (nothing was taken; call again to
+ *  go on waiting). */
 PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *err);
 
 /** Consumer: done with batch `batch` of `n_samples` samples; its slot (and

@@ -4,6 +4,8 @@
 #include "serve.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,9 +40,21 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
                            .dense = o->dense, .threads = o->threads, .io_mode = o->io_mode};
     PL_TRY(pl__producer_init(p, &po, err));
     PL_TRY(pl__producer_load(p, err));
-    PL_TRY(pl_ring_create(o->ring, o->slots, p->slot_bytes, o->consumer_pid, ring, err));
+    /* From the segment's creation on, a termination signal must find its name
+     * in abort_name: hold those signals until both are done (no other thread
+     * runs yet, so a blocked signal waits for this one). */
+    sigset_t term, old;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigaddset(&term, SIGINT);
+    sigaddset(&term, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &term, &old);
+    int rc = pl_ring_create(o->ring, o->slots, p->slot_bytes, o->consumer_pid, ring, err);
+    if (rc == 0)
+        snprintf(abort_name, sizeof abort_name, "/pertload-%s", o->ring);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    PL_TRY(rc);
     pl_ring *r = *ring;
-    snprintf(abort_name, sizeof abort_name, "/pertload-%s", o->ring);
     pl_ring_set_total(r, p->n_batches);
     if (o->verbose) {
         printf("ring %s: %u slots x %llu bytes, %llu batches\n", o->ring, o->slots,
@@ -53,7 +67,7 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
                 o->threads, (double)p->slot_bytes * o->slots / 1048576.0);
     }
     pl__sink sink = {r, ring_acquire, ring_publish, NULL};
-    int rc = pl__producer_start(p, &sink, err);
+    rc = pl__producer_start(p, &sink, err);
     if (rc == 0)
         rc = pl__producer_join(p, err);
     if (rc < 0 && rc != PL_EPEER) {

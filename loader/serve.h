@@ -23,7 +23,8 @@ typedef struct pl__serve_opts {
 int pl__serve(const pl__serve_opts *o, pl_err *err);
 
 /** Remove the ring of the running pl__serve() (async-signal-safe; for the CLI's
- *  signal handler). */
+ *  signal handler). pl__serve() holds SIGTERM, SIGINT and SIGHUP while it
+ *  creates the ring, so such a handler never misses a ring just created. */
 void pl__serve_abort(void);
 
 #endif

@@ -757,8 +757,19 @@ PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *e
         }
         /* `word` was loaded before look(): a publish since then changed it and
          * the wait returns at once. */
-        futex_wait(&h->ready[s], word, SLICE_NS);
+        int woke = futex_wait(&h->ready[s], word, SLICE_NS);
         uint64_t now = clock_tick(&r->clock);
+        if (woke == -EINTR) {
+            /* A signal handler ran (futex waits with a timeout are not restarted,
+             * SA_RESTART or not): return, so that the caller can act on it
+             * (Ctrl-C, a SIGTERM handler) even while a stopped producer publishes
+             * nothing; calling again goes on waiting. */
+            rc = look(r, batch, err);
+            if (rc == 2)
+                rc = pl__err(err, -EINTR, "ring '%s': wait for batch %llu interrupted by a "
+                             "signal", r->name, (unsigned long long)batch);
+            break;
+        }
         if (now - checked >= SLICE_NS) {
             checked = now;
             if (!pl__ring_pid_alive(r->producer_pid, r->producer_start)) {

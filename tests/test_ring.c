@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1038,6 +1039,71 @@ Test(ring, next_refuses_batches_outside_the_window)
     pl_ring_stats_get(c, &st);
     cr_assert_eq(st.batches_consumed, 2);
     cr_assert_eq(pl_ring_acquire(p, 3, &err), 0, "the window moved");
+    pl_ring_detach(c);
+    pl_ring_destroy(p);
+}
+
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    alarms++;
+}
+
+/* Deliver SIGALRM to this process after `ms`, handled with `flags`. */
+static void alarm_in(long ms, int flags)
+{
+    struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = flags};
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0);
+    struct itimerval it = {.it_value = {ms / 1000, (ms % 1000) * 1000}};
+    cr_assert_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+}
+
+/* A producer thread: batch 0 published 400 ms after the start. */
+static void *late_publish(void *arg)
+{
+    sleep_ms(400);
+    pl_ring_publish(arg, 0, 1);
+    return NULL;
+}
+
+Test(ring, signal_interrupts_the_wait_for_a_batch)
+{
+    /* The producer lives but publishes nothing yet, as when it is stopped: a
+     * signal handler that runs must get control back to the consumer (a
+     * Python consumer's Ctrl-C or SIGTERM handler runs only then), even one
+     * installed with SA_RESTART (futex waits with a timeout are not restarted). */
+    const char *name = ring_name("eintr");
+    pl_ring *p, *c;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_create(name, 2, 4096, 0, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_attach(name, 0, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_acquire(p, 0, &err), 0);
+    fill(pl_ring_slot(p, 0), 4096, 0);
+    alarms = 0;
+    alarm_in(150, SA_RESTART);
+    pthread_t th;
+    uint64_t t0 = now_ns();
+    cr_assert_eq(pthread_create(&th, NULL, late_publish, p), 0);
+    const void *slot = NULL;
+    int rc = pl_ring_next(c, 0, &slot, &err);
+    uint64_t took = now_ns() - t0;
+    cr_assert_eq(rc, -EINTR, "%d: %s", rc, err.msg);
+    cr_assert_eq(alarms, 1);
+    cr_assert_null(slot);
+    cr_assert(strstr(err.msg, "interrupted"), "%s", err.msg);
+    cr_assert(took >= 100000000u && took < 350000000u, "%llu ns", (unsigned long long)took);
+    /* Nothing was taken: calling again waits on and gets the batch. */
+    rc = pl_ring_next(c, 0, &slot, &err);
+    took = now_ns() - t0;
+    pthread_join(th, NULL);
+    signal(SIGALRM, SIG_DFL);
+    cr_assert_eq(rc, 0, "%d: %s", rc, err.msg);
+    cr_assert_geq(took, 350000000u, "%llu ns", (unsigned long long)took);
+    cr_assert_eq(check(slot, 4096, 0), 0);
+    pl_ring_release(c, 0, 1);
     pl_ring_detach(c);
     pl_ring_destroy(p);
 }

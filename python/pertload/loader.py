@@ -1,6 +1,7 @@
 """The Loader: runs `pertload serve` for an epoch and yields its batches."""
 
 import ctypes
+import errno
 import itertools
 import os
 import re
@@ -20,6 +21,7 @@ _SHM_DIR = "/dev/shm"
 _READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches$")
 _names = itertools.count()
 _PR_SET_PDEATHSIG = 1
+_EINTR = -errno.EINTR
 # Loaded before any fork: the child only calls it.
 _prctl = ctypes.CDLL(None, use_errno=True).prctl
 _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
@@ -103,7 +105,7 @@ class _Producer:
         try:
             self.n_batches = self._wait_ready(timeout)
             self._owns_name = True
-            self.mapping = _Mapping(name, max(1, int(timeout * 1000)))
+            self.mapping = self._attach()
         except BaseException:
             self.stop()
             raise
@@ -128,6 +130,17 @@ class _Producer:
         if not m or m.group(1).decode() != self.name:
             raise LoaderError(f"pertload serve: unexpected first line {line!r}")
         return int(m.group(4))
+
+    def _attach(self):
+        """Map the ring serve announced. It was complete before the ready line,
+        so it is looked for once: gone, its producer died or removed it, and
+        waiting for it to appear would wait for a dead process."""
+        try:
+            return _Mapping(self.name, 0)
+        except LoaderError as e:
+            state = self.exit_message() if self.proc.poll() is not None else "still running"
+            raise LoaderError(f"pertload serve (pid {self.proc.pid}, {state}) announced ring "
+                              f"'{self.name}', then it was gone: {e}") from None
 
     def stderr_tail(self):
         """The last lines serve wrote to stderr (its error message), or ""."""
@@ -177,6 +190,9 @@ def _child_setup(parent):
 def _stop(proc, name):
     if proc.poll() is None:
         proc.terminate()
+        # A stopped producer (SIGSTOP, a debugger) acts on SIGTERM only once
+        # continued.
+        proc.send_signal(signal.SIGCONT)
         try:
             proc.wait(5)
         except subprocess.TimeoutExpired:
@@ -238,6 +254,12 @@ class _Epoch:
         slot = ctypes.c_void_p()
         err = _lib.PlErr()
         rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
+        while rc == _EINTR:
+            # A signal came while waiting, also for a stopped producer: its
+            # Python handler ran as the call returned (KeyboardInterrupt or a
+            # SIGTERM handler's SystemExit leave from there); one that
+            # returned lets the wait go on.
+            rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
         if rc == 1:
             self.close(finish=True)
             raise StopIteration

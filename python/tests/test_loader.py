@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -16,7 +17,7 @@ import pytest
 import torch
 
 import pertload
-from conftest import Inputs, plan_batches, reaped, rings
+from conftest import Inputs, pertload_bin, plan_batches, reaped, rings
 
 KINDS = ("gpr", "reaction", "rmr")
 
@@ -204,6 +205,75 @@ def test_producer_failure_is_reported(small, tmp_path):
     assert "checksum" in str(e.value) or "corrupt" in str(e.value), e.value
 
 
+def test_signals_handled_during_waits_lose_no_batch(small):
+    """Handlers that return (a profiler's timer, SIGCHLD) interrupt the waits
+    for batches, here for a producer stopped for 0.3 s; the epoch goes on with
+    every batch, in order."""
+    ticks = []
+    old = signal.signal(signal.SIGALRM, lambda sig, frame: ticks.append(sig))
+    loader = pertload.Loader(small.db, batch_size=4, slots=1, threads=1)
+    rows = []
+    try:
+        for batch in loader:
+            rows += batch.row.tolist()
+            if batch.index == 1:
+                proc = loader._proc
+                proc.send_signal(signal.SIGSTOP)
+                threading.Timer(0.3, proc.send_signal, (signal.SIGCONT,)).start()
+                signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert rows == list(range(small.n))
+    assert len(ticks) > 10
+
+
+ANNOUNCE_AND_DIE = """#!/bin/bash
+# pertload serve that is terminated (and removes its ring) right after it
+# announced the ring, before the consumer attaches.
+exec 3< <(exec "$PERTLOAD_REAL_BIN" "$@")
+serve=$!
+read -r line <&3
+kill -TERM $serve
+while kill -0 $serve 2>/dev/null; do sleep 0.01; done
+echo "$line"
+exec sleep 60
+"""
+
+
+def test_ring_gone_after_the_ready_line_fails_at_once(small, tmp_path, monkeypatch):
+    """A producer that dies between announcing its ring and the consumer's
+    attach is reported at once, not after the start-up timeout."""
+    wrapper = tmp_path / "serve-then-die"
+    wrapper.write_text(ANNOUNCE_AND_DIE)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PERTLOAD_REAL_BIN", pertload_bin())
+    monkeypatch.setenv("PERTLOAD_BIN", str(wrapper))
+    loader = pertload.Loader(small.db, batch_size=16, timeout=30.0)
+    t0 = time.monotonic()
+    with pytest.raises(pertload.LoaderError, match="announced ring .* gone"):
+        iter(loader)
+    assert time.monotonic() - t0 < 5.0
+    assert not [r for r in rings() if r.startswith(f"pertload-py{os.getpid()}-")]
+
+
+def test_serve_terminated_while_creating_its_ring_removes_it(small):
+    """SIGTERM as soon as the segment appears, while serve still sizes it (as
+    when the consumer dies during the producer's start and the producer gets
+    its parent-death signal): serve removes it before it dies."""
+    for i in range(5):
+        name = f"py{os.getpid()}-creating{i}"
+        path = f"/dev/shm/pertload-{name}"
+        proc = subprocess.Popen([pertload_bin(), "serve", small.db, "--ring", name, "--slots",
+                                 "16", "--batch-size", "64", "--quiet"])
+        deadline = time.monotonic() + 30
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            pass
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == -signal.SIGTERM
+        assert not os.path.exists(path)
+
+
 def start(loader):
     it = iter(loader)
     batch = next(it)
@@ -274,6 +344,45 @@ def test_end_of_epoch_leaves_nothing(small):
     assert len(list(it)) == 2
     assert proc.returncode == 0 and reaped(proc.pid)
     assert not [r for r in rings() if r.startswith(f"pertload-py{os.getpid()}-")]
+
+
+class Alarm(Exception):
+    pass
+
+
+def test_signal_reaches_a_consumer_waiting_for_a_stopped_producer(medium):
+    """A signal handler (Ctrl-C, a training loop's SIGTERM handler) runs while
+    the consumer waits for a stopped producer, and closing the loader then
+    stops that producer at once."""
+    def on_alarm(sig, frame):
+        raise Alarm
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    loader = pertload.Loader(medium.db, batch_size=8, slots=2)
+    it, batch, proc, ring = start(loader)
+    os.kill(proc.pid, signal.SIGSTOP)
+    # Should the signal not get through, continuing the producer ends the wait.
+    watchdog = threading.Timer(5.0, os.kill, (proc.pid, signal.SIGCONT))
+    watchdog.start()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        t0 = time.monotonic()
+        with pytest.raises(Alarm):
+            for batch in it:
+                pass
+        assert time.monotonic() - t0 < 2.0
+        assert batch.index < 10  # it waited for the stopped producer
+        t0 = time.monotonic()
+        loader.close()
+        assert time.monotonic() - t0 < 2.0
+        assert gone(proc, ring)
+    finally:
+        watchdog.cancel()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 CONSUMER = """
