@@ -67,7 +67,7 @@ PL_API const char *pl_errname(int code);
 /* ---------------------------------------------------------------- database */
 
 /** Format version written by this build and the only one it opens. */
-#define PL_FORMAT_VERSION 1
+#define PL_FORMAT_VERSION 2
 
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
