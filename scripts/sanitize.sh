@@ -86,6 +86,7 @@ run_asan() {
     asan+=":strict_string_checks=1:check_initialization_order=1:log_path=$logs/asan"
     export ASAN_OPTIONS=$asan
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
+    export PERTLOAD_SWEEP=sample # the corruption sweep at sampled offsets
     # Every C test program: the meson tests but the perf suite and python.
     mapfile -t tests < <(meson test -C "$b" --list --no-suite perf 2>/dev/null |
                          sed -n 's|^pertload / ||p' | grep -vx python)
