@@ -529,6 +529,14 @@ PL_API int pl_ring_acquire(pl_ring *r, uint64_t batch, pl_err *err)
     }
     if (waiting)
         clock_leave(&r->clock);
+    /* acquire: pairs with the release store that published the slot's
+     * previous batch, maybe from another thread of this process. The
+     * consumer's release of that batch orders it before our writes already,
+     * but through the consumer's process, where ThreadSanitizer cannot follow
+     * (it reported this reuse as a race between two serve workers); the load
+     * states the order between our own threads where the tool sees it. */
+    if (rc == 0 && batch >= r->n_slots)
+        (void)atomic_load_explicit(&h->ready[batch % r->n_slots], memory_order_acquire);
     return rc;
 }
 
