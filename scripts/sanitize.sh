@@ -97,8 +97,10 @@ run_asan() {
     mapfile -t tests < <(meson test -C "$b" --list --no-suite perf 2>/dev/null |
                          sed -n 's|^pertload / ||p' | grep -vx python)
     [ ${#tests[@]} -gt 0 ] || { echo "sanitize.sh: no tests listed in $b" >&2; exit 1; }
-    meson test -C "$b" --no-rebuild --print-errorlogs -t 4 "${tests[@]}"
+    local rc=0
+    meson test -C "$b" --no-rebuild --print-errorlogs -t 4 "${tests[@]}" || rc=$?
     check_logs "$logs" "$b/meson-logs/testlog.txt"
+    [ "$rc" -eq 0 ] || exit "$rc"
 
     # The Python suite, libasan preloaded into the interpreter. Output is
     # captured at the Python level only, so that a report printed by the
@@ -112,8 +114,9 @@ run_asan() {
     PYTHONPATH=$PWD/$b/python PYTHONDONTWRITEBYTECODE=1 \
     PERTLOAD_LIB=$PWD/$b/libpertload.so PERTLOAD_BIN=$wrapper \
         /usr/bin/python3 -m pytest -q -p no:cacheprovider --capture=sys python/tests \
-        2>&1 | tee "$b/meson-logs/python-asan.txt"
+        2>&1 | tee "$b/meson-logs/python-asan.txt" || rc=$?
     check_logs "$logs" "$b/meson-logs/python-asan.txt"
+    [ "$rc" -eq 0 ] || exit "$rc"
 }
 
 run_tsan() {
@@ -124,8 +127,11 @@ run_tsan() {
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$logs/tsan"
     # Without address randomisation: TSan's fixed layout leaves room for the
     # 1 TiB map that build reserves for LMDB only at some mmap bases.
-    meson test -C "$b" --no-rebuild --print-errorlogs -t 4 --wrapper "setarch -R" threads
-    check_logs "$logs" "$b/meson-logs/testlog.txt"
+    local rc=0
+    meson test -C "$b" --no-rebuild --print-errorlogs -t 4 --wrapper "setarch -R" threads ||
+        rc=$?
+    check_logs "$logs" "$b/meson-logs/testlog-setarch.txt"
+    [ "$rc" -eq 0 ] || exit "$rc"
 }
 
 if [ "$what" = asan ] || [ "$what" = all ]; then

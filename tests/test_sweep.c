@@ -303,7 +303,7 @@ static void sweep(const char *file)
     uint64_t n = all ? size : SAMPLED;
     int fd = open(p, O_RDWR);
     cr_assert_geq(fd, 0, "%s: %s", p, strerror(errno));
-    uint64_t counts[16] = {0}, bad = 0;
+    uint64_t counts[16] = {0}, bad = 0, kinds[4] = {0}; /* crash, hang, differs, unclear */
     char first_bad[2048] = "";
     size_t fb = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -326,17 +326,21 @@ static void sweep(const char *file)
         const char *why = NULL;
         char sig[64];
         if (WIFSIGNALED(status)) {
-            snprintf(sig, sizeof sig, "%s", WTERMSIG(status) == SIGALRM
-                                                ? "hang (no result within the alarm)"
-                                                : strsignal(WTERMSIG(status)));
+            int hang = WTERMSIG(status) == SIGALRM;
+            snprintf(sig, sizeof sig, "%s", hang ? "hang (no result within the alarm)"
+                                                 : strsignal(WTERMSIG(status)));
             why = sig;
+            kinds[hang]++;
         } else if (WEXITSTATUS(status) == DIFFERS) {
             why = "read back differs silently";
+            kinds[2]++;
         } else if (WEXITSTATUS(status) == UNCLEAR) {
             why = "unclear error";
+            kinds[3]++;
         } else if (WEXITSTATUS(status) >= 16 || !outcome_names[WEXITSTATUS(status)]) {
             snprintf(sig, sizeof sig, "child exit status %d", WEXITSTATUS(status));
             why = sig;
+            kinds[0]++;
         }
         if (why) {
             bad++;
@@ -359,7 +363,9 @@ static void sweep(const char *file)
     for (int o = 0; o < 16; o++)
         if (counts[o])
             fprintf(stderr, ", %" PRIu64 " %s", counts[o], outcome_names[o]);
-    fprintf(stderr, ", %" PRIu64 " failures\n", bad);
+    fprintf(stderr, ", %" PRIu64 " failures (%" PRIu64 " crashes, %" PRIu64 " hangs, %" PRIu64
+            " silently different, %" PRIu64 " unclear errors)\n", bad, kinds[0], kinds[1],
+            kinds[2], kinds[3]);
     cr_assert_eq(bad, 0, "%s: %" PRIu64 " of %" PRIu64 " flips crashed, hung or went "
                  "unnoticed (seed %" PRIu64 "):%s", file, bad, n, seed, first_bad);
     /* The copy is pristine again. */
