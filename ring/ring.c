@@ -522,9 +522,18 @@ PL_API int pl_ring_acquire(pl_ring *r, uint64_t batch, pl_err *err)
         if (now - checked >= SLICE_NS ||
             atomic_load_explicit(&h->consumer_gone, memory_order_relaxed)) {
             checked = now;
-            rc = check_consumer(r, err);
-            if (rc < 0)
-                break;
+            if (check_consumer(r, NULL) < 0) {
+                /* The consumer releases before it detaches or exits: once it is
+                 * seen gone (acquire), the count holds its last release, which
+                 * may have freed this slot (a consumer that drained the epoch
+                 * and left while we slept is no failure). */
+                if (batch < atomic_load_explicit(&h->batches_consumed, memory_order_acquire) +
+                                r->n_slots)
+                    break;
+                rc = check_consumer(r, err);
+                if (rc < 0)
+                    break;
+            }
         }
     }
     if (waiting)
