@@ -255,9 +255,12 @@ Test(security, fifo_planted_under_the_name)
 /* ------------------------------------------------- read-only database */
 
 /* Every descriptor of this process open on a file under `dir` is read-only
- * and every mapping of one is not writable; returns how many were seen. */
-static int expect_read_only_access(const char *dir)
+ * and every mapping of one is not writable; a descriptor of the file
+ * `must_see` (a name in `dir`, or NULL) is among them. Returns how many
+ * descriptors and mappings were seen. */
+static int expect_read_only_access(const char *dir, const char *must_see)
 {
+    int saw_it = 0;
     char real[PATH_MAX];
     cr_assert_not_null(realpath(dir, real));
     size_t rl = strlen(real);
@@ -283,6 +286,7 @@ static int expect_read_only_access(const char *dir)
                 break;
         fclose(f);
         cr_assert_eq(flags & O_ACCMODE, O_RDONLY, "%s open with flags 0%o", target, flags);
+        saw_it |= must_see && !strcmp(target + rl + 1, must_see);
         seen++;
     }
     closedir(d);
@@ -299,6 +303,7 @@ static int expect_read_only_access(const char *dir)
         seen++;
     }
     fclose(m);
+    cr_assert(!must_see || saw_it, "no descriptor of %s/%s open", real, must_see);
     return seen;
 }
 
@@ -313,8 +318,22 @@ Test(security, database_opened_read_only)
     cr_assert_eq(pl_db_verify(db, &err), 0, "%s", err.msg);
     cr_assert_eq(pl_graph_load(db, &g, &err), 0, "%s", err.msg);
     /* t.db is open too: both handles' descriptors and maps are checked. */
-    cr_assert_geq(expect_read_only_access(t.path), 2, "no descriptor or map of data.mdb "
-                  "and samples.pls found");
+    cr_assert_geq(expect_read_only_access(t.path, PL_FILE_SAMPLES), 2,
+                  "no descriptor or map of data.mdb and samples.pls found");
+    /* The loader too (its own handle, the payload descriptors, O_DIRECT
+     * included), while it runs. */
+    pl_loader_opts o = {0};
+    o.db = t.path;
+    o.plan = (pl_plan_opts){.batch_size = 16, .world_size = 1};
+    o.threads = 2;
+    o.backend = PL_BACKEND_HOST;
+    pl_loader *l;
+    cr_assert_eq(pl_loader_open(&o, &l, &err), 0, "%s", err.msg);
+    pl_device_batch b;
+    cr_assert_eq(pl_loader_next(l, &b, &err), 0, "%s", err.msg);
+    expect_read_only_access(t.path, PL_FILE_PAYLOAD);
+    pl_loader_release(l, &b);
+    pl_loader_close(l);
     pl_graph_free(g);
     pl_db_close(db);
     pl_test_db_free(&t);
