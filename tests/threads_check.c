@@ -126,7 +126,7 @@ static void serve_epoch(const char *bin)
     }
     pl_ring *r;
     pl_err err = {0};
-    if (pl_ring_attach(name, 60000, &r, &err) < 0) {
+    if (pl_ring_attach(name, 30000, &r, &err) < 0) {
         fail("attach to serve: %s", err.msg);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
