@@ -67,7 +67,7 @@ PL_API const char *pl_errname(int code);
 /* ---------------------------------------------------------------- database */
 
 /** Format version written by this build and the only one it opens. */
-#define PL_FORMAT_VERSION 1
+#define PL_FORMAT_VERSION 2
 
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
@@ -300,12 +300,17 @@ enum { PL_RING_RUNNING = 0, PL_RING_DONE = 1, PL_RING_FAILED = 2 };
  *  The segment takes 4096 bytes of header (more for thousands of slots) plus
  *  n_slots times slot_bytes rounded up to 4096; pl_ring_stats_get() gives the
  *  size in total_bytes. Its pages are reserved at creation.
- *  @param name 1..PL_RING_NAME_MAX characters of [A-Za-z0-9_.-].
+ *  The segment is created with mode 0600; an existing one under the name that
+ *  is not this user's regular file closed to group and others is neither
+ *  used nor removed.
+ *  @param name 1..PL_RING_NAME_MAX characters of [A-Za-z0-9_.-], without "..".
  *  @param n_slots 1..65536.
  *  @param consumer_pid the process that will drain it (watched for death), or
  *  0 when not known yet (pl_ring_attach() registers the consumer).
  *  @return 0, PL_EUSAGE (bad name or sizes, or over PL_RING_MAX_BYTES),
- *  -ENOSPC (over half the free space), PL_EBUSY, -errno. */
+ *  -ENOSPC (over half the free space), PL_EBUSY, -EPERM (the name is held by
+ *  another user's segment, a non-regular file or one open to others),
+ *  -errno. */
 PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_bytes,
                           int32_t consumer_pid, pl_ring **out, pl_err *err);
 
@@ -343,8 +348,10 @@ PL_API void pl_ring_destroy(pl_ring *r);
  *  is validated (magic, version, sizes against the segment's size).
  *  @param timeout_ms how long to wait for the segment to appear (0: look
  *  once; negative: no limit).
+ *  Only a regular file of this user, closed to group and others, is used.
  *  @return 0, PL_ETIMEDOUT, PL_ECORRUPT (malformed header), PL_EBUSY (another
- *  live consumer), PL_EUSAGE (bad name), -errno. */
+ *  live consumer), PL_EUSAGE (bad name), -EPERM (another user's segment, not
+ *  a regular file, or open to group or others), -errno. */
 PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_err *err);
 
 /** Consumer: wait for batch `batch` (batches are taken in order; several may
@@ -370,9 +377,9 @@ PL_API void pl_ring_detach(pl_ring *r);
 /** Either side: a snapshot of the shared counters. */
 PL_API void pl_ring_stats_get(const pl_ring *r, pl_ring_stats *st);
 
-/** Read the counters of every ring on the machine that this user may open
- *  (for `pertload top`); segments with a malformed header are skipped, those
- *  of dead producers are included.
+/** Read the counters of every ring of this user (for `pertload top`):
+ *  segments of other users, open to group or others, or with a malformed
+ *  header are skipped; those of dead producers are included.
  *  @return the number found (at most `cap` stored), or a negative code. */
 PL_API int pl_ring_list(pl_ring_stats *out, int cap);
 

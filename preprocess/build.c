@@ -944,6 +944,10 @@ static int run(builder *b)
     }
     free(payload.sums);
     PL_TRY(rc);
+    /* data.mdb is final: its size and checksum go into the store's header. */
+    char lmdb[4096];
+    pl__path_join(lmdb, sizeof lmdb, b->tmp, PL_FILE_LMDB);
+    PL_TRY(pl__sstore_seal(b->sw.path, lmdb, b->err));
     PL_TRY(sync_dir(b->tmp, b->err));
     PL_FAIL_IF(rename(b->tmp, o->out) < 0, b->err, -errno, "%s: cannot move into place: %s",
                o->out, strerror(errno));

@@ -191,6 +191,29 @@ static int check_name(const char *name, pl_err *err)
                    "ring name '%s' holds character 0x%02x; names hold only [A-Za-z0-9_.-]",
                    name, c);
     }
+    /* No '/' can pass the loop above; ".." is refused as well, so that a name
+     * never reads as a path step wherever it is used. */
+    PL_FAIL_IF(strstr(name, "..") != NULL, err, PL_EUSAGE, "ring name '%s' holds '..'", name);
+    return 0;
+}
+
+/* A segment is used only when it is a regular file of this user closed to
+ * group and others, as pl_ring_create() makes it (0600): /dev/shm is shared
+ * by all users, and a segment another user can write could feed a consumer
+ * forged batches or stall a producer. Checked on the open file (fstat), so
+ * the name cannot be swapped between check and use; shm_open() adds
+ * O_NOFOLLOW. `err` may be NULL. */
+static int check_owner(const struct stat *st, const char *path, pl_err *err)
+{
+    PL_FAIL_IF(!S_ISREG(st->st_mode), err, -EPERM,
+               "%s is not a regular file; refusing to use it as a ring", path);
+    PL_FAIL_IF(st->st_uid != geteuid(), err, -EPERM,
+               "%s belongs to uid %u, not to this user (uid %u); refusing to use or remove "
+               "another user's ring",
+               path, (unsigned)st->st_uid, (unsigned)geteuid());
+    PL_FAIL_IF(st->st_mode & 077, err, -EPERM,
+               "%s has mode %04o; rings must be closed to group and others (0600)", path,
+               (unsigned)(st->st_mode & 07777));
     return 0;
 }
 
@@ -273,11 +296,23 @@ static int clear_stale(const char *name, pl_err *err)
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
     shm_name(shm, sizeof shm, name);
     shm_path(path, sizeof path, name);
-    int fd = shm_open(shm, O_RDONLY | O_CLOEXEC, 0);
+    /* O_NONBLOCK: a FIFO planted under the name must not block the open. */
+    int fd = shm_open(shm, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd < 0 && errno == ENOENT)
         return 0; /* gone meanwhile */
     PL_FAIL_IF(fd < 0, err, -errno, "%s exists and cannot be opened: %s", path,
                strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return pl__err(err, -e, "cannot stat %s: %s", path, strerror(e));
+    }
+    int rc = check_owner(&st, path, err);
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
     /* A creator holds the lock until its header is complete. */
     if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
         close(fd);
@@ -286,8 +321,7 @@ static int clear_stale(const char *name, pl_err *err)
     }
     int stale = 1;
     int32_t pid = 0;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= PL__RING_PAGE) {
+    if ((uint64_t)st.st_size >= PL__RING_PAGE) {
         const pl__ring_hdr *h = map_header_ro(fd);
         if (h) {
             /* acquire: pairs with the creator's release store of `init` */
@@ -488,13 +522,30 @@ PL_API int pl_ring_acquire(pl_ring *r, uint64_t batch, pl_err *err)
         if (now - checked >= SLICE_NS ||
             atomic_load_explicit(&h->consumer_gone, memory_order_relaxed)) {
             checked = now;
-            rc = check_consumer(r, err);
-            if (rc < 0)
-                break;
+            if (check_consumer(r, NULL) < 0) {
+                /* The consumer releases before it detaches or exits: once it is
+                 * seen gone (acquire), the count holds its last release, which
+                 * may have freed this slot (a consumer that drained the epoch
+                 * and left while we slept is no failure). */
+                if (batch < atomic_load_explicit(&h->batches_consumed, memory_order_acquire) +
+                                r->n_slots)
+                    break;
+                rc = check_consumer(r, err);
+                if (rc < 0)
+                    break;
+            }
         }
     }
     if (waiting)
         clock_leave(&r->clock);
+    /* acquire: pairs with the release store that published the slot's
+     * previous batch, maybe from another thread of this process. The
+     * consumer's release of that batch orders it before our writes already,
+     * but through the consumer's process, where ThreadSanitizer cannot follow
+     * (it reported this reuse as a race between two serve workers); the load
+     * states the order between our own threads where the tool sees it. */
+    if (rc == 0 && batch >= r->n_slots)
+        (void)atomic_load_explicit(&h->ready[batch % r->n_slots], memory_order_acquire);
     return rc;
 }
 
@@ -557,7 +608,7 @@ static int open_existing(const char *name, pl_ring *r, pl_err *err)
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
     shm_name(shm, sizeof shm, name);
     shm_path(path, sizeof path, name);
-    int fd = shm_open(shm, O_RDWR | O_CLOEXEC, 0);
+    int fd = shm_open(shm, O_RDWR | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd < 0 && errno == ENOENT)
         return 1;
     PL_FAIL_IF(fd < 0, err, -errno, "cannot open %s: %s", path, strerror(errno));
@@ -566,6 +617,11 @@ static int open_existing(const char *name, pl_ring *r, pl_err *err)
         int e = errno;
         close(fd);
         return pl__err(err, -e, "cannot stat %s: %s", path, strerror(e));
+    }
+    int rc = check_owner(&st, path, err);
+    if (rc < 0) {
+        close(fd);
+        return rc;
     }
     if ((uint64_t)st.st_size < PL__RING_PAGE) {
         close(fd);
@@ -895,12 +951,13 @@ PL_API int pl_ring_list(pl_ring_stats *out, int cap)
             continue;
         char shm[PL_RING_NAME_MAX + 32];
         shm_name(shm, sizeof shm, name);
-        int fd = shm_open(shm, O_RDONLY | O_CLOEXEC, 0);
+        int fd = shm_open(shm, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
         if (fd < 0)
             continue; /* gone, or another user's */
         struct stat st;
         const pl__ring_hdr *h = NULL;
-        if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= PL__RING_PAGE)
+        if (fstat(fd, &st) == 0 && check_owner(&st, "", NULL) == 0 &&
+            (uint64_t)st.st_size >= PL__RING_PAGE)
             h = map_header_ro(fd);
         close(fd);
         if (!h)

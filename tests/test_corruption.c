@@ -1,7 +1,12 @@
 /* Damaged databases: every checksum pl_db_open, pl_db_verify, pl_db_sample
  * and pl_graph_load rely on catches a flipped byte, names the key, block or
  * chunk involved, and never crashes. Each case damages its own copy of one
- * pristine database built from small inputs. */
+ * pristine database built from small inputs.
+ *
+ * The sample store's header records the checksum of the whole of data.mdb,
+ * which catches any change to it at open. To reach the finer checks behind
+ * it (value trailers, sizes), the cases that damage data.mdb record the
+ * damaged file's checksum again (reseal) unless they test that check. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -165,13 +170,26 @@ static void write_at(const char *path, uint64_t off, const void *buf, size_t len
     cr_assert_eq(close(fd), 0);
 }
 
-/* XOR the byte at `off` of C.bad/file with `mask`. */
+/* Record the current size and checksum of C.bad/data.mdb in the header of
+ * C.bad/samples.pls, as build does for a finished database. */
+static void reseal(void)
+{
+    char s[4352], l[4352];
+    bad_path(s, sizeof s, PL_FILE_SAMPLES);
+    bad_path(l, sizeof l, PL_FILE_LMDB);
+    pl_err err = {0};
+    cr_assert_eq(pl__sstore_seal(s, l, &err), 0, "reseal: %s", err.msg);
+}
+
+/* XOR the byte at `off` of C.bad/file with `mask` (resealing data.mdb). */
 static void flip_mask(const char *file, uint64_t off, unsigned char mask)
 {
     char p[4352];
     bad_path(p, sizeof p, file);
     cr_assert_lt(off, file_size(p));
     pl_test_xor_byte(p, off, mask);
+    if (!strcmp(file, PL_FILE_LMDB))
+        reseal();
 }
 
 /* Invert every bit of the byte at `off` of C.bad/file. */
@@ -182,6 +200,8 @@ static void truncate_to(const char *file, uint64_t size)
     char p[4352];
     bad_path(p, sizeof p, file);
     cr_assert_eq(truncate(p, (off_t)size), 0, "%s: %s", p, strerror(errno));
+    if (!strcmp(file, PL_FILE_LMDB))
+        reseal();
 }
 
 /* The stored bytes (value and checksum trailer) of `key` in sub-database
@@ -547,6 +567,7 @@ Test(corruption, format_version)
     cr_assert_eq(v, PL_FORMAT_VERSION);
     v = PL_FORMAT_VERSION + 1;
     write_at(p, off + 8, &v, 4);
+    reseal();
     char want[64];
     snprintf(want, sizeof want, "format version %u", PL_FORMAT_VERSION + 1);
     expect_open_fails(PL_EFORMAT, want);
@@ -608,6 +629,48 @@ Test(corruption, samples_magic)
 {
     flip(PL_FILE_SAMPLES, 0);
     expect_open_fails(PL_ECORRUPT, "samples.pls: not a pertload sample store (bad magic)");
+}
+
+/* Without the reseal: the whole-file check at open names data.mdb. */
+Test(corruption, lmdb_whole_file_checksum)
+{
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_LMDB);
+    uint64_t offs[3] = {0, 4096 + 100, file_size(p) - 1}; /* meta page, a page, the end */
+    for (int i = 0; i < 3; i++) {
+        pl_test_xor_byte(p, offs[i], 0x01);
+        expect_open_fails(PL_ECORRUPT, "data.mdb: checksum mismatch");
+        pl_test_xor_byte(p, offs[i], 0x01);
+    }
+    pl_db *db = open_bad();
+    pl_db_close(db);
+}
+
+Test(corruption, lmdb_size_recorded)
+{
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_LMDB);
+    uint64_t size = file_size(p);
+    cr_assert_eq(truncate(p, (off_t)(size + 4096)), 0, "%s: %s", p, strerror(errno));
+    char want[128];
+    snprintf(want, sizeof want, "data.mdb: %llu bytes, the database expects %llu",
+             (unsigned long long)(size + 4096), (unsigned long long)size);
+    expect_open_fails(PL_ECORRUPT, want);
+}
+
+Test(corruption, samples_header_lmdb_checksum)
+{
+    flip(PL_FILE_SAMPLES, 48); /* the recorded checksum of data.mdb */
+    expect_open_fails(PL_ECORRUPT, "samples.pls: header checksum mismatch");
+}
+
+Test(corruption, samples_header_version)
+{
+    flip_mask(PL_FILE_SAMPLES, 8, 0x04);
+    char want[128];
+    snprintf(want, sizeof want, "samples.pls: format version %u, this pertload reads version %u",
+             PL_FORMAT_VERSION ^ 0x04, PL_FORMAT_VERSION);
+    expect_open_fails(PL_EFORMAT, want);
 }
 
 Test(corruption, samples_header_counts)

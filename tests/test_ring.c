@@ -1160,3 +1160,48 @@ Test(ring, top_once_shows_a_running_ring)
     cr_assert_eq(run_cli("top --bogus", out, sizeof out), 2, "%s", out);
     pl_ring_destroy(r);
 }
+
+/* Serve's end of an epoch: the producer waits until the consumer drained the
+ * last batch (pl_ring_acquire of batch n_batches - 1 + n_slots). */
+static int drain_wait_main(const char *name)
+{
+    pl_ring *r;
+    pl_err err = {0};
+    if (pl_ring_create(name, 1, 4096, 0, &r, &err) < 0 || pl_ring_acquire(r, 0, &err) < 0) {
+        fprintf(stderr, "drain producer: %s\n", err.msg);
+        return 10;
+    }
+    pl_ring_publish(r, 0, 1);
+    pl_ring_finish(r, 1, NULL);
+    int rc = pl_ring_acquire(r, 1, &err);
+    if (rc < 0)
+        fprintf(stderr, "drain producer: %s\n", err.msg);
+    pl_ring_destroy(r);
+    return rc < 0 ? 20 : 0;
+}
+
+/* A consumer that releases the last batch and detaches while the producer
+ * sleeps has freed the slot: the wait succeeds. The producer is stopped while
+ * it sleeps, so that it wakes to the release and the detach at once (it used
+ * to see the consumer gone and fail with PL_EPEER, and serve exited 1 after
+ * a complete epoch). */
+Test(ring, consumer_leaving_after_the_last_release)
+{
+    const char *name = ring_name("drain");
+    pid_t p = spawn(drain_wait_main, name);
+    pl_ring *c;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_attach(name, 5000, &c, &err), 0, "%s", err.msg);
+    const void *slot;
+    cr_assert_eq(pl_ring_next(c, 0, &slot, &err), 0, "%s", err.msg);
+    sleep_ms(100); /* the producer sleeps in its wait for the slot */
+    cr_assert_eq(kill(p, SIGSTOP), 0);
+    int st;
+    cr_assert_eq(waitpid(p, &st, WUNTRACED), p);
+    cr_assert(WIFSTOPPED(st));
+    pl_ring_release(c, 0, 1);
+    cr_assert_eq(pl_ring_next(c, 1, &slot, &err), 1, "the end after the only batch");
+    pl_ring_detach(c);
+    cr_assert_eq(kill(p, SIGCONT), 0);
+    cr_assert_eq(reap(p, 5000), 0, "the producer's wait failed although the slot was freed");
+}

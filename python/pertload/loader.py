@@ -198,10 +198,13 @@ def _stop(proc, name):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    # A producer that was killed could not remove its segment.
+    # A producer that was killed could not remove its segment. Only ours:
+    # another user's segment under the name is not ours to remove.
     if name is not None:
+        path = os.path.join(_SHM_DIR, "pertload-" + name)
         try:
-            os.unlink(os.path.join(_SHM_DIR, "pertload-" + name))
+            if os.lstat(path).st_uid == os.geteuid():
+                os.unlink(path)
         except FileNotFoundError:
             pass
 

@@ -122,20 +122,44 @@ static int open_blocks(pl_db *db, pl_err *err)
     return 0;
 }
 
-static int open_samples(pl_db *db, pl_err *err)
+/* Open samples.pls and parse its header: it records the size and checksum
+ * of data.mdb, checked before LMDB reads any page of it. */
+static int open_samples(pl_db *db, pl__sstore_header *h, pl_err *err)
 {
     char p[4096];
     pl__path_join(p, sizeof p, db->path, PL_FILE_SAMPLES);
     db->samples_fd = open(p, O_RDONLY | O_CLOEXEC);
     PL_FAIL_IF(db->samples_fd < 0, err, -errno, "%s: %s", p, strerror(errno));
+    char hdr[PL_SSTORE_HEADER];
+    PL_TRY(pl__read_all(db->samples_fd, hdr, sizeof hdr, 0, p, err));
+    return pl__sstore_read_header(hdr, h, err);
+}
+
+/* LMDB trusts the page structure of the file it maps: check the whole of
+ * data.mdb against the size and XXH64 build recorded, first. */
+static int check_lmdb_file(const char *p, const pl__sstore_header *h, pl_err *err)
+{
+    uint64_t bytes, sum;
+    PL_TRY(pl__file_xxh64(p, &bytes, &sum, err));
+    PL_FAIL_IF(bytes != h->lmdb_bytes, err, PL_ECORRUPT,
+               "%s: %llu bytes, the database expects %llu (truncated or replaced)", p,
+               (unsigned long long)bytes, (unsigned long long)h->lmdb_bytes);
+    PL_FAIL_IF(sum != h->lmdb_checksum, err, PL_ECORRUPT,
+               "%s: checksum mismatch (the file is damaged or was modified after build)", p);
+    return 0;
+}
+
+/* The sample store against the metadata: size and header counts. */
+static int check_samples(pl_db *db, const pl__sstore_header *h, pl_err *err)
+{
+    char p[4096];
+    pl__path_join(p, sizeof p, db->path, PL_FILE_SAMPLES);
     struct stat st;
     PL_FAIL_IF(fstat(db->samples_fd, &st) < 0, err, -errno, "%s: %s", p, strerror(errno));
     PL_FAIL_IF((uint64_t)st.st_size != db->meta.samples_bytes, err, PL_ECORRUPT,
                "%s: %llu bytes, the database expects %llu (truncated or replaced)", p,
                (unsigned long long)st.st_size, (unsigned long long)db->meta.samples_bytes);
-    char hdr[PL_SSTORE_HEADER];
-    PL_TRY(pl__read_all(db->samples_fd, hdr, sizeof hdr, 0, p, err));
-    return pl__sstore_check_header(hdr, db->meta.n_samples, db->meta.n_blocks,
+    return pl__sstore_check_header(h, db->meta.n_samples, db->meta.n_blocks,
                                    db->meta.n_labels, err);
 }
 
@@ -179,7 +203,10 @@ static int open_db(pl_db *db, const char *path, pl_err *err)
     PL_FAIL_IF(stat(path, &st) < 0, err, -errno, "%s: %s", path, strerror(errno));
     PL_FAIL_IF(!S_ISDIR(st.st_mode), err, -ENOTDIR, "%s: not a pertload database directory",
                path);
+    pl__sstore_header sh;
+    PL_TRY(open_samples(db, &sh, err));
     pl__path_join(p, sizeof p, path, PL_FILE_LMDB);
+    PL_TRY(check_lmdb_file(p, &sh, err));
     PL_FAIL_IF(stat(p, &st) < 0, err, -errno, "%s: %s", p, strerror(errno));
     /* LMDB maps the file and trusts its meta pages: a truncated file would
      * fault on access, so sizes are checked before and after opening. */
@@ -228,7 +255,7 @@ static int open_db(pl_db *db, const char *path, pl_err *err)
     else
         db->info.params = "";
     PL_TRY(open_blocks(db, err));
-    PL_TRY(open_samples(db, err));
+    PL_TRY(check_samples(db, &sh, err));
     PL_FAIL_IF(pl__strtab_init(&db->gene_index) < 0, err, -ENOMEM, "out of memory");
     for (uint64_t g = 0; g < m->n_genes; g++) {
         const char *name = db->names[N_GENES][g];

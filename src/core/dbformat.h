@@ -2,7 +2,9 @@
  *
  * A database is a directory:
  *   data.mdb     LMDB environment (no lock file: opened read-only, MDB_NOLOCK)
- *   samples.pls  sample store: zstd-compressed blocks, each with an XXH64
+ *   samples.pls  sample store: zstd-compressed blocks, each with an XXH64;
+ *                its header records the size and XXH64 of the whole of
+ *                data.mdb, checked at open before LMDB reads a page
  *   payload.npy  optional per-sample payload, a valid .npy whose header is
  *                padded to PL_PAYLOAD_ALIGN so rows can be read with O_DIRECT
  *

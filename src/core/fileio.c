@@ -1,12 +1,15 @@
 #include "fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checksum.h"
 #include "error.h"
 
 int pl__write_all(int fd, const void *p, size_t len, uint64_t off, const char *path,
@@ -73,4 +76,33 @@ uint64_t pl__file_size(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+int pl__file_xxh64(const char *path, uint64_t *bytes, uint64_t *sum, pl_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    PL_FAIL_IF(fd < 0, err, -errno, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return pl__err(err, -e, "%s: %s", path, strerror(e));
+    }
+    size_t n = (size_t)st.st_size;
+    void *p = NULL;
+    if (n > 0) {
+        p = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return pl__err(err, -e, "%s: cannot map %zu bytes: %s", path, n, strerror(e));
+        }
+        madvise(p, n, MADV_SEQUENTIAL);
+    }
+    close(fd);
+    *bytes = n;
+    *sum = pl__xxh64(p ? p : (const void *)"", n, 0);
+    if (p)
+        munmap(p, n);
+    return 0;
 }

@@ -20,6 +20,10 @@ void pl__rmtree(const char *path);
 /** Join a directory and a file name into `buf`. @return buf. */
 char *pl__path_join(char *buf, size_t cap, const char *dir, const char *name);
 
+/** Size and XXH64 (seed 0) of the whole file at `path`, read through a
+ *  read-only private mapping. Errors name `path`. */
+int pl__file_xxh64(const char *path, uint64_t *bytes, uint64_t *sum, pl_err *err);
+
 /** Size of the file at `path`, or 0. */
 uint64_t pl__file_size(const char *path);
 

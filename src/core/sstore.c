@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,8 +17,8 @@ struct file_header {
     uint32_t version, n_labels;
     uint64_t n_samples, n_blocks;
     uint32_t block_rows, reserved;
-    uint64_t checksum; /* XXH64 of the 40 bytes above */
-    char pad[16];
+    uint64_t lmdb_bytes, lmdb_checksum; /* 0 until pl__sstore_seal() */
+    uint64_t checksum;                  /* XXH64 of the 56 bytes above */
 };
 _Static_assert(sizeof(struct file_header) == PL_SSTORE_HEADER, "header size");
 
@@ -116,6 +117,16 @@ int pl__sstore_add(pl__sstore_writer *w, uint64_t id, const int32_t *genes, uint
     return 0;
 }
 
+/* Seal `h` with its checksum, write it at offset 0 and fsync. */
+static int write_header(int fd, const char *path, struct file_header *h, pl_err *err)
+{
+    h->checksum = pl__xxh64(h, offsetof(struct file_header, checksum), 0);
+    PL_TRY(pl__write_all(fd, h, sizeof *h, 0, path, err));
+    if (fsync(fd) < 0)
+        return pl__err(err, -errno, "%s: fsync: %s", path, strerror(errno));
+    return 0;
+}
+
 int pl__sstore_finish(pl__sstore_writer *w, pl_err *err)
 {
     PL_TRY(flush_block(w, err));
@@ -127,11 +138,24 @@ int pl__sstore_finish(pl__sstore_writer *w, pl_err *err)
     h.n_samples = w->n_samples;
     h.n_blocks = w->n_blocks;
     h.block_rows = PL_BLOCK_ROWS;
-    h.checksum = pl__xxh64(&h, 40, 0);
-    PL_TRY(pl__write_all(w->fd, &h, sizeof h, 0, w->path, err));
-    if (fsync(w->fd) < 0)
-        return pl__err(err, -errno, "%s: fsync: %s", w->path, strerror(errno));
-    return 0;
+    return write_header(w->fd, w->path, &h, err);
+}
+
+int pl__sstore_seal(const char *path, const char *lmdb_path, pl_err *err)
+{
+    struct file_header h;
+    pl__sstore_header parsed;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    PL_FAIL_IF(fd < 0, err, -errno, "%s: %s", path, strerror(errno));
+    int rc = pl__read_all(fd, &h, sizeof h, 0, path, err);
+    if (rc == 0)
+        rc = pl__sstore_read_header(&h, &parsed, err);
+    if (rc == 0)
+        rc = pl__file_xxh64(lmdb_path, &h.lmdb_bytes, &h.lmdb_checksum, err);
+    if (rc == 0)
+        rc = write_header(fd, path, &h, err);
+    close(fd);
+    return rc;
 }
 
 void pl__sstore_writer_free(pl__sstore_writer *w)
@@ -153,20 +177,30 @@ void pl__sstore_writer_free(pl__sstore_writer *w)
     w->fd = -1;
 }
 
-int pl__sstore_check_header(const void *hdr, uint64_t n_samples, uint64_t n_blocks,
-                            uint32_t n_labels, pl_err *err)
+int pl__sstore_read_header(const void *hdr, pl__sstore_header *out, pl_err *err)
 {
     struct file_header h;
     memcpy(&h, hdr, sizeof h);
     PL_FAIL_IF(memcmp(h.magic, PL_SSTORE_MAGIC, 8) != 0, err, PL_ECORRUPT,
                "%s: not a pertload sample store (bad magic)", PL_FILE_SAMPLES);
-    PL_FAIL_IF(h.checksum != pl__xxh64(&h, 40, 0), err, PL_ECORRUPT,
-               "%s: header checksum mismatch", PL_FILE_SAMPLES);
+    /* The version before the checksum: another version may place it elsewhere. */
     PL_FAIL_IF(h.version != PL_FORMAT_VERSION, err, PL_EFORMAT,
-               "%s: format version %u, this pertload reads version %u", PL_FILE_SAMPLES,
-               h.version, PL_FORMAT_VERSION);
-    PL_FAIL_IF(h.n_samples != n_samples || h.n_blocks != n_blocks ||
-                   h.n_labels != n_labels || h.block_rows != PL_BLOCK_ROWS,
+               "%s: format version %u, this pertload reads version %u (rebuild the "
+               "database)", PL_FILE_SAMPLES, h.version, PL_FORMAT_VERSION);
+    PL_FAIL_IF(h.checksum != pl__xxh64(&h, offsetof(struct file_header, checksum), 0), err,
+               PL_ECORRUPT, "%s: header checksum mismatch", PL_FILE_SAMPLES);
+    *out = (pl__sstore_header){.version = h.version, .n_labels = h.n_labels,
+                               .block_rows = h.block_rows, .n_samples = h.n_samples,
+                               .n_blocks = h.n_blocks, .lmdb_bytes = h.lmdb_bytes,
+                               .lmdb_checksum = h.lmdb_checksum};
+    return 0;
+}
+
+int pl__sstore_check_header(const pl__sstore_header *h, uint64_t n_samples,
+                            uint64_t n_blocks, uint32_t n_labels, pl_err *err)
+{
+    PL_FAIL_IF(h->n_samples != n_samples || h->n_blocks != n_blocks ||
+                   h->n_labels != n_labels || h->block_rows != PL_BLOCK_ROWS,
                err, PL_ECORRUPT, "%s: header does not match the database metadata",
                PL_FILE_SAMPLES);
     return 0;

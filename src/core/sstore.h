@@ -1,6 +1,10 @@
 /* Sample store (samples.pls): the block codec, a writer and a block decoder.
  *
- * File: a 64-byte header, then blocks. A block is a 32-byte header
+ * File: a 64-byte header, then blocks. The header records the counts, and the
+ * size and XXH64 of the whole of data.mdb (written last by build, checked at
+ * open before LMDB reads any page: LMDB trusts its page structure, so a
+ * damaged page could crash or loop it; values inside are checked again by
+ * their own trailers). A block is a 32-byte header
  * {u32 magic "PLBK", u32 comp_size, u32 raw_size, u32 n_rows, u64 first_row,
  * u64 XXH64(compressed)} followed by zstd(raw). The raw block is columnar:
  *   u32 n_rows, u32 n_refs, u64 ids[n], u32 gptr[n+1], i32 genes[n_refs],
@@ -85,8 +89,28 @@ int pl__block_decode(const void *block, size_t len, const struct pl__block_entry
                      uint64_t which, uint32_t n_labels, uint64_t n_genes,
                      ZSTD_DCtx *dctx, void *raw, pl__block_view *v, pl_err *err);
 
-/** Check the store's file header against the metadata. */
-int pl__sstore_check_header(const void *hdr, uint64_t n_samples, uint64_t n_blocks,
-                            uint32_t n_labels, pl_err *err);
+/** What the store's file header records. */
+typedef struct pl__sstore_header {
+    uint32_t version, n_labels, block_rows;
+    uint64_t n_samples, n_blocks;
+    uint64_t lmdb_bytes;    /**< size of data.mdb */
+    uint64_t lmdb_checksum; /**< XXH64 (seed 0) of the whole of data.mdb */
+} pl__sstore_header;
+
+/** Parse the store's PL_SSTORE_HEADER-byte file header `hdr` into `out`,
+ *  checking its magic, its own checksum and the format version.
+ *  @return 0, PL_ECORRUPT or PL_EFORMAT with a message naming samples.pls. */
+int pl__sstore_read_header(const void *hdr, pl__sstore_header *out, pl_err *err);
+
+/** Check a parsed header's counts against the metadata. */
+int pl__sstore_check_header(const pl__sstore_header *h, uint64_t n_samples,
+                            uint64_t n_blocks, uint32_t n_labels, pl_err *err);
+
+/** Record the size and XXH64 of the file `lmdb_path` in the header of the
+ *  finished store at `path`, then fsync it. Build calls it once data.mdb is
+ *  complete and closed.
+ *  @return 0, or a negative code (the store's header unreadable or invalid,
+ *  data.mdb unreadable, a failed write). */
+int pl__sstore_seal(const char *path, const char *lmdb_path, pl_err *err);
 
 #endif
