@@ -227,6 +227,27 @@ static void shm_path(char *buf, size_t cap, const char *name)
     snprintf(buf, cap, SHM_DIR "/" PL__RING_PREFIX "%s", name);
 }
 
+/* Open segment `shm` (file `path`) with `flags` (O_NONBLOCK and O_CLOEXEC
+ * added: a FIFO planted under the name must not block the open) and check
+ * it with check_owner(). Sets *fd and *st on success.
+ * @return 0, 1 when no such segment exists, or < 0. */
+static int open_owned(const char *shm, const char *path, int flags, int *fd, struct stat *st,
+                      pl_err *err)
+{
+    *fd = shm_open(shm, flags | O_NONBLOCK | O_CLOEXEC, 0);
+    if (*fd < 0 && errno == ENOENT)
+        return 1;
+    PL_FAIL_IF(*fd < 0, err, -errno, "cannot open %s: %s", path, strerror(errno));
+    int rc = fstat(*fd, st) < 0 ? pl__err(err, -errno, "cannot stat %s: %s", path,
+                                          strerror(errno))
+                                : check_owner(st, path, err);
+    if (rc < 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return rc;
+}
+
 /* The validated sizes of a header. */
 typedef struct layout {
     uint32_t n_slots;
@@ -296,23 +317,11 @@ static int clear_stale(const char *name, pl_err *err)
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
     shm_name(shm, sizeof shm, name);
     shm_path(path, sizeof path, name);
-    /* O_NONBLOCK: a FIFO planted under the name must not block the open. */
-    int fd = shm_open(shm, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
-    if (fd < 0 && errno == ENOENT)
-        return 0; /* gone meanwhile */
-    PL_FAIL_IF(fd < 0, err, -errno, "%s exists and cannot be opened: %s", path,
-               strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
-        close(fd);
-        return pl__err(err, -e, "cannot stat %s: %s", path, strerror(e));
-    }
-    int rc = check_owner(&st, path, err);
-    if (rc < 0) {
-        close(fd);
-        return rc;
-    }
+    int rc = open_owned(shm, path, O_RDONLY, &fd, &st, err);
+    if (rc != 0)
+        return rc < 0 ? rc : 0; /* gone meanwhile */
     /* A creator holds the lock until its header is complete. */
     if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
         close(fd);
@@ -608,21 +617,11 @@ static int open_existing(const char *name, pl_ring *r, pl_err *err)
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
     shm_name(shm, sizeof shm, name);
     shm_path(path, sizeof path, name);
-    int fd = shm_open(shm, O_RDWR | O_NONBLOCK | O_CLOEXEC, 0);
-    if (fd < 0 && errno == ENOENT)
-        return 1;
-    PL_FAIL_IF(fd < 0, err, -errno, "cannot open %s: %s", path, strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
-        close(fd);
-        return pl__err(err, -e, "cannot stat %s: %s", path, strerror(e));
-    }
-    int rc = check_owner(&st, path, err);
-    if (rc < 0) {
-        close(fd);
+    int rc = open_owned(shm, path, O_RDWR, &fd, &st, err);
+    if (rc != 0)
         return rc;
-    }
     if ((uint64_t)st.st_size < PL__RING_PAGE) {
         close(fd);
         return 1; /* not sized yet */
