@@ -25,7 +25,8 @@
 # design, and a suppression list cannot tell those from pertload's
 # (allocations made through ctypes have interpreter frames on their stacks
 # too). It is on in every pertload process the Python tests start (serve,
-# through a PERTLOAD_BIN wrapper that restores it), and the library calls the
+# through a PERTLOAD_BIN wrapper that restores it; off again in the Python of
+# `pertload bench`'s report, through PERTLOAD_PYTHON), and the library calls the
 # client makes in-process (open, graph, ring attach/detach) are leak-checked
 # by the C suite, which makes the same calls.
 set -euo pipefail
@@ -109,7 +110,12 @@ run_asan() {
     printf '#!/bin/sh\nASAN_OPTIONS="%s" exec "%s" "$@"\n' "$asan" \
         "$PWD/$b/src/cli/pertload" > "$wrapper"
     chmod +x "$wrapper"
-    LD_PRELOAD=$(gcc -print-file-name=libasan.so) \
+    # `pertload bench` runs its report in Python: leak checking off there too.
+    local pywrap=$PWD/$b/python-noleakcheck
+    printf '#!/bin/sh\nASAN_OPTIONS="%s" exec /usr/bin/python3 "$@"\n' \
+        "${asan/detect_leaks=1/detect_leaks=0}" > "$pywrap"
+    chmod +x "$pywrap"
+    PERTLOAD_PYTHON=$pywrap LD_PRELOAD=$(gcc -print-file-name=libasan.so) \
     ASAN_OPTIONS="${asan/detect_leaks=1/detect_leaks=0}" \
     PYTHONPATH=$PWD/$b/python PYTHONDONTWRITEBYTECODE=1 \
     PERTLOAD_LIB=$PWD/$b/libpertload.so PERTLOAD_BIN=$wrapper \

@@ -57,9 +57,10 @@ def test_quick_report(tmp_path):
 
 
 def _peers():
-    """bench/peers.py as the build tree has it (beside the program's build)."""
+    """bench/peers.py of this source tree."""
     import importlib.util
-    path = os.path.join(os.path.dirname(program_path()), "..", "..", "bench", "peers.py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
+                        "peers.py")
     spec = importlib.util.spec_from_file_location("peers", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -28,7 +28,8 @@ static int is_file(const char *path) { return access(path, R_OK) == 0; }
 
 /* Run bench/report.py with this program and its Python client: in a build
  * tree they are BUILD/bench and BUILD/python (this program is
- * BUILD/src/cli/pertload); installed, PREFIX/share/pertload/bench. */
+ * BUILD/src/cli/pertload); installed, PREFIX/share/pertload/bench. The
+ * interpreter is the one the build found, or $PERTLOAD_PYTHON when set. */
 static int report(int argc, char **argv)
 {
     char exe[PATH_MAX], dir[PATH_MAX], script[PATH_MAX + 64], pypath[PATH_MAX + 64];
@@ -66,13 +67,16 @@ static int report(int argc, char **argv)
     char **args = calloc((size_t)argc + 3, sizeof *args);
     if (!args)
         return 1;
-    args[0] = (char *)PL_PYTHON;
+    const char *python = getenv("PERTLOAD_PYTHON");
+    if (!python || !*python)
+        python = PL_PYTHON;
+    args[0] = (char *)python;
     args[1] = script;
     for (int i = 1; i < argc; i++)
         args[i + 1] = argv[i];
     fflush(stdout);
-    execv(PL_PYTHON, args);
-    fprintf(stderr, "pertload bench: cannot run %s: %s\n", PL_PYTHON, strerror(errno));
+    execv(python, args);
+    fprintf(stderr, "pertload bench: cannot run %s: %s\n", python, strerror(errno));
     free(args);
     return 1;
 }
