@@ -2,7 +2,8 @@
  *
  * Fields: a line that contains a tab is split at every tab (empty fields kept,
  * spaces around a field trimmed); any other line is split at runs of spaces.
- * Lines whose first non-blank character is '#' and blank lines are skipped;
+ * Lines whose first non-blank character is '#' and blank lines (nothing but
+ * spaces, tabs, vertical tabs and form feeds) are skipped;
  * a trailing CR is ignored. Errors name "file:line:column: reason", column
  * being the 1-based byte column where the offending field starts.
  */

@@ -449,6 +449,32 @@ Test(build_errors, genes_only_comments_and_blanks)
     expect_fail(PL_EPARSE, F.o.genes, 1, 1, "no gene names in the file");
 }
 
+/* Found by fuzz_text: a line of vertical tabs or form feeds was taken for a
+ * line with content (and then had no fields). */
+Test(build_errors, blank_lines_of_any_whitespace_are_skipped)
+{
+    F.o.genes = put("genes.txt", "g1\n\v\n\f \t\ng2\n \v# comment\ng3\ng4\n");
+    F.files[0] = put("phys.tsv", "g1\tg2\t0.9\n\f\f\n\v\t\ng2\tg3\t0.4\n");
+    expect_ok();
+    cr_expect_eq(F.st.n_genes, 4);
+    cr_expect_eq(F.st.n_edges, 2);
+}
+
+/* Found by fuzz_build: a samples file with a header and no rows stores an
+ * empty block index (checksummed from a null pointer before the fix). */
+Test(build_errors, samples_header_only_builds_an_empty_database)
+{
+    F.o.samples = put("samples.tsv", "genes\tid\tfitness\n# nothing yet\n");
+    expect_ok();
+    cr_expect_eq(F.st.n_samples, 0);
+    pl_db *db;
+    cr_assert_eq(pl_db_open(F.out, &db, &F.err), 0, "%s", F.err.msg);
+    cr_expect_eq(pl_db_info_get(db)->n_samples, 0);
+    cr_expect_eq(pl_db_info_get(db)->n_blocks, 0);
+    cr_expect_eq(pl_db_verify(db, &F.err), 0, "%s", F.err.msg);
+    pl_db_close(db);
+}
+
 /* ------------------------------------------------------ bad numbers */
 
 Test(build_errors, edges_bad_score)
