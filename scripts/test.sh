@@ -8,3 +8,4 @@ if [ ! -f build-test/build.ninja ]; then
 fi
 ninja -C build-test
 meson test -C build-test --print-errorlogs "$@"
+"$(dirname "$0")/fuzz.sh" "${PERTLOAD_FUZZ_SECONDS:-60}"
