@@ -475,6 +475,30 @@ Test(build_errors, samples_header_only_builds_an_empty_database)
     pl_db_close(db);
 }
 
+/* A header of the most columns allowed, then a row of one more: the error
+ * points at the extra field (it read past the fields array before). */
+Test(build_errors, samples_row_past_the_widest_header)
+{
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, "genes");
+    for (int i = 1; i < 256; i++)
+        pl_test_tprintf(&t, "\tc%d", i);
+    pl_test_tprintf(&t, "\ng1");
+    for (int i = 1; i < 257; i++)
+        pl_test_tprintf(&t, "\t1");
+    pl_test_tprintf(&t, "\n");
+    F.o.samples = own(pl_test_put_text(F.dir, "samples.tsv", &t));
+    /* "g1\t" then fields of "1\t": field k >= 1 starts at column 4 + 2 (k - 1) */
+    expect_fail(PL_EPARSE, F.o.samples, 2, 4 + 2 * 255,
+                "expected 256 columns as in the header, found 257");
+    for (int i = 1; i < 257; i++)
+        pl_test_tprintf(&t, i > 1 ? "\tc%d" : "genes\tc%d", i);
+    pl_test_tprintf(&t, "\n");
+    F.o.samples = own(pl_test_put_text(F.dir, "samples.tsv", &t));
+    expect_fail(PL_EPARSE, F.o.samples, 1, 6 + 3 * 9 + 4 * 90 + 5 * 156 + 1, /* "genes\t", c1.. */
+                "more than 256 columns");
+}
+
 /* ------------------------------------------------------ bad numbers */
 
 Test(build_errors, edges_bad_score)
@@ -588,6 +612,20 @@ Test(build_errors, npy_fortran_order)
     int32_t e[2][2] = {{0, 1}, {1, 2}};
     use_npy_edges("<i4", "True", "(2, 2)", e, sizeof e);
     expect_fail(PL_EPARSE, F.files[0], 0, 0, "Fortran-ordered arrays are not supported");
+}
+
+/* strtoull takes leading blanks and a sign: "\t-1" once read as 2^64 - 1,
+ * which a zero-sized second dimension made consistent with no data. */
+Test(build_errors, npy_signed_or_blank_dimension)
+{
+    F.o.payload = put_npy("payload.npy", "<f4", "False", "(\t-1, 0)", "", 0);
+    expect_fail(PL_EPARSE, F.o.payload, 0, 0, "malformed shape in .npy header");
+    F.o.payload = put_npy("payload.npy", "<f4", "False", "(2, +0)", "", 0);
+    expect_fail(PL_EPARSE, F.o.payload, 0, 0, "malformed shape in .npy header");
+    int32_t e[2][2] = {{0, 1}, {1, 2}};
+    use_npy_edges("<i4", "False", "(2,\n2)", e, sizeof e);
+    F.o.payload = NULL;
+    expect_fail(PL_EPARSE, F.files[0], 0, 0, "malformed shape in .npy header");
 }
 
 Test(build_errors, npy_truncated_data)
