@@ -9,7 +9,8 @@
 #
 # Environment: PL_FUZZ_BUILD (build directory, default build-fuzz),
 # PL_FUZZ_JOBS (targets run at once, default the number of cores).
-# Each target starts from its committed corpus fuzz/corpus/<target>/ and the
+# Each target starts from its committed corpus fuzz/corpus/<target>/ (with
+# the dictionary fuzz/dict/<target>.dict when there is one) and the
 # inputs earlier runs found in BUILD/fuzz-work/corpus/<target>/, where new
 # ones go; crash inputs go to BUILD/fuzz-work/artifacts/.
 set -euo pipefail
@@ -38,12 +39,13 @@ scratch=$(mktemp -d "$shm/pertload-fuzz.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 
 run() {
-    local t=$1
+    local t=$1 dict=()
     mkdir -p "$work/corpus/$t" "$scratch/$t"
+    [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
     TMPDIR=$scratch/$t UBSAN_OPTIONS=print_stacktrace=1 "$build/fuzz/fuzz_$t" \
         -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
-        -artifact_prefix="$work/artifacts/$t-" "$work/corpus/$t" "fuzz/corpus/$t" \
-        > "$work/$t.log" 2>&1
+        "${dict[@]}" -artifact_prefix="$work/artifacts/$t-" "$work/corpus/$t" \
+        "fuzz/corpus/$t" > "$work/$t.log" 2>&1
 }
 
 declare -A pid_of
