@@ -35,7 +35,7 @@ mkdir -p "$work/artifacts"
 # /dev/shm is there.
 shm=/dev/shm
 [ -d "$shm" ] && [ -w "$shm" ] || shm=${TMPDIR:-/tmp}
-scratch=$(mktemp -d "$shm/pertload-fuzz.XXXXXX")
+scratch=$(mktemp -d "$shm/plfuzz.XXXXXX") # not "pertload-*": ring names
 trap 'rm -rf "$scratch"' EXIT
 
 run() {
@@ -54,7 +54,7 @@ finish() { # wait for target $1 and report it
     local t=$1 rc=0
     wait "${pid_of[$t]}" || rc=$?
     local runs
-    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$t.log" | grep -o '[0-9]*$' || true)
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$t.log" | tail -n 1 | grep -o '[0-9]*$' || true)
     if [ "$rc" -eq 0 ]; then
         echo "fuzz_$t: ok, ${runs:-?} runs in ${secs}s"
     else
