@@ -217,6 +217,10 @@ static int is_npy(const char *path)
 
 static int64_t reaction_of(builder *b, const pl__text *tx, const pl__field *f, int *rc)
 {
+    if (f->len == 0) {
+        *rc = pl__text_fail(tx, f->col, b->err, "empty reaction name");
+        return -1;
+    }
     if (b->o->reactions) {
         int64_t r = pl__strtab_find(&b->reactions, f->s, f->len);
         if (r < 0)
@@ -287,6 +291,10 @@ static int read_rmr(builder *b, const char *path)
         int64_t r = reaction_of(b, &tx, &f[0], &rc);
         if (rc < 0)
             break;
+        if (f[1].len == 0) {
+            rc = pl__text_fail(&tx, f[1].col, b->err, "empty metabolite name");
+            break;
+        }
         int64_t m = pl__strtab_intern(&b->metabolites, f[1].s, f[1].len, NULL);
         uint64_t c1 = b->cap_rmr, c2 = b->cap_rmr;
         if (m < 0 || pl__grow(&b->rmr_rxn, &c1, b->n_rmr + 1, 4) < 0 ||

@@ -124,6 +124,10 @@ int pl__text_next(pl__text *t, pl_err *err)
         if (bad < len)
             return pl__text_fail(t, (uint32_t)bad + 1, err, "invalid UTF-8 (byte 0x%02x)",
                                  (unsigned char)s[bad]);
+        /* Names are stored NUL-terminated: a NUL inside one would split it. */
+        const char *nul = memchr(s, '\0', len);
+        if (nul)
+            return pl__text_fail(t, (uint32_t)(nul - s) + 1, err, "NUL byte in a text file");
         size_t i = 0;
         while (i < len && is_space(s[i]))
             i++;

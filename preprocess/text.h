@@ -37,7 +37,8 @@ int pl__text_open(pl__text *t, const char *path, pl_err *err);
 void pl__text_close(pl__text *t);
 
 /** Advance to the next non-blank, non-comment line.
- *  @return 1 with a line, 0 at the end, PL_EPARSE on invalid UTF-8. */
+ *  @return 1 with a line, 0 at the end, PL_EPARSE on invalid UTF-8 or a NUL
+ *  byte. */
 int pl__text_next(pl__text *t, pl_err *err);
 
 /** Split the current line into at most `max` fields.

@@ -499,6 +499,32 @@ Test(build_errors, samples_row_past_the_widest_header)
                 "more than 256 columns");
 }
 
+/* Found by fuzz_build: a NUL byte inside an edge list's gene name read past
+ * the stored name in the gene table; names are stored NUL-terminated, so no
+ * text input may hold one. */
+Test(build_errors, nul_bytes_are_refused)
+{
+    F.files[0] = put_bin("phys-nul.tsv", "g1\tg2\ng2\tg3\0\1\n", 12);
+    expect_fail(PL_EPARSE, F.files[0], 2, 6, "NUL byte in a text file");
+    F.files[0] = F.edges;
+    F.o.genes = put_bin("genes-nul.txt", "g1\ng2\0x\ng3\ng4\n", 15);
+    expect_fail(PL_EPARSE, F.o.genes, 2, 3, "NUL byte in a text file");
+    F.o.genes = F.genes;
+    F.o.samples = put_bin("samples-nul.tsv", "genes\tid\tfit\0ness\ng1\t1\t2\n", 28);
+    expect_fail(PL_EPARSE, F.o.samples, 1, 13, "NUL byte in a text file");
+}
+
+Test(build_errors, empty_reaction_and_metabolite_names)
+{
+    F.o.gpr = put("gpr.tsv", "g1\tr1\ng2\t \n");
+    expect_fail(PL_EPARSE, F.o.gpr, 2, 5, "empty reaction name");
+    F.o.gpr = NULL;
+    F.o.rmr = put("rmr.tsv", "r1\tm1\t1\n \tm2\t-1\n");
+    expect_fail(PL_EPARSE, F.o.rmr, 2, 2, "empty reaction name");
+    F.o.rmr = put("rmr.tsv", "r1\tm1\t1\nr1\t\t-1\n");
+    expect_fail(PL_EPARSE, F.o.rmr, 2, 4, "empty metabolite name");
+}
+
 /* ------------------------------------------------------ bad numbers */
 
 Test(build_errors, edges_bad_score)
