@@ -24,6 +24,8 @@
  *   gene/mask, gpr/mask, reaction/mask, rmr/mask   likewise over genes,
  *                             GPR edges, reactions, RMR edges
  * Sample i's entries of a removed list are removed[ptr[i] .. ptr[i+1]).
+ * A consumer checks a slot with pl_slot_check() (slot.c) before it trusts any
+ * descriptor.
  */
 #ifndef PL_COLLATE_SLOT_H
 #define PL_COLLATE_SLOT_H
@@ -36,6 +38,7 @@
 #define PL_SLOT_PAGE 4096u   /* slots start on a page; so does the payload array */
 #define PL_SLOT_NAME_MAX 128u
 #define PL_SLOT_MAX_DIMS 10u
+#define PL_SLOT_MAX_ARRAYS 1024u  /* descriptors a slot may hold */
 
 /** One array of a slot (240 bytes). */
 struct pl_slot_array {

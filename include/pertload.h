@@ -366,6 +366,20 @@ PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_er
  *  go on waiting). */
 PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *err);
 
+/** Consumer: check a batch slot (collate/slot.h layout) before trusting any
+ *  of its descriptors: the magic and layout version, the dense format, `used`
+ *  within `slot_bytes`, the descriptor table within `used`, and for every
+ *  array a NUL-terminated non-empty name used once, a known numpy dtype
+ *  ("<u8" "<i8" "<i4" "<f4" "<f2" "|u1" "|b1"), 1..10 dimensions (unused ones
+ *  0), nbytes equal to the product of the shape times the item size (no
+ *  overflow), a 64-aligned offset past the descriptor table, the bytes
+ *  [offset, offset + nbytes) within `used`, and no byte shared with another
+ *  array. Reads only the header and the descriptor table, never array data;
+ *  the arrays' contents (ptr arrays, positions) are for the consumer to check.
+ *  @param slot the slot's first byte (`slot_bytes` readable bytes).
+ *  @return 0, or PL_EPARSE with the reason (and the array's name) in err. */
+PL_API int pl_slot_check(const void *slot, uint64_t slot_bytes, pl_err *err);
+
 /** Consumer: done with batch `batch` of `n_samples` samples; its slot (and
  *  those of all earlier batches) may be reused. */
 PL_API void pl_ring_release(pl_ring *r, uint64_t batch, uint32_t n_samples);

@@ -10,7 +10,6 @@
  * where the kernel offers them (the graph is tens of megabytes read at random).
  */
 #include <errno.h>
-#include <roaring/roaring.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -33,15 +32,6 @@ typedef struct kind_lists {
     uint32_t next_gene;   /* genes below have their list */
 } kind_lists;
 
-static int reserve(kind_lists *t, uint32_t kind, uint64_t more, pl_err *err)
-{
-    uint64_t need = t->n_vals + more;
-    PL_FAIL_IF(pl__grow(&t->vals, &t->cap, need, sizeof *t->vals) < 0, err, -ENOMEM,
-               "out of memory loading list kind %u (%llu positions)", kind,
-               (unsigned long long)need);
-    return 0;
-}
-
 /* Give every gene in [next_gene, upto) an empty list. */
 static void skip_to(kind_lists *t, uint32_t upto)
 {
@@ -53,41 +43,14 @@ static void skip_to(kind_lists *t, uint32_t upto)
 static int decode(pl_graph *g, kind_lists *t, uint32_t kind, uint32_t gene, const MDB_val *v,
                   const char *kd, pl_err *err)
 {
-    uint64_t limit = g->kind[kind].count;
-    size_t len = v->mv_size - 8;
-    roaring_bitmap_t *r = roaring_bitmap_portable_deserialize_safe(v->mv_data, len);
-    PL_FAIL_IF(!r, err, PL_ECORRUPT, "key %s: not a valid roaring bitmap", kd);
-    uint64_t card = roaring_bitmap_get_cardinality(r);
-    size_t size = roaring_bitmap_portable_size_in_bytes(r);
-    int rc = 0;
-    if (size != len)
-        rc = pl__err(err, PL_ECORRUPT, "key %s: %zu bytes, the bitmap has %zu", kd, len, size);
-    else if (card == 0 || card > limit)
-        rc = pl__err(err, PL_ECORRUPT, "key %s: %llu positions, the kind has %llu", kd,
-                     (unsigned long long)card, (unsigned long long)limit);
-    if (rc == 0)
-        rc = reserve(t, kind, card, err);
-    if (rc == 0) {
-        uint32_t *dst = t->vals + t->n_vals;
-        roaring_uint32_iterator_t it;
-        roaring_init_iterator(r, &it);
-        uint32_t got = roaring_read_uint32_iterator(&it, dst, (uint32_t)card);
-        /* The read is bounded by the claimed cardinality; more or fewer values
-         * than claimed, or positions out of order or range, are corruption. */
-        int bad = got != card || it.has_value;
-        for (uint32_t i = 0; !bad && i < got; i++)
-            bad = dst[i] >= limit || (i > 0 && dst[i] <= dst[i - 1]);
-        if (bad)
-            rc = pl__err(err, PL_ECORRUPT, "key %s: positions out of range or order", kd);
-    }
-    roaring_bitmap_free(r);
-    PL_TRY(rc);
     skip_to(t, gene);
-    t->n_vals += card;
+    uint64_t before = t->n_vals;
+    PL_TRY(pl__inc_decode(v->mv_data, v->mv_size - 8, g->kind[kind].count, &t->vals, &t->cap,
+                          &t->n_vals, kd, err));
     t->off[gene + 1] = t->n_vals;
     t->next_gene = gene + 1;
-    if (card > g->kind[kind].max_len)
-        g->kind[kind].max_len = card;
+    if (t->n_vals - before > g->kind[kind].max_len)
+        g->kind[kind].max_len = t->n_vals - before;
     return 0;
 }
 

@@ -217,6 +217,10 @@ static int is_npy(const char *path)
 
 static int64_t reaction_of(builder *b, const pl__text *tx, const pl__field *f, int *rc)
 {
+    if (f->len == 0) {
+        *rc = pl__text_fail(tx, f->col, b->err, "empty reaction name");
+        return -1;
+    }
     if (b->o->reactions) {
         int64_t r = pl__strtab_find(&b->reactions, f->s, f->len);
         if (r < 0)
@@ -287,6 +291,10 @@ static int read_rmr(builder *b, const char *path)
         int64_t r = reaction_of(b, &tx, &f[0], &rc);
         if (rc < 0)
             break;
+        if (f[1].len == 0) {
+            rc = pl__text_fail(&tx, f[1].col, b->err, "empty metabolite name");
+            break;
+        }
         int64_t m = pl__strtab_intern(&b->metabolites, f[1].s, f[1].len, NULL);
         uint64_t c1 = b->cap_rmr, c2 = b->cap_rmr;
         if (m < 0 || pl__grow(&b->rmr_rxn, &c1, b->n_rmr + 1, 4) < 0 ||
@@ -323,15 +331,15 @@ typedef struct sample_cols {
 
 static int read_samples_header(builder *b, pl__text *tx, sample_cols *c)
 {
-    pl__field f[MAX_FIELDS];
+    pl__field f[MAX_FIELDS + 1]; /* one more, to point at the first one too many */
     int rc = pl__text_next(tx, b->err);
     if (rc < 0)
         return rc;
     PL_FAIL_IF(rc == 0, b->err, PL_EPARSE, "%s:1:1: no header row (expected a 'genes' "
                "column)", tx->path);
-    c->n = pl__text_fields(tx, f, MAX_FIELDS);
+    c->n = pl__text_fields(tx, f, MAX_FIELDS + 1);
     if (c->n > MAX_FIELDS)
-        return pl__text_fail(tx, f[MAX_FIELDS - 1].col, b->err, "more than %d columns",
+        return pl__text_fail(tx, f[MAX_FIELDS].col, b->err, "more than %d columns",
                              MAX_FIELDS);
     c->genes = c->id = -1;
     b->label_names = calloc((size_t)c->n, sizeof(char *));
@@ -376,7 +384,7 @@ static int read_samples(builder *b, const char *path)
     int32_t *genes = NULL;
     uint64_t cap_genes = 0;
     float labels[MAX_FIELDS];
-    pl__field f[MAX_FIELDS];
+    pl__field f[MAX_FIELDS + 1]; /* a row of c.n <= MAX_FIELDS columns, and one more */
     char sp[4096];
     int rc = pl__text_open(&tx, path, b->err);
     if (rc == 0)
@@ -390,7 +398,7 @@ static int read_samples(builder *b, const char *path)
         uint64_t row = b->n_rows_in++;
         if ((row & 4095) == 0)
             pl__progress_update(&pg, row, pl__text_frac(&tx));
-        int nf = pl__text_fields(&tx, f, MAX_FIELDS);
+        int nf = pl__text_fields(&tx, f, MAX_FIELDS + 1);
         if (nf != c.n) {
             rc = pl__text_fail(&tx, nf > c.n ? f[c.n].col : (uint32_t)tx.cur_len + 1, b->err,
                                "expected %d columns as in the header, found %d", c.n, nf);

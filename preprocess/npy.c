@@ -107,10 +107,12 @@ int pl__npy_open(pl__npy *n, const char *path, pl_err *err)
             p++;
         if (*p == ')')
             break;
-        char *end;
+        /* Digits only: strtoull would also take leading blanks and a sign
+         * ("\t-1" as 2^64 - 1). */
+        char *end = (char *)p;
         errno = 0;
-        unsigned long long v = strtoull(p, &end, 10);
-        if (end == p || errno || *p == '-' || n->ndim == 8) {
+        unsigned long long v = *p >= '0' && *p <= '9' ? strtoull(p, &end, 10) : 0;
+        if (end == p || errno || n->ndim == 8) {
             rc = pl__err(err, PL_EPARSE, "%s: malformed shape in .npy header", path);
             goto out;
         }

@@ -65,6 +65,9 @@ int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt,
                    col, reason);
 }
 
+/* Field separators of a line without tabs; a line of nothing else is blank. */
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
+
 /* Byte offset of the first invalid UTF-8 sequence in s[0..n), or n. */
 static size_t utf8_invalid_at(const unsigned char *s, size_t n)
 {
@@ -121,8 +124,12 @@ int pl__text_next(pl__text *t, pl_err *err)
         if (bad < len)
             return pl__text_fail(t, (uint32_t)bad + 1, err, "invalid UTF-8 (byte 0x%02x)",
                                  (unsigned char)s[bad]);
+        /* Names are stored NUL-terminated: a NUL inside one would split it. */
+        const char *nul = memchr(s, '\0', len);
+        if (nul)
+            return pl__text_fail(t, (uint32_t)(nul - s) + 1, err, "NUL byte in a text file");
         size_t i = 0;
-        while (i < len && (s[i] == ' ' || s[i] == '\t'))
+        while (i < len && is_space(s[i]))
             i++;
         if (i == len || s[i] == '#')
             continue;
@@ -131,7 +138,6 @@ int pl__text_next(pl__text *t, pl_err *err)
     return 0;
 }
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
 
 int pl__text_fields(const pl__text *t, pl__field *f, int max)
 {

@@ -2,7 +2,8 @@
  *
  * Fields: a line that contains a tab is split at every tab (empty fields kept,
  * spaces around a field trimmed); any other line is split at runs of spaces.
- * Lines whose first non-blank character is '#' and blank lines are skipped;
+ * Lines whose first non-blank character is '#' and blank lines (nothing but
+ * spaces, tabs, vertical tabs and form feeds) are skipped;
  * a trailing CR is ignored. Errors name "file:line:column: reason", column
  * being the 1-based byte column where the offending field starts.
  */
@@ -36,7 +37,8 @@ int pl__text_open(pl__text *t, const char *path, pl_err *err);
 void pl__text_close(pl__text *t);
 
 /** Advance to the next non-blank, non-comment line.
- *  @return 1 with a line, 0 at the end, PL_EPARSE on invalid UTF-8. */
+ *  @return 1 with a line, 0 at the end, PL_EPARSE on invalid UTF-8 or a NUL
+ *  byte. */
 int pl__text_next(pl__text *t, pl_err *err);
 
 /** Split the current line into at most `max` fields.

@@ -9,3 +9,4 @@ fi
 ninja -C build-test
 meson test -C build-test --print-errorlogs "$@"
 "$(dirname "$0")/sanitize.sh"
+"$(dirname "$0")/fuzz.sh" "${PERTLOAD_FUZZ_SECONDS:-60}"

@@ -449,6 +449,82 @@ Test(build_errors, genes_only_comments_and_blanks)
     expect_fail(PL_EPARSE, F.o.genes, 1, 1, "no gene names in the file");
 }
 
+/* Found by fuzz_text: a line of vertical tabs or form feeds was taken for a
+ * line with content (and then had no fields). */
+Test(build_errors, blank_lines_of_any_whitespace_are_skipped)
+{
+    F.o.genes = put("genes.txt", "g1\n\v\n\f \t\ng2\n \v# comment\ng3\ng4\n");
+    F.files[0] = put("phys.tsv", "g1\tg2\t0.9\n\f\f\n\v\t\ng2\tg3\t0.4\n");
+    expect_ok();
+    cr_expect_eq(F.st.n_genes, 4);
+    cr_expect_eq(F.st.n_edges, 2);
+}
+
+/* Found by fuzz_build: a samples file with a header and no rows stores an
+ * empty block index (checksummed from a null pointer before the fix). */
+Test(build_errors, samples_header_only_builds_an_empty_database)
+{
+    F.o.samples = put("samples.tsv", "genes\tid\tfitness\n# nothing yet\n");
+    expect_ok();
+    cr_expect_eq(F.st.n_samples, 0);
+    pl_db *db;
+    cr_assert_eq(pl_db_open(F.out, &db, &F.err), 0, "%s", F.err.msg);
+    cr_expect_eq(pl_db_info_get(db)->n_samples, 0);
+    cr_expect_eq(pl_db_info_get(db)->n_blocks, 0);
+    cr_expect_eq(pl_db_verify(db, &F.err), 0, "%s", F.err.msg);
+    pl_db_close(db);
+}
+
+/* A header of the most columns allowed, then a row of one more: the error
+ * points at the extra field (it read past the fields array before). */
+Test(build_errors, samples_row_past_the_widest_header)
+{
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, "genes");
+    for (int i = 1; i < 256; i++)
+        pl_test_tprintf(&t, "\tc%d", i);
+    pl_test_tprintf(&t, "\ng1");
+    for (int i = 1; i < 257; i++)
+        pl_test_tprintf(&t, "\t1");
+    pl_test_tprintf(&t, "\n");
+    F.o.samples = own(pl_test_put_text(F.dir, "samples.tsv", &t));
+    /* "g1\t" then fields of "1\t": field k >= 1 starts at column 4 + 2 (k - 1) */
+    expect_fail(PL_EPARSE, F.o.samples, 2, 4 + 2 * 255,
+                "expected 256 columns as in the header, found 257");
+    for (int i = 1; i < 257; i++)
+        pl_test_tprintf(&t, i > 1 ? "\tc%d" : "genes\tc%d", i);
+    pl_test_tprintf(&t, "\n");
+    F.o.samples = own(pl_test_put_text(F.dir, "samples.tsv", &t));
+    expect_fail(PL_EPARSE, F.o.samples, 1, 6 + 3 * 9 + 4 * 90 + 5 * 156 + 1, /* "genes\t", c1.. */
+                "more than 256 columns");
+}
+
+/* Found by fuzz_build: a NUL byte inside an edge list's gene name read past
+ * the stored name in the gene table; names are stored NUL-terminated, so no
+ * text input may hold one. */
+Test(build_errors, nul_bytes_are_refused)
+{
+    F.files[0] = put_bin("phys-nul.tsv", "g1\tg2\ng2\tg3\0\1\n", 12);
+    expect_fail(PL_EPARSE, F.files[0], 2, 6, "NUL byte in a text file");
+    F.files[0] = F.edges;
+    F.o.genes = put_bin("genes-nul.txt", "g1\ng2\0x\ng3\ng4\n", 15);
+    expect_fail(PL_EPARSE, F.o.genes, 2, 3, "NUL byte in a text file");
+    F.o.genes = F.genes;
+    F.o.samples = put_bin("samples-nul.tsv", "genes\tid\tfit\0ness\ng1\t1\t2\n", 28);
+    expect_fail(PL_EPARSE, F.o.samples, 1, 13, "NUL byte in a text file");
+}
+
+Test(build_errors, empty_reaction_and_metabolite_names)
+{
+    F.o.gpr = put("gpr.tsv", "g1\tr1\ng2\t \n");
+    expect_fail(PL_EPARSE, F.o.gpr, 2, 5, "empty reaction name");
+    F.o.gpr = NULL;
+    F.o.rmr = put("rmr.tsv", "r1\tm1\t1\n \tm2\t-1\n");
+    expect_fail(PL_EPARSE, F.o.rmr, 2, 2, "empty reaction name");
+    F.o.rmr = put("rmr.tsv", "r1\tm1\t1\nr1\t\t-1\n");
+    expect_fail(PL_EPARSE, F.o.rmr, 2, 4, "empty metabolite name");
+}
+
 /* ------------------------------------------------------ bad numbers */
 
 Test(build_errors, edges_bad_score)
@@ -562,6 +638,20 @@ Test(build_errors, npy_fortran_order)
     int32_t e[2][2] = {{0, 1}, {1, 2}};
     use_npy_edges("<i4", "True", "(2, 2)", e, sizeof e);
     expect_fail(PL_EPARSE, F.files[0], 0, 0, "Fortran-ordered arrays are not supported");
+}
+
+/* strtoull takes leading blanks and a sign: "\t-1" once read as 2^64 - 1,
+ * which a zero-sized second dimension made consistent with no data. */
+Test(build_errors, npy_signed_or_blank_dimension)
+{
+    F.o.payload = put_npy("payload.npy", "<f4", "False", "(\t-1, 0)", "", 0);
+    expect_fail(PL_EPARSE, F.o.payload, 0, 0, "malformed shape in .npy header");
+    F.o.payload = put_npy("payload.npy", "<f4", "False", "(2, +0)", "", 0);
+    expect_fail(PL_EPARSE, F.o.payload, 0, 0, "malformed shape in .npy header");
+    int32_t e[2][2] = {{0, 1}, {1, 2}};
+    use_npy_edges("<i4", "False", "(2,\n2)", e, sizeof e);
+    F.o.payload = NULL;
+    expect_fail(PL_EPARSE, F.files[0], 0, 0, "malformed shape in .npy header");
 }
 
 Test(build_errors, npy_truncated_data)

@@ -312,10 +312,13 @@ static uint64_t itemsize(const char *dtype)
     return 0;
 }
 
-/* Parse and validate a slot of `cap` bytes through its header only. */
+/* Parse and validate a slot of `cap` bytes through its header only: the
+ * library's check, then this test's own, independent one. */
 static void parse_slot(const unsigned char *slot, uint64_t cap, slot_view *v)
 {
     memset(v, 0, sizeof *v);
+    pl_err err;
+    CHECK(pl_slot_check(slot, cap, &err) == 0, "pl_slot_check: %s", err.msg);
     CHECK(cap >= sizeof v->h, "slot smaller than its header");
     memcpy(&v->h, slot, sizeof v->h);
     CHECK(!memcmp(v->h.magic, PL_SLOT_MAGIC, 8), "bad slot magic");

@@ -130,6 +130,7 @@ _PROTOTYPES = {
     "pl_ring_release": (None, [_vp, ctypes.c_uint64, ctypes.c_uint32]),
     "pl_ring_detach": (None, [_vp]),
     "pl_ring_stats_get": (None, [_vp, ctypes.POINTER(RingStats)]),
+    "pl_slot_check": (ctypes.c_int, [_vp, ctypes.c_uint64, _err_p]),
 }
 
 

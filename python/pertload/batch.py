@@ -3,10 +3,12 @@
 A slot is a self-describing block (collate/slot.h): a 64-byte header, then
 n_arrays 240-byte descriptors (name, numpy dtype string, shape, offset and
 size relative to the slot), then the arrays. The slot was written by another
-process, so every descriptor is checked against the slot before a view is made.
+process, so the library checks every descriptor against the slot
+(pl_slot_check) before a view is made.
 """
 
 import contextlib
+import ctypes
 import struct
 
 import numpy as np
@@ -15,9 +17,6 @@ from . import _lib
 from ._lib import LoaderError
 
 SLOT_MAGIC = b"PLBATCH1"
-SLOT_VERSION = 1
-SLOT_ALIGN = 64
-SLOT_MAX_DIMS = 10
 DENSE_NONE, DENSE_BITS, DENSE_BOOL = 0, 1, 2
 
 # struct pl_slot_header and struct pl_slot_array (collate/slot.h).
@@ -65,51 +64,34 @@ def list_kinds(info):
 def parse_slot(buf, slot_bytes):
     """Check a slot's header and descriptors; return (header, {name: ndarray}).
 
-    `buf` is any object exposing the slot's `slot_bytes` bytes; the arrays are
-    views of it (no copy). header: dict of batch, epoch, n_samples, dense,
-    used, n_arrays."""
-    if slot_bytes < HEADER.size:
-        raise LoaderError(f"slot of {slot_bytes} bytes is smaller than its header")
-    magic, version, n_arrays, batch, epoch, n_samples, dense, used = HEADER.unpack_from(buf)
-    if magic != SLOT_MAGIC:
-        raise LoaderError(f"slot: bad magic {magic!r}")
-    if version != SLOT_VERSION:
-        raise LoaderError(f"slot: layout version {version}, expected {SLOT_VERSION}")
-    table_end = HEADER.size + n_arrays * ARRAY.size
-    if table_end > slot_bytes or used > slot_bytes:
-        raise LoaderError(f"slot: {n_arrays} arrays, {used} bytes used do not fit "
-                          f"{slot_bytes} bytes")
+    `buf` is any writable object exposing the slot's `slot_bytes` bytes; the
+    arrays are views of it (no copy). header: dict of batch, epoch, n_samples,
+    dense, used, n_arrays. The library's pl_slot_check() validates the header
+    and every descriptor (bounds, overflow, dtypes, names, overlaps) before
+    any of them is used here."""
+    view = (ctypes.c_char * slot_bytes).from_buffer(buf) if slot_bytes else None
+    err = _lib.PlErr()
+    rc = _lib.lib().pl_slot_check(view, slot_bytes, ctypes.byref(err))
+    del view
+    if rc < 0:
+        raise LoaderError(err.text(rc))
+    _, _, n_arrays, batch, epoch, n_samples, dense, used = HEADER.unpack_from(buf)
     head = {"batch": batch, "epoch": epoch, "n_samples": n_samples, "dense": dense,
             "used": used, "n_arrays": n_arrays}
     arrays = {}
-    table = memoryview(buf).cast("B")[HEADER.size:table_end]
+    table = memoryview(buf).cast("B")[HEADER.size:HEADER.size + n_arrays * ARRAY.size]
     for rec in ARRAY.iter_unpack(table):
-        raw, dtype, ndim, off, nbytes = rec[0], rec[1], rec[2], rec[4], rec[5]
+        raw, dtype, ndim, off = rec[0], rec[1], rec[2], rec[4]
         name = _NAMES.get(raw)
         if name is None:
-            end = raw.find(b"\0")
-            if end < 0:
-                raise LoaderError("slot: array name not terminated")
             if len(_NAMES) > 4096:
                 _NAMES.clear()
-            name = _NAMES[raw] = raw[:end].decode("utf-8", "replace")
-        dt = _DTYPES_PADDED.get(dtype)
-        if dt is None:
-            raise LoaderError(f"slot: array {name!r} has unknown dtype {dtype!r}")
-        if not 1 <= ndim <= SLOT_MAX_DIMS:
-            raise LoaderError(f"slot: array {name!r} has {ndim} dimensions")
+            name = _NAMES[raw] = raw[:raw.index(b"\0")].decode("utf-8", "replace")
+        dt = _DTYPES_PADDED[dtype]
         shape = rec[6:6 + ndim]
-        count = shape[0]
-        for s in shape[1:]:
+        count = 1
+        for s in shape:
             count *= s
-        if count * dt.itemsize != nbytes:
-            raise LoaderError(f"slot: array {name!r}: shape {shape} of {dt.str} is not "
-                              f"{nbytes} bytes")
-        if off % SLOT_ALIGN or off < table_end or off + nbytes > used:
-            raise LoaderError(f"slot: array {name!r} at offset {off} ({nbytes} bytes) lies "
-                              f"outside the {used} bytes in use")
-        if name in arrays:
-            raise LoaderError(f"slot: array {name!r} appears twice")
         a = np.frombuffer(buf, dt, count, off)
         arrays[name] = a if ndim == 1 else a.reshape(shape)
     return head, arrays
@@ -136,10 +118,8 @@ class Batch:
         self.index = int(head["batch"])
         self.epoch = int(head["epoch"])
         self._n = B = int(head["n_samples"])
-        dense = int(head["dense"])
-        self.dense_format = {DENSE_NONE: None, DENSE_BITS: "bits", DENSE_BOOL: "bool"}.get(dense)
-        if dense and self.dense_format is None:
-            raise LoaderError(f"slot: unknown dense format {dense}")
+        dense = int(head["dense"])  # 0, 1 or 2: pl_slot_check refuses others
+        self.dense_format = {DENSE_NONE: None, DENSE_BITS: "bits", DENSE_BOOL: "bool"}[dense]
         self._kinds = kinds
         self._ring = ring
         self._slot_addr = slot_addr

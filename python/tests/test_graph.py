@@ -172,10 +172,12 @@ def test_parse_slot_maps_arrays_without_copy():
 
 
 @pytest.mark.parametrize("field,value,match", [
-    ("magic", b"PLBATCH2", "magic"),
-    ("version", 2, "version"),
-    ("n_arrays", 10 ** 6, "do not fit"),
-    ("used", 1 << 40, "do not fit"),
+    ("magic", b"PLBATCH2", "bad magic"),
+    ("version", 2, "layout version 2"),
+    ("n_arrays", 10 ** 6, "1000000 arrays"),
+    ("n_arrays", 2, "descriptors end at"),
+    ("dense", 7, "unknown dense format 7"),
+    ("used", 1 << 40, "bytes in use, the slot has"),
 ])
 def test_parse_slot_rejects_bad_headers(field, value, match):
     buf = fake_slot([("sample_id", np.zeros(2, np.uint64))])
@@ -187,12 +189,13 @@ def test_parse_slot_rejects_bad_headers(field, value, match):
 
 
 @pytest.mark.parametrize("field,value,match", [
-    ("offset", 1 << 20, "outside"),
-    ("offset", 65, "outside"),
-    ("nbytes", 24, "not 24 bytes"),
+    ("offset", 1 << 20, "lies outside"),
+    ("offset", 65, "not a multiple of 64"),
+    ("offset", 0, "overlaps the header"),
+    ("nbytes", 24, "does not make 24 bytes"),
     ("dtype", b"<c16", "unknown dtype"),
-    ("ndim", 11, "dimensions"),
-    ("name", b"x" * 128, "not terminated"),
+    ("ndim", 11, "11 dimensions"),
+    ("name", b"x" * 128, "not NUL-terminated"),
 ])
 def test_parse_slot_rejects_bad_descriptors(field, value, match):
     buf = fake_slot([("sample_id", np.zeros(2, np.uint64))])
@@ -200,6 +203,19 @@ def test_parse_slot_rejects_bad_descriptors(field, value, match):
     d[ARRAY_FIELDS.index(field)] = value
     pbatch.ARRAY.pack_into(buf, 64, *d)
     with pytest.raises(pertload.LoaderError, match=match):
+        pbatch.parse_slot(buf, len(buf))
+
+
+def test_parse_slot_rejects_duplicate_and_overlapping_arrays():
+    ids = np.zeros(2, np.uint64)
+    buf = fake_slot([("sample_id", ids), ("sample_id", ids)])
+    with pytest.raises(pertload.LoaderError, match="'sample_id' appears twice"):
+        pbatch.parse_slot(buf, len(buf))
+    buf = fake_slot([("sample_id", ids), ("row", ids)])
+    d = list(pbatch.ARRAY.unpack_from(buf, 64 + 240))
+    d[ARRAY_FIELDS.index("offset")] = pbatch.ARRAY.unpack_from(buf, 64)[4]
+    pbatch.ARRAY.pack_into(buf, 64 + 240, *d)
+    with pytest.raises(pertload.LoaderError, match="share byte"):
         pbatch.parse_slot(buf, len(buf))
 
 

@@ -18,7 +18,8 @@ static inline uint64_t merge(uint64_t acc, uint64_t v) { return (acc ^ round1(0,
 
 uint64_t pl__xxh64(const void *src, size_t len, uint64_t seed)
 {
-    const unsigned char *p = src, *end = p + len;
+    /* (NULL, 0) is a valid empty input; arithmetic on a null pointer is not. */
+    const unsigned char *p = len ? src : (const unsigned char *)"", *end = p + len;
     uint64_t h;
     if (len >= 32) {
         uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;

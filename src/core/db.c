@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <roaring/roaring.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,32 +18,19 @@ enum { N_GENES, N_TYPES, N_LABELS, N_REACTIONS, N_METABOLITES };
 static const char *const name_keys[5] = {"genes", "types", "labels", "reactions",
                                          "metabolites"};
 
-/* Split a NUL-joined names value into exactly `n` pointers into the map. */
+/* The `n` names stored under names/<key>, as pointers into the map. */
 static int load_names(pl_db *db, int which, uint64_t n, pl_err *err)
 {
     const char *key = name_keys[which];
-    const void *v;
-    size_t len;
-    db->names[which] = calloc(n ? n : 1, sizeof(char *));
-    if (!db->names[which])
-        return pl__err(err, -ENOMEM, "out of memory");
+    const void *v = "";
+    size_t len = 0;
     int rc = pl__db_get(db->txn, db->dbi[PL_DBI_NAMES], PL_DBI_NAMES, key, strlen(key), &v,
                         &len, err);
-    if (rc == -ENOENT && n == 0)
-        return 0;
-    if (rc == -ENOENT)
+    if (rc == -ENOENT && n != 0)
         return pl__err(err, PL_ECORRUPT, "key names/%s: missing", key);
-    PL_TRY(rc);
-    const char *p = v, *end = p + len;
-    for (uint64_t i = 0; i < n; i++) {
-        const char *z = memchr(p, '\0', (size_t)(end - p));
-        PL_FAIL_IF(!z, err, PL_ECORRUPT, "key names/%s: %llu names, expected %llu", key,
-                   (unsigned long long)i, (unsigned long long)n);
-        db->names[which][i] = p;
-        p = z + 1;
-    }
-    PL_FAIL_IF(p != end, err, PL_ECORRUPT, "key names/%s: more names than expected", key);
-    return 0;
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
+    return pl__names_split(key, v, len, n, &db->names[which], err);
 }
 
 static int open_meta(pl_db *db, pl_err *err)
@@ -65,16 +51,10 @@ static int open_meta(pl_db *db, pl_err *err)
                    db->path, ver, PL_FORMAT_VERSION);
     }
     PL_TRY(pl__db_get(db->txn, db->dbi[PL_DBI_META], PL_DBI_META, "meta", 4, &v, &len, err));
-    PL_FAIL_IF(len != sizeof db->meta || memcmp(v, PL_META_MAGIC, 8) != 0, err, PL_ECORRUPT,
-               "%s: key meta/meta: not a pertload metadata record", db->path);
-    memcpy(&db->meta, v, sizeof db->meta);
-    const struct pl__meta *m = &db->meta;
-    PL_FAIL_IF(m->n_types < 1 || m->n_types > PL_MAX_TYPES || m->n_genes < 1 ||
-                   m->n_genes > INT32_MAX || m->block_rows != PL_BLOCK_ROWS ||
-                   m->payload_ndim > 8 ||
-                   m->n_blocks != (m->n_samples + PL_BLOCK_ROWS - 1) / PL_BLOCK_ROWS,
-               err, PL_ECORRUPT, "%s: key meta/meta: inconsistent counts", db->path);
-    return 0;
+    rc = pl__meta_decode(v, len, &db->meta, err);
+    if (rc < 0)
+        pl__err_prefix(err, "%s", db->path);
+    return rc;
 }
 
 static int open_blocks(pl_db *db, pl_err *err)
@@ -86,32 +66,18 @@ static int open_blocks(pl_db *db, pl_err *err)
                         err);
     PL_FAIL_IF(rc == -ENOENT, err, PL_ECORRUPT, "%s: key meta/blocks missing", db->path);
     PL_TRY(rc);
-    PL_FAIL_IF(len != nb * sizeof *db->blocks, err, PL_ECORRUPT,
-               "%s: key meta/blocks: %zu bytes for %llu blocks", db->path, len,
-               (unsigned long long)nb);
-    db->blocks = malloc(len ? len : 1);
-    if (!db->blocks)
-        return pl__err(err, -ENOMEM, "out of memory");
-    memcpy(db->blocks, v, len);
-    size_t max_raw = 0, max_comp = 0;
-    uint64_t row = 0, off = PL_SSTORE_HEADER;
-    for (uint64_t b = 0; b < nb; b++) {
-        const struct pl__block_entry *e = &db->blocks[b];
-        PL_FAIL_IF(e->first_row != row || e->offset != off || e->n_rows == 0 ||
-                       e->n_rows > PL_BLOCK_ROWS ||
-                       e->raw_size != pl__block_raw_size(e->n_rows, e->n_refs,
-                                                         db->meta.n_labels),
-                   err, PL_ECORRUPT, "%s: key meta/blocks: entry %llu inconsistent",
-                   db->path, (unsigned long long)b);
-        row += e->n_rows;
-        off += PL_BLOCK_HEADER + e->comp_size;
-        if (e->raw_size > max_raw)
-            max_raw = e->raw_size;
-        if (e->comp_size > max_comp)
-            max_comp = e->comp_size;
+    rc = pl__blocks_decode(v, len, &db->meta, &db->blocks, err);
+    if (rc < 0) {
+        pl__err_prefix(err, "%s", db->path);
+        return rc;
     }
-    PL_FAIL_IF(row != db->meta.n_samples || off != db->meta.samples_bytes, err, PL_ECORRUPT,
-               "%s: key meta/blocks: does not cover the sample store", db->path);
+    size_t max_raw = 0, max_comp = 0;
+    for (uint64_t b = 0; b < nb; b++) {
+        if (db->blocks[b].raw_size > max_raw)
+            max_raw = db->blocks[b].raw_size;
+        if (db->blocks[b].comp_size > max_comp)
+            max_comp = db->blocks[b].comp_size;
+    }
     db->raw_cap = max_raw;
     db->blockbuf_cap = max_comp + PL_BLOCK_HEADER;
     db->raw = aligned_alloc(64, (max_raw + 63) / 64 * 64 + 64);
@@ -396,14 +362,11 @@ static int verify_inc(pl_db *db, const MDB_val *k, const MDB_val *v, pl_err *err
     else
         return pl__err(err, PL_ECORRUPT, "key %s: unknown list kind", kd);
     PL_FAIL_IF(gene >= m->n_genes, err, PL_ECORRUPT, "key %s: gene out of range", kd);
-    roaring_bitmap_t *r = roaring_bitmap_portable_deserialize_safe(v->mv_data, v->mv_size - 8);
-    PL_FAIL_IF(!r, err, PL_ECORRUPT, "key %s: not a valid roaring bitmap", kd);
-    uint64_t card = roaring_bitmap_get_cardinality(r);
-    uint32_t max = card ? roaring_bitmap_maximum(r) : 0;
-    roaring_bitmap_free(r);
-    PL_FAIL_IF(card == 0 || max >= limit, err, PL_ECORRUPT,
-               "key %s: positions out of range", kd);
-    return 0;
+    uint32_t *vals = NULL;
+    uint64_t cap = 0, n = 0;
+    int rc = pl__inc_decode(v->mv_data, v->mv_size - 8, limit, &vals, &cap, &n, kd, err);
+    free(vals);
+    return rc;
 }
 
 static int verify_payload(pl_db *db, pl_err *err)

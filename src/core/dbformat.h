@@ -114,6 +114,37 @@ int pl__db_get(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t kle
 /** Check the trailer of a value read by a cursor. */
 int pl__db_check(int which, const MDB_val *k, const MDB_val *v, pl_err *err);
 
+/* Decoders of stored values. Each takes the value's bytes without the
+ * trailer, trusts nothing in them, and fails with PL_ECORRUPT naming the key;
+ * pl_db_open, pl_db_verify and the masks engine read the database only
+ * through them. */
+
+/** Decode the "meta"/"meta" record into `m`: its size and magic, then every
+ *  count checked for consistency (types, genes, blocks, indices that must fit
+ *  int32 positions, the payload's dtype, row size and file size without
+ *  overflow). The format version is checked before, on the raw record. */
+int pl__meta_decode(const void *v, size_t len, struct pl__meta *m, pl_err *err);
+
+/** Split a "names" value of `len` bytes into exactly `n` NUL-terminated names.
+ *  @param out set to a new array of `n` pointers into `v` (free() it; the
+ *  names live as long as `v`); NULL on failure.
+ *  @param key the value's key under "names", for messages. */
+int pl__names_split(const char *key, const void *v, size_t len, uint64_t n,
+                    const char ***out, pl_err *err);
+
+/** Decode an incidence value (a portable roaring bitmap of exactly `len`
+ *  bytes) and append its positions, ascending, to the growable array `*vals`
+ *  (capacity `*cap`, `*n` in use, see pl__grow()). The bitmap must be
+ *  non-empty with every position below `limit`.
+ *  @param kd the key's description (pl__key_describe), for messages. */
+int pl__inc_decode(const void *v, size_t len, uint64_t limit, uint32_t **vals, uint64_t *cap,
+                   uint64_t *n, const char *kd, pl_err *err);
+
+/** Decompress a zstd value into a new malloc'd buffer of exactly `want`
+ *  bytes (`*out`; NULL on failure). @param kd the key, for messages. */
+int pl__zstd_decode(const void *v, size_t len, size_t want, void **out, const char *kd,
+                    pl_err *err);
+
 /** Store `len` bytes zstd-compressed (level 3) with the trailer. */
 int pl__db_put_zstd(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t klen,
                     const void *val, size_t len, pl_err *err);

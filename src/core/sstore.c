@@ -206,6 +206,37 @@ int pl__sstore_check_header(const pl__sstore_header *h, uint64_t n_samples,
     return 0;
 }
 
+int pl__blocks_decode(const void *v, size_t len, const struct pl__meta *m,
+                      struct pl__block_entry **out, pl_err *err)
+{
+    uint64_t nb = m->n_blocks;
+    *out = NULL;
+    PL_FAIL_IF(nb > len / sizeof **out || len != nb * sizeof **out, err, PL_ECORRUPT,
+               "key meta/blocks: %zu bytes for %llu blocks", len, (unsigned long long)nb);
+    struct pl__block_entry *e = malloc(len ? len : 1);
+    if (!e)
+        return pl__err(err, -ENOMEM, "out of memory");
+    memcpy(e, v, len);
+    uint64_t row = 0, off = PL_SSTORE_HEADER;
+    for (uint64_t b = 0; b < nb; b++) {
+        if (e[b].first_row != row || e[b].offset != off || e[b].n_rows == 0 ||
+            e[b].n_rows > PL_BLOCK_ROWS ||
+            e[b].raw_size != pl__block_raw_size(e[b].n_rows, e[b].n_refs, m->n_labels)) {
+            free(e);
+            return pl__err(err, PL_ECORRUPT, "key meta/blocks: entry %llu inconsistent",
+                           (unsigned long long)b);
+        }
+        row += e[b].n_rows;
+        off += PL_BLOCK_HEADER + e[b].comp_size; /* < 2^64: len / 40 entries of < 2^33 */
+    }
+    if (row != m->n_samples || off != m->samples_bytes) {
+        free(e);
+        return pl__err(err, PL_ECORRUPT, "key meta/blocks: does not cover the sample store");
+    }
+    *out = e;
+    return 0;
+}
+
 int pl__block_decode(const void *block, size_t len, const struct pl__block_entry *e,
                      uint64_t which, uint32_t n_labels, uint64_t n_genes,
                      ZSTD_DCtx *dctx, void *raw, pl__block_view *v, pl_err *err)
@@ -220,6 +251,9 @@ int pl__block_decode(const void *block, size_t len, const struct pl__block_entry
                    bh.first_row != e->first_row || bh.checksum != e->checksum,
                err, PL_ECORRUPT, "%s: block %llu: header does not match the index",
                PL_FILE_SAMPLES, (unsigned long long)which);
+    PL_FAIL_IF(e->raw_size < pl__block_raw_size(0, 0, 0), err, PL_ECORRUPT,
+               "%s: block %llu: raw size %u too small", PL_FILE_SAMPLES,
+               (unsigned long long)which, e->raw_size);
     const unsigned char *comp = (const unsigned char *)block + PL_BLOCK_HEADER;
     PL_FAIL_IF(pl__xxh64(comp, e->comp_size, 0) != e->checksum, err, PL_ECORRUPT,
                "%s: block %llu: checksum mismatch", PL_FILE_SAMPLES,

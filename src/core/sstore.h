@@ -26,10 +26,17 @@
 #define PL_BLOCK_HEADER 32u
 #define PL_BLOCK_MAGIC 0x4b424c50u /* "PLBK" */
 
-/** Raw size of a block with `n` rows, `refs` gene references, `labels` columns. */
-static inline size_t pl__block_raw_size(uint64_t n, uint64_t refs, uint64_t labels)
+/** Raw size of a block with `n` rows, `refs` gene references, `labels`
+ *  columns; UINT64_MAX when it does not fit 64 bits (counts read from a
+ *  corrupt database can be anything). */
+static inline uint64_t pl__block_raw_size(uint64_t n, uint64_t refs, uint64_t labels)
 {
-    return 8 + 8 * n + 4 * (n + 1) + 4 * refs + 4 * n * labels;
+    uint64_t lab, size;
+    if (n > UINT64_MAX / 16 || refs > UINT64_MAX / 8 ||
+        __builtin_mul_overflow(4 * n, labels, &lab) ||
+        __builtin_add_overflow(12 + 12 * n + 4 * refs, lab, &size))
+        return UINT64_MAX;
+    return size;
 }
 
 typedef struct pl__sstore_writer {
@@ -112,5 +119,14 @@ int pl__sstore_check_header(const pl__sstore_header *h, uint64_t n_samples,
  *  @return 0, or a negative code (the store's header unreadable or invalid,
  *  data.mdb unreadable, a failed write). */
 int pl__sstore_seal(const char *path, const char *lmdb_path, pl_err *err);
+
+/** Decode the sample-store index (the "meta"/"blocks" value, `len` bytes) of
+ *  the store `m` describes: one entry per block, each of 1..PL_BLOCK_ROWS
+ *  rows with the raw size of its rows, references and labels, rows and file
+ *  offsets contiguous and covering exactly m->n_samples rows and
+ *  m->samples_bytes bytes.
+ *  @param out set to a new malloc'd copy of the entries (free() it). */
+int pl__blocks_decode(const void *v, size_t len, const struct pl__meta *m,
+                      struct pl__block_entry **out, pl_err *err);
 
 #endif

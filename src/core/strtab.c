@@ -40,8 +40,10 @@ static uint32_t *probe(const pl_strtab *t, const char *s, size_t len)
         uint32_t v = t->slots[i];
         if (v == 0)
             return &t->slots[i];
+        /* strnlen first: `s` may hold a NUL, and no stored name is longer
+         * than its own terminator. */
         const char *name = t->names[v - 1];
-        if (strncmp(name, s, len) == 0 && name[len] == '\0')
+        if (strnlen(name, len + 1) == len && memcmp(name, s, len) == 0)
             return &t->slots[i];
     }
 }

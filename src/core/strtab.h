@@ -19,10 +19,12 @@ int pl__strtab_init(pl_strtab *t);
 /** Release the table (safe on a zeroed struct). */
 void pl__strtab_free(pl_strtab *t);
 
-/** Index of `s[0..len)`, or -1 when absent. */
+/** Index of `s[0..len)`, or -1 when absent (always when `s` holds a NUL:
+ *  stored names never do). */
 int64_t pl__strtab_find(const pl_strtab *t, const char *s, size_t len);
 
-/** Insert `s[0..len)` if absent. @param added set to 1 when it was new.
+/** Insert `s[0..len)` if absent; `s` must not hold a NUL byte (names are
+ *  stored NUL-terminated). @param added set to 1 when it was new.
  *  @return its index (>= 0) or -ENOMEM. */
 int64_t pl__strtab_intern(pl_strtab *t, const char *s, size_t len, int *added);
 
