@@ -381,6 +381,9 @@ static int serve_read_only(const char *db, uint64_t n_samples)
     if (serve == 0) {
         execl(bin, bin, "serve", db, "--ring", name, "--batch-size", "32", "--threads", "2",
               "--consumer-pid", cpid, "--quiet", (char *)NULL);
+        fprintf(stderr, "cannot run %s as uid %u: %s (every directory above the build must "
+                        "be searchable by that user)\n",
+                bin, (unsigned)geteuid(), strerror(errno));
         _exit(127);
     }
     pl_ring *r;
