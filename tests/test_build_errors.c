@@ -504,13 +504,15 @@ Test(build_errors, samples_row_past_the_widest_header)
  * text input may hold one. */
 Test(build_errors, nul_bytes_are_refused)
 {
-    F.files[0] = put_bin("phys-nul.tsv", "g1\tg2\ng2\tg3\0\1\n", 12);
+#define PUT_TEXT(name, literal) put_bin(name, literal, sizeof literal - 1)
+    F.files[0] = PUT_TEXT("phys-nul.tsv", "g1\tg2\ng2\tg3\0\1\n");
     expect_fail(PL_EPARSE, F.files[0], 2, 6, "NUL byte in a text file");
     F.files[0] = F.edges;
-    F.o.genes = put_bin("genes-nul.txt", "g1\ng2\0x\ng3\ng4\n", 15);
+    F.o.genes = PUT_TEXT("genes-nul.txt", "g1\ng2\0x\ng3\ng4\n");
     expect_fail(PL_EPARSE, F.o.genes, 2, 3, "NUL byte in a text file");
     F.o.genes = F.genes;
-    F.o.samples = put_bin("samples-nul.tsv", "genes\tid\tfit\0ness\ng1\t1\t2\n", 28);
+    F.o.samples = PUT_TEXT("samples-nul.tsv", "genes\tid\tfit\0ness\ng1\t1\t2\n");
+#undef PUT_TEXT
     expect_fail(PL_EPARSE, F.o.samples, 1, 13, "NUL byte in a text file");
 }
 
