@@ -1,5 +1,8 @@
 /* Payload streaming beside the raw sequential read of the same file, in one
  * run. Both start from a cold page cache (POSIX_FADV_DONTNEED on the file).
+ * A shared disk's bandwidth drifts from second to second, so the two sides
+ * run in turn for --rounds rounds (3 by default) and the medians are
+ * reported, with the share of each round.
  *
  *   sequential  the payload data read front to back in 4 MiB reads (O_DIRECT
  *               where the file system allows, as the producer uses it)
@@ -84,18 +87,75 @@ static int sequential(const char *path, uint64_t off, uint64_t len, double *rate
     return rc;
 }
 
+/* The payload's place in its file, and how it is read by the producer. */
+typedef struct payload_file {
+    uint64_t offset, rows, row_bytes;
+    int direct;
+} payload_file;
+
+/* One epoch of the producer from a cold cache into `pl`: bytes/s of payload. */
+static int producer_round(const pl__produce_opts *po, const char *file, pool *pl, double *rate,
+                          payload_file *pf, pl_err *err)
+{
+    pl__producer p;
+    int rc = pl__producer_init(&p, po, err);
+    if (rc == 0)
+        rc = pl__producer_load(&p, err);
+    if (rc == 0 && !p.cfg.payload_row_bytes)
+        rc = pl__err(err, PL_EUSAGE, "%s has no payload", po->db);
+    if (rc == 0 && !pl->mem) {
+        pl->slot_bytes = p.slot_bytes;
+        if (!(pl->mem = aligned_alloc(4096, pl->n * pl->slot_bytes)))
+            rc = pl__err(err, -ENOMEM, "out of memory");
+        else
+            memset(pl->mem, 0, pl->n * pl->slot_bytes); /* fault the pages in */
+    }
+    if (rc == 0) {
+        pl__sink sink = {pl, pool_acquire, pool_publish, NULL};
+        atomic_store(&pl->samples, 0);
+        drop_cache(file);
+        double t0 = pl__now();
+        rc = pl__producer_start(&p, &sink, err);
+        if (rc == 0)
+            rc = pl__producer_join(&p, err);
+        double dt = pl__now() - t0;
+        *rate = dt > 0 ? (double)atomic_load(&pl->samples) * (double)p.cfg.payload_row_bytes / dt
+                       : 0;
+        *pf = (payload_file){p.payload_offset, p.db->meta.n_samples, p.cfg.payload_row_bytes,
+                             p.payload_direct};
+    }
+    pl__producer_free(&p);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *v, unsigned n)
+{
+    double s[64];
+    memcpy(s, v, n * sizeof *v);
+    qsort(s, n, sizeof *s, cmp_double);
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
 int pl_bench_payload(int argc, char **argv)
 {
     const char *usage = "usage: pertload bench payload DB [--batch-size B] [--threads T] "
-                        "[--shuffle] [--json FILE]\n";
+                        "[--shuffle] [--rounds R] [--json FILE]\n";
     const char *path = NULL, *json = NULL;
-    unsigned long long B = 64, T = 2;
+    unsigned long long B = 64, T = 2, R = 3;
     int shuffle = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--batch-size") && i + 1 < argc)
             B = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             T = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            R = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--shuffle"))
             shuffle = 1;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
@@ -107,62 +167,50 @@ int pl_bench_payload(int argc, char **argv)
             return 2;
         }
     }
-    if (!path || !B || !T) {
+    if (!path || !B || !T || !R || R > 64) { /* at most 64 rounds: the arrays below */
         fputs(usage, stderr);
         return 2;
     }
     pl_err err = {0};
-    pl__producer p;
-    pool pl = {0};
     char file[4096];
     pl__path_join(file, sizeof file, path, PL_FILE_PAYLOAD);
     pl__produce_opts po = {.db = path,
                            .plan = {.seed = 1, .world_size = 1, .batch_size = (uint32_t)B,
                                     .shuffle = shuffle},
                            .threads = (uint32_t)T};
-    int rc = pl__producer_init(&p, &po, &err);
-    if (rc == 0 && !pl_db_info_get(p.db)->payload_dtype[0])
-        rc = pl__err(&err, PL_EUSAGE, "%s has no payload", path);
-    if (rc == 0)
-        rc = pl__producer_load(&p, &err);
-    uint64_t rows = p.db ? p.db->meta.n_samples : 0;
-    uint64_t row_bytes = rc == 0 ? p.cfg.payload_row_bytes : 0, data = rows * row_bytes;
-    pl.n = (uint32_t)T * 2;
-    pl.slot_bytes = p.slot_bytes;
-    if (rc == 0 && !(pl.mem = aligned_alloc(4096, pl.n * pl.slot_bytes)))
-        rc = pl__err(&err, -ENOMEM, "out of memory");
-    double seq = 0, t_pl = 0;
-    int direct = 0;
-    if (rc == 0) {
-        memset(pl.mem, 0, pl.n * pl.slot_bytes);
-        drop_cache(file);
-        rc = sequential(file, p.payload_offset, data, &seq, &direct, &err);
+    pool pl = {.n = (uint32_t)T * 2};
+    payload_file pf = {0};
+    double seq[64], prod[64], share[64];
+    int direct = 0, rc = 0;
+    for (unsigned r = 0; rc == 0 && r < R; r++) {
+        rc = producer_round(&po, file, &pl, &prod[r], &pf, &err);
+        if (rc == 0) {
+            drop_cache(file);
+            rc = sequential(file, pf.offset, pf.rows * pf.row_bytes, &seq[r], &direct, &err);
+        }
+        share[r] = seq[r] > 0 ? prod[r] / seq[r] : 0;
     }
-    if (rc == 0) {
-        pl__sink sink = {&pl, pool_acquire, pool_publish, NULL};
-        drop_cache(file);
-        double t0 = pl__now();
-        rc = pl__producer_start(&p, &sink, &err);
-        if (rc == 0)
-            rc = pl__producer_join(&p, &err);
-        t_pl = pl__now() - t0;
-    }
+    const uint64_t rows = pf.rows, row_bytes = pf.row_bytes;
+    const int pdirect = pf.direct;
     if (rc < 0) {
         fprintf(stderr, "pertload bench payload: %s\n", err.msg);
     } else {
-        double got = (double)atomic_load(&pl.samples) * (double)row_bytes;
-        double rate = t_pl > 0 ? got / t_pl : 0;
-        printf("payload %s: %llu rows of %llu bytes (%.1f MB), page cache dropped before each\n",
-               file, (unsigned long long)rows, (unsigned long long)row_bytes, data / 1e6);
+        double s = median(seq, (unsigned)R), q = median(prod, (unsigned)R);
+        double sh = median(share, (unsigned)R);
+        printf("payload %s: %llu rows of %llu bytes (%.1f MB), page cache dropped before each "
+               "read; %llu rounds, the two sides in turn, medians\n",
+               file, (unsigned long long)rows, (unsigned long long)row_bytes,
+               rows * row_bytes / 1e6, R);
         printf("  %-40s %8.3f GB/s\n",
                direct ? "sequential 4 MiB reads, O_DIRECT" : "sequential 4 MiB reads, buffered",
-               seq / 1e9);
-        printf("  %-40s %8.3f GB/s  %5.0f%% of sequential (%llu samples/s)\n",
-               p.payload_direct ? "pertload producer, rows O_DIRECT"
-                                : "pertload producer, rows buffered",
-               rate / 1e9, seq > 0 ? 100 * rate / seq : 0,
-               (unsigned long long)(t_pl > 0 ? (double)atomic_load(&pl.samples) / t_pl : 0));
-        printf("  (%s plan, batches of %llu, %llu worker threads, masks collated too)\n",
+               s / 1e9);
+        printf("  %-40s %8.3f GB/s  %5.0f%% of sequential (%.0f samples/s)\n",
+               pdirect ? "pertload producer, rows O_DIRECT" : "pertload producer, rows buffered",
+               q / 1e9, 100 * sh, row_bytes ? q / (double)row_bytes : 0);
+        printf("  share of each round:");
+        for (unsigned r = 0; r < R; r++)
+            printf(" %.0f%%", 100 * share[r]);
+        printf("\n  (%s plan, batches of %llu, %llu worker threads, masks collated too)\n",
                shuffle ? "shuffled" : "in-order", B, T);
         pl_bench_json j;
         if (pl_bench_json_open(&j, json) < 0)
@@ -170,16 +218,19 @@ int pl_bench_payload(int argc, char **argv)
         pl_bench_json_str(&j, "plan", shuffle ? "shuffled" : "in-order");
         pl_bench_json_num(&j, "rows", (double)rows);
         pl_bench_json_num(&j, "row_bytes", (double)row_bytes);
-        pl_bench_json_num(&j, "sequential_bytes_per_s", seq);
+        pl_bench_json_num(&j, "rounds", (double)R);
+        pl_bench_json_num(&j, "sequential_bytes_per_s", s);
         pl_bench_json_num(&j, "sequential_direct", direct);
-        pl_bench_json_num(&j, "producer_bytes_per_s", rate);
-        pl_bench_json_num(&j, "producer_direct", p.payload_direct);
-        pl_bench_json_num(&j, "producer_samples_per_s",
-                          t_pl > 0 ? (double)atomic_load(&pl.samples) / t_pl : 0);
+        pl_bench_json_num(&j, "producer_bytes_per_s", q);
+        pl_bench_json_num(&j, "producer_direct", pdirect);
+        pl_bench_json_num(&j, "producer_share_of_sequential", sh);
+        qsort(share, (size_t)R, sizeof *share, cmp_double);
+        pl_bench_json_num(&j, "producer_share_least", share[0]);
+        pl_bench_json_num(&j, "producer_share_most", share[R - 1]);
+        pl_bench_json_num(&j, "producer_samples_per_s", row_bytes ? q / (double)row_bytes : 0);
         if (pl_bench_json_close(&j) < 0)
             rc = -1;
     }
     free(pl.mem);
-    pl__producer_free(&p);
     return rc < 0 ? 1 : 0;
 }

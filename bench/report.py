@@ -13,7 +13,8 @@ runs, one after the other on this machine:
     threads), and the Python peer pipelines (bench/peers.py) on the same
     samples, after checking their outputs against pertload's;
   - host-to-device bytes per batch (and device times when a GPU is visible);
-  - payload streaming beside the sequential O_DIRECT read of the same file;
+  - payload streaming beside the sequential O_DIRECT read of the same file,
+    the two in turn for three rounds (medians);
   - scaling: samples/s as the deleted genes per sample grow (1, 2, 3, 8, 32)
     and as the graph grows (--scale 0.25 to 4).
 It writes report.md (a markdown table of figures, targets and ratios) and
@@ -201,10 +202,12 @@ def markdown(r):
         row("  device copy and kernel times", "no CUDA device visible: not measured")
     for plan in ("in-order", "shuffled"):
         pay = r["payload"][plan]
-        share = pay["producer_bytes_per_s"] / pay["sequential_bytes_per_s"]
+        share = pay["producer_share_of_sequential"]
         row(f"payload streaming, {plan} plan", f"{pay['producer_bytes_per_s'] / 1e9:.2f} GB/s ="
             f" {100 * share:.0f}% of sequential {'O_DIRECT' if pay['sequential_direct'] else 'buffered'}"
-            f" ({pay['sequential_bytes_per_s'] / 1e9:.2f} GB/s)",
+            f" ({pay['sequential_bytes_per_s'] / 1e9:.2f} GB/s; medians of {pay['rounds']:.0f} rounds"
+            f" in turn, {100 * pay['producer_share_least']:.0f} - "
+            f"{100 * pay['producer_share_most']:.0f}%)",
             ">= 80%" if plan == "in-order" else "", mark(share >= 0.8) if plan == "in-order"
             else "random 4 KiB reads")
     lines += ["", "Scaling with the deleted genes per sample (masks engine, sparse, one core, "

@@ -42,6 +42,10 @@ def test_quick_report(tmp_path):
     for plan in ("in-order", "shuffled"):
         assert r["payload"][plan]["producer_bytes_per_s"] > 0
         assert r["payload"][plan]["sequential_bytes_per_s"] > 0
+        pay = r["payload"][plan]
+        assert pay["rounds"] == 3
+        assert 0 < pay["producer_share_least"] <= pay["producer_share_of_sequential"] \
+            <= pay["producer_share_most"]
     genes = [s["genes_per_sample"] for s in r["scaling_genes"]]
     assert genes == [1, 2, 3, 8, 32]
     removed = [s["removed_per_sample"] for s in r["scaling_genes"]]
