@@ -150,14 +150,18 @@ def timed(fn, samples, batch_size):
 
 
 def pertload_epoch(db, batch_size, threads, dense_batches=0):
-    """samples/s of a shuffled epoch through the ring, every list touched; with
-    dense_batches, of that many batches turned into dense torch masks."""
+    """samples/s of a shuffled epoch through the ring, every list touched,
+    start-up included; with dense_batches, of that many batches turned into
+    dense torch masks, timed from the first batch's arrival (the start-up,
+    seconds for a large sample table, would swamp a few batches)."""
     loader = pertload.Loader(db, batch_size=batch_size, shuffle=True, threads=threads)
     n = removed = 0
     t0 = time.perf_counter()
     try:
         for b, batch in enumerate(loader):
             if dense_batches:
+                if b == 0:
+                    t0 = time.perf_counter()
                 if b == dense_batches:
                     break
                 out = batch.to_torch("cpu")
