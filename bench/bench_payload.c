@@ -188,7 +188,8 @@ int pl_bench_payload(int argc, char **argv)
             drop_cache(file);
             rc = sequential(file, pf.offset, pf.rows * pf.row_bytes, &seq[r], &direct, &err);
         }
-        share[r] = seq[r] > 0 ? prod[r] / seq[r] : 0;
+        if (rc == 0)
+            share[r] = seq[r] > 0 ? prod[r] / seq[r] : 0;
     }
     const uint64_t rows = pf.rows, row_bytes = pf.row_bytes;
     const int pdirect = pf.direct;
