@@ -2,7 +2,6 @@
 #include "collate.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "masks/masks.h"
@@ -31,13 +30,24 @@ void pl__collate_cfg_init(pl__collate_cfg *c, const pl_db *db, const pl_graph *g
         c->list_len[k] = g->kind[k].count;
 }
 
+/* dst = a then b, cut to cap - 1 bytes as snprintf would: the names of a
+ * batch's arrays without printf (which was 8% of the instructions of sparse
+ * collation under callgrind). */
+static void join(char *dst, size_t cap, const char *a, const char *b)
+{
+    size_t la = strnlen(a, cap - 1), lb = strnlen(b, cap - 1 - la);
+    memcpy(dst, a, la);
+    memcpy(dst + la, b, lb);
+    dst[la + lb] = '\0';
+}
+
 /* Name of list kind k ("edges/<type>" or "gpr", ...). */
 static void kind_name(const pl__collate_cfg *c, uint32_t k, char *buf, size_t cap)
 {
     if (k < c->g->n_types)
-        snprintf(buf, cap, "edges/%s", c->g->type_names[k]);
+        join(buf, cap, "edges/", c->g->type_names[k]);
     else
-        snprintf(buf, cap, "%s", meta_kinds[k - c->g->n_types]);
+        join(buf, cap, meta_kinds[k - c->g->n_types], "");
 }
 
 static uint64_t dense_row_bytes(const pl__collate_cfg *c, uint64_t len)
@@ -114,8 +124,8 @@ static struct pl_slot_array *add(struct pl_slot_header *h, const char *name,
 {
     struct pl_slot_array *a = (struct pl_slot_array *)(h + 1) + h->n_arrays++;
     memset(a, 0, sizeof *a);
-    snprintf(a->name, sizeof a->name, "%s", name);
-    snprintf(a->dtype, sizeof a->dtype, "%s", dtype);
+    join(a->name, sizeof a->name, name, "");
+    join(a->dtype, sizeof a->dtype, dtype, "");
     a->ndim = ndim;
     a->offset = offset;
     a->nbytes = nbytes;
@@ -321,13 +331,13 @@ int pl__collate(const pl__collate_cfg *c, const pl__batch_src *src, void *slot, 
                                                            scratch);
         }
         kind_name(c, k, kn, sizeof kn);
-        snprintf(name, sizeof name, "%s/removed", kn);
+        join(name, sizeof name, kn, "/removed");
         add(h, name, "<i4", at, 4 * (uint64_t)ptr[n], 1, (uint64_t)ptr[n], 0);
-        snprintf(name, sizeof name, "%s/ptr", kn);
+        join(name, sizeof name, kn, "/ptr");
         add(h, name, "<i8", f.ptr[k], 8 * (uint64_t)(n + 1), 1, n + 1, 0);
         if (c->dense) {
             dense_rows(c, base + f.mask[k], c->list_len[k], out, ptr, n);
-            snprintf(name, sizeof name, "%s/mask", kn);
+            join(name, sizeof name, kn, "/mask");
             uint64_t row = dense_row_bytes(c, c->list_len[k]);
             add(h, name, c->dense == PL_DENSE_BOOL ? "|b1" : "<u8", f.mask[k], row * n, 2, n,
                 c->dense == PL_DENSE_BOOL ? c->list_len[k] : row / 8);
