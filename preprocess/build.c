@@ -282,9 +282,13 @@ static int read_rmr(builder *b, const char *path)
                                "found %d", nf);
             break;
         }
-        double st;
-        if (pl__parse_double(&f[2], &st) < 0 || isinf(st)) {
-            rc = pl__text_fail(&tx, f[2].col, b->err, "bad stoichiometry '%.*s'",
+        float st;
+        int pr = pl__parse_float(&f[2], &st);
+        if (pr < 0 || isinf(st)) {
+            rc = pl__text_fail(&tx, f[2].col, b->err,
+                               pr == PL_ERANGE ? "stoichiometry '%.*s' is out of the float32 "
+                                                 "range (magnitude above 3.4028235e+38)"
+                                               : "bad stoichiometry '%.*s'",
                                (int)f[2].len, f[2].s);
             break;
         }
@@ -305,7 +309,7 @@ static int read_rmr(builder *b, const char *path)
         }
         b->rmr_rxn[b->n_rmr] = (int32_t)r;
         b->rmr_met[b->n_rmr] = (int32_t)m;
-        b->rmr_stoich[b->n_rmr++] = (float)st;
+        b->rmr_stoich[b->n_rmr++] = st;
     }
     pl__text_close(&tx);
     return rc < 0 ? rc : 0;
@@ -449,13 +453,15 @@ static int read_samples(builder *b, const char *path)
         }
         for (uint32_t l = 0; l < b->n_labels; l++) {
             const pl__field *lf = &f[c.label_col[l]];
-            double v;
+            int pr = 0;
             if (is_missing(lf)) {
                 labels[l] = NAN;
-            } else if (pl__parse_double(lf, &v) == 0) {
-                labels[l] = (float)v;
-            } else {
-                rc = pl__text_fail(&tx, lf->col, b->err, "bad number '%.*s' in column '%s'",
+            } else if ((pr = pl__parse_float(lf, &labels[l])) < 0) {
+                rc = pl__text_fail(&tx, lf->col, b->err,
+                                   pr == PL_ERANGE ? "label '%.*s' in column '%s' is out of the "
+                                                     "float32 range (magnitude above "
+                                                     "3.4028235e+38)"
+                                                   : "bad number '%.*s' in column '%s'",
                                    (int)lf->len, lf->s, b->label_names[l]);
                 break;
             }
