@@ -8,6 +8,8 @@
  *                    checks, pairwise for three or more genes
  *   write_only       memcpy of the engine's output bytes alone into a buffer
  *                    larger than the caches (the roofline)
+ * The RMR kind is computed as the engine does, from the sample's removed
+ * reactions: the peers merge (or OR) the RMR lists of those reactions.
  * Every peer's total output size is checked against the engine's. */
 #include <errno.h>
 #include <roaring/roaring.h>
@@ -31,10 +33,43 @@ typedef struct samples {
 
 typedef struct peer_ctx {
     const pl_graph *g;
-    roaring_bitmap_t **bm; /* [kind * n_genes + gene], NULL when empty */
+    roaring_bitmap_t **bm;  /* [kind * n_genes + gene], NULL when empty */
+    roaring_bitmap_t **rbm; /* [reaction]: its RMR positions, NULL when none */
+    uint64_t n_rbm;
     uint32_t *out, *tmp;
-    uint64_t cap;
+    uint32_t *rx;           /* the sample's removed reactions, for its RMR kind */
+    uint64_t n_rx, cap;
 } peer_ctx;
+
+/* Keep the reaction kind's result `v[0..n)`, which the RMR kind starts from. */
+static void keep_reactions(peer_ctx *p, uint32_t kind, const uint32_t *v, uint64_t n)
+{
+    if (kind == p->g->n_types + PL_LIST_REACTION) {
+        memcpy(p->rx, v, n * sizeof *v);
+        p->n_rx = n;
+    }
+}
+
+/* The bitmaps the roaring peers OR for list `kind` of the sample genes
+ * gs[0..k): the genes' own, or for RMR those of the removed reactions. */
+static size_t peer_inputs(const peer_ctx *p, uint32_t kind, const int32_t *gs, uint32_t k,
+                          const roaring_bitmap_t **in, size_t cap)
+{
+    const pl_graph *g = p->g;
+    size_t m = 0;
+    if (kind >= g->n_gene_lists) {
+        for (uint64_t j = 0; j < p->n_rx && m < cap; j++)
+            if (p->rbm[p->rx[j]])
+                in[m++] = p->rbm[p->rx[j]];
+        return m;
+    }
+    for (uint32_t j = 0; j < k && m < cap; j++) {
+        roaring_bitmap_t *b = p->bm[(uint64_t)kind * g->n_genes + (uint32_t)gs[j]];
+        if (b)
+            in[m++] = b;
+    }
+    return m;
+}
 
 static int load_samples(pl_db *db, uint64_t want, samples *s, pl_err *err)
 {
@@ -116,20 +151,17 @@ static uint64_t run_or_many(peer_ctx *p, const samples *s, uint64_t n)
 {
     const pl_graph *g = p->g;
     uint64_t total = 0;
-    const roaring_bitmap_t *in[64];
+    const roaring_bitmap_t *in[1024];
     for (uint64_t i = 0; i < n; i++) {
         const int32_t *gs = s->genes + s->ptr[i];
         uint32_t k = (uint32_t)(s->ptr[i + 1] - s->ptr[i]);
         for (uint32_t kind = 0; kind < g->n_lists; kind++) {
-            size_t m = 0;
-            for (uint32_t j = 0; j < k && m < 64; j++) {
-                roaring_bitmap_t *b = p->bm[(uint64_t)kind * g->n_genes + (uint32_t)gs[j]];
-                if (b)
-                    in[m++] = b;
-            }
+            size_t m = peer_inputs(p, kind, gs, k, in, 1024);
             roaring_bitmap_t *u = roaring_bitmap_or_many(m, in);
             roaring_bitmap_to_uint32_array(u, p->out);
-            total += roaring_bitmap_get_cardinality(u);
+            uint64_t c = roaring_bitmap_get_cardinality(u);
+            keep_reactions(p, kind, p->out, c);
+            total += c;
             roaring_bitmap_free(u);
         }
     }
@@ -145,16 +177,17 @@ static uint64_t run_or_pairwise(peer_ctx *p, const samples *s, uint64_t n)
         uint32_t k = (uint32_t)(s->ptr[i + 1] - s->ptr[i]);
         for (uint32_t kind = 0; kind < g->n_lists; kind++) {
             roaring_bitmap_t *u = roaring_bitmap_create();
-            for (uint32_t j = 0; j < k; j++) {
-                roaring_bitmap_t *b = p->bm[(uint64_t)kind * g->n_genes + (uint32_t)gs[j]];
-                if (b) {
-                    roaring_bitmap_t *v = roaring_bitmap_or(u, b);
-                    roaring_bitmap_free(u);
-                    u = v;
-                }
+            const roaring_bitmap_t *in[1024];
+            size_t m = peer_inputs(p, kind, gs, k, in, 1024);
+            for (size_t j = 0; j < m; j++) {
+                roaring_bitmap_t *v = roaring_bitmap_or(u, in[j]);
+                roaring_bitmap_free(u);
+                u = v;
             }
             roaring_bitmap_to_uint32_array(u, p->out);
-            total += roaring_bitmap_get_cardinality(u);
+            uint64_t c = roaring_bitmap_get_cardinality(u);
+            keep_reactions(p, kind, p->out, c);
+            total += c;
             roaring_bitmap_free(u);
         }
     }
@@ -190,13 +223,22 @@ static uint64_t run_plain_merge(peer_ctx *p, const samples *s, uint64_t n)
         uint32_t k = (uint32_t)(s->ptr[i + 1] - s->ptr[i]);
         for (uint32_t kind = 0; kind < g->n_lists; kind++) {
             uint64_t len = 0, l;
-            for (uint32_t j = 0; j < k; j++) {
-                const uint32_t *b = pl__graph_list(g, kind, (uint32_t)gs[j], &l);
+            int rmr = kind >= g->n_gene_lists;
+            uint64_t parts = rmr ? p->n_rx : k;
+            for (uint64_t j = 0; j < parts; j++) {
+                const uint32_t *b;
+                if (rmr) {
+                    b = g->rmr_vals + g->rmr_off[p->rx[j]];
+                    l = g->rmr_off[p->rx[j] + 1] - g->rmr_off[p->rx[j]];
+                } else {
+                    b = pl__graph_list(g, kind, (uint32_t)gs[j], &l);
+                }
                 len = merge_plain(p->out, len, b, l, p->tmp);
                 uint32_t *t = p->out;
                 p->out = p->tmp;
                 p->tmp = t;
             }
+            keep_reactions(p, kind, p->out, len);
             total += len;
         }
     }
@@ -244,6 +286,15 @@ static int load_bitmaps(pl_db *db, peer_ctx *p, pl_err *err)
     const pl_graph *g = p->g;
     p->bm = calloc((size_t)g->n_lists * g->n_genes, sizeof *p->bm);
     PL_FAIL_IF(!p->bm, err, -ENOMEM, "out of memory");
+    if (g->n_lists > g->n_gene_lists) {
+        p->n_rbm = pl_db_info_get(db)->n_reactions;
+        p->rbm = calloc(p->n_rbm + 1, sizeof *p->rbm);
+        PL_FAIL_IF(!p->rbm, err, -ENOMEM, "out of memory");
+        for (uint64_t r = 0; r < p->n_rbm; r++)
+            if (g->rmr_off[r + 1] > g->rmr_off[r])
+                p->rbm[r] = roaring_bitmap_of_ptr(g->rmr_off[r + 1] - g->rmr_off[r],
+                                                  g->rmr_vals + g->rmr_off[r]);
+    }
     MDB_cursor *cur;
     MDB_val k, v;
     int rc = mdb_cursor_open(db->txn, db->dbi[PL_DBI_INC], &cur);
@@ -254,7 +305,7 @@ static int load_bitmaps(pl_db *db, peer_ctx *p, pl_err *err)
         uint32_t kind = (uint32_t)kb[0] << 8 | kb[1];
         uint32_t gene = (uint32_t)kb[2] << 24 | (uint32_t)kb[3] << 16 | (uint32_t)kb[4] << 8 |
                         kb[5];
-        if (kind < g->n_lists && gene < g->n_genes)
+        if (kind < g->n_gene_lists && gene < g->n_genes)
             p->bm[(uint64_t)kind * g->n_genes + gene] =
                 roaring_bitmap_portable_deserialize_safe(v.mv_data, v.mv_size - 8);
     }
@@ -337,7 +388,8 @@ int pl_bench_masks(int argc, char **argv)
         p.cap = maxlen;
         p.out = malloc(maxlen * 4);
         p.tmp = calloc(maxlen, 4);
-        if (!p.out || !p.tmp)
+        p.rx = malloc(maxlen * 4);
+        if (!p.out || !p.tmp || !p.rx)
             rc = pl__err(&err, -ENOMEM, "out of memory");
     }
     if (rc < 0) {
@@ -397,6 +449,11 @@ out:
             if (p.bm[i]) /* CRoaring 0.2 does not accept NULL */
                 roaring_bitmap_free(p.bm[i]);
     free(p.bm);
+    for (uint64_t r = 0; p.rbm && r < p.n_rbm; r++)
+        if (p.rbm[r])
+            roaring_bitmap_free(p.rbm[r]);
+    free(p.rbm);
+    free(p.rx);
     free(p.out);
     free(p.tmp);
     free(s.ptr);

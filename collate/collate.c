@@ -309,8 +309,11 @@ int pl__collate(const pl__collate_cfg *c, const pl__batch_src *src, void *slot, 
     add(h, "perturbation_ptr", "<i8", f.pptr, 8 * (uint64_t)(n + 1), 1, n + 1, 0);
     at = ALIGN(at + 4 * total);
 
-    /* Removed positions, list kind by list kind, straight into the slot. */
+    /* Removed positions, list kind by list kind, straight into the slot; RMR
+     * from the reactions written before it. */
     char name[PL_SLOT_NAME_MAX], kn[PL_SLOT_NAME_MAX - 16];
+    const int32_t *rx = NULL;
+    const int64_t *rx_ptr = NULL;
     for (uint32_t k = 0; k < K; k++) {
         int64_t *ptr = (int64_t *)(base + f.ptr[k]);
         int32_t *out = (int32_t *)(base + at);
@@ -320,15 +323,27 @@ int pl__collate(const pl__collate_cfg *c, const pl__batch_src *src, void *slot, 
         PL_FAIL_IF(at + 4 * bound > cap, err, PL_ERANGE, "batch %llu does not fit its slot",
                    (unsigned long long)batch);
         ptr[0] = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            if (src->n_genes[i] > 2 &&
-                pl__masks_bound(g, k, src->genes[i], src->n_genes[i]) + PL__MASKS_PAD >
-                    scratch_len)
-                return pl__err(err, PL_ERANGE, "batch %llu: scratch too small",
-                               (unsigned long long)batch);
-            ptr[i + 1] = ptr[i] + (int64_t)pl__masks_union(g, k, src->genes[i],
-                                                           src->n_genes[i], out + ptr[i],
-                                                           scratch);
+        if (k >= g->n_gene_lists) {
+            for (uint32_t i = 0; i < n; i++)
+                ptr[i + 1] = ptr[i] + (int64_t)pl__masks_rmr(g, rx + rx_ptr[i],
+                                                             (uint64_t)(rx_ptr[i + 1] -
+                                                                        rx_ptr[i]),
+                                                             out + ptr[i]);
+        } else {
+            for (uint32_t i = 0; i < n; i++) {
+                if (src->n_genes[i] > 2 &&
+                    pl__masks_bound(g, k, src->genes[i], src->n_genes[i]) + PL__MASKS_PAD >
+                        scratch_len)
+                    return pl__err(err, PL_ERANGE, "batch %llu: scratch too small",
+                                   (unsigned long long)batch);
+                ptr[i + 1] = ptr[i] + (int64_t)pl__masks_union(g, k, src->genes[i],
+                                                               src->n_genes[i], out + ptr[i],
+                                                               scratch);
+            }
+        }
+        if (k == g->n_types + PL_LIST_REACTION) {
+            rx = out;
+            rx_ptr = ptr;
         }
         kind_name(c, k, kn, sizeof kn);
         join(name, sizeof name, kn, "/removed");

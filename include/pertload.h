@@ -67,7 +67,7 @@ PL_API const char *pl_errname(int code);
 /* ---------------------------------------------------------------- database */
 
 /** Format version written by this build and the only one it opens. */
-#define PL_FORMAT_VERSION 2
+#define PL_FORMAT_VERSION 3
 
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
@@ -192,7 +192,8 @@ typedef struct pl_graph pl_graph;
 /** Load the incidence of every list kind into memory, read-only and shareable
  *  between threads. List kinds: 0..n_types-1 the edge types, then (when the
  *  database has metabolism) PL_LIST_GPR, PL_LIST_REACTION, PL_LIST_RMR offset
- *  by n_types. Verifies each bitmap's checksum. */
+ *  by n_types. Verifies each bitmap's checksum. Memory is linear in the
+ *  database: RMR positions are held once per reaction, not per gene. */
 PL_API int pl_graph_load(pl_db *db, pl_graph **out, pl_err *err);
 PL_API void pl_graph_free(pl_graph *g);
 

@@ -8,6 +8,13 @@
  * sentinels. The per-kind arrays are then regrouped gene by gene, so that a
  * sample's lists lie in a few contiguous runs, in memory backed by huge pages
  * where the kernel offers them (the graph is tens of megabytes read at random).
+ *
+ * The RMR positions of each reaction come from the RMR edge array itself
+ * (edges/rmr, its reaction column checked against the reaction count): a
+ * counting sort by reaction, so each reaction's positions ascend and the
+ * reactions' sets are disjoint by construction. Memory is linear in the
+ * input: each RMR edge is held once, whatever the number of genes of its
+ * reaction.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -68,7 +75,8 @@ static int read_kinds(pl_db *db, pl_graph *g, kind_lists *t, MDB_cursor *cur, pl
         uint32_t kind = (uint32_t)kb[0] << 8 | kb[1];
         uint32_t gene = (uint32_t)kb[2] << 24 | (uint32_t)kb[3] << 16 |
                         (uint32_t)kb[4] << 8 | kb[5];
-        PL_FAIL_IF(kind >= g->n_lists, err, PL_ECORRUPT, "key %s: unknown list kind", kd);
+        PL_FAIL_IF(kind >= g->n_gene_lists, err, PL_ECORRUPT, "key %s: unknown list kind",
+                   kd);
         PL_FAIL_IF(gene >= g->n_genes, err, PL_ECORRUPT, "key %s: gene out of range", kd);
         /* LMDB returns keys in order, so a kind's genes only ascend. */
         PL_FAIL_IF(gene < t[kind].next_gene, err, PL_ECORRUPT, "key %s: out of order", kd);
@@ -76,7 +84,7 @@ static int read_kinds(pl_db *db, pl_graph *g, kind_lists *t, MDB_cursor *cur, pl
     }
     PL_FAIL_IF(rc != MDB_NOTFOUND, err, pl__lmdb_code(rc), "%s: reading sub-database inc: %s",
                db->path, mdb_strerror(rc));
-    for (uint32_t kind = 0; kind < g->n_lists; kind++)
+    for (uint32_t kind = 0; kind < g->n_gene_lists; kind++)
         skip_to(&t[kind], g->n_genes);
     return 0;
 }
@@ -84,8 +92,8 @@ static int read_kinds(pl_db *db, pl_graph *g, kind_lists *t, MDB_cursor *cur, pl
 /* Regroup the per-kind lists gene by gene, each list followed by the pad. */
 static int regroup(pl_graph *g, const kind_lists *t, pl_err *err)
 {
-    uint64_t rows = (uint64_t)g->n_genes * g->n_lists, total = rows * PL__MASKS_PAD;
-    for (uint32_t k = 0; k < g->n_lists; k++)
+    uint64_t rows = (uint64_t)g->n_genes * g->n_gene_lists, total = rows * PL__MASKS_PAD;
+    for (uint32_t k = 0; k < g->n_gene_lists; k++)
         total += t[k].n_vals;
     g->off = malloc((rows + 1) * sizeof *g->off);
     size_t bytes = total * sizeof *g->vals;
@@ -101,9 +109,9 @@ static int regroup(pl_graph *g, const kind_lists *t, pl_err *err)
                (unsigned long long)total);
     uint64_t at = 0;
     for (uint32_t gene = 0; gene < g->n_genes; gene++) {
-        for (uint32_t k = 0; k < g->n_lists; k++) {
+        for (uint32_t k = 0; k < g->n_gene_lists; k++) {
             uint64_t a = t[k].off[gene], n = t[k].off[gene + 1] - a;
-            g->off[(uint64_t)gene * g->n_lists + k] = at;
+            g->off[(uint64_t)gene * g->n_gene_lists + k] = at;
             if (n)
                 memcpy(g->vals + at, t[k].vals + a, n * sizeof *g->vals);
             at += n;
@@ -115,12 +123,67 @@ static int regroup(pl_graph *g, const kind_lists *t, pl_err *err)
     return 0;
 }
 
+/* Reaction r's RMR positions, from the RMR edge array; then each gene's
+ * count of RMR positions over its reactions (the RMR kind's bound). */
+static int load_rmr(pl_db *db, pl_graph *g, pl_err *err)
+{
+    const struct pl__meta *m = &db->meta;
+    uint64_t n = m->n_rmr, R = m->n_reactions;
+    int32_t *arr = NULL; /* reaction[n], metabolite[n], stoichiometry[n] */
+    uint32_t *fill = NULL;
+    int rc = pl__db_get_zstd(db->txn, db->dbi[PL_DBI_EDGES], PL_DBI_EDGES, "rmr", 3, 12 * n,
+                             (void **)&arr, err);
+    PL_FAIL_IF(rc == -ENOENT, err, PL_ECORRUPT, "%s: key edges/rmr missing", db->path);
+    PL_TRY(rc);
+    g->rmr_off = calloc(R + 1, sizeof *g->rmr_off);
+    g->rmr_vals = malloc((n + PL__MASKS_PAD) * sizeof *g->rmr_vals);
+    g->rmr_len = calloc((size_t)g->n_genes + 1, sizeof *g->rmr_len);
+    fill = malloc((R + 1) * sizeof *fill);
+    if (!g->rmr_off || !g->rmr_vals || !g->rmr_len || !fill)
+        rc = pl__err(err, -ENOMEM, "out of memory (%llu RMR edges)", (unsigned long long)n);
+    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+        if (arr[i] < 0 || (uint64_t)arr[i] >= R)
+            rc = pl__err(err, PL_ECORRUPT, "%s: key edges/rmr: RMR edge %llu has reaction "
+                         "index %d, out of range", db->path, (unsigned long long)i,
+                         (int)arr[i]);
+        else
+            g->rmr_off[arr[i] + 1]++;
+    }
+    if (rc == 0) {
+        for (uint64_t r = 0; r < R; r++)
+            g->rmr_off[r + 1] += g->rmr_off[r];
+        memcpy(fill, g->rmr_off, (R + 1) * sizeof *fill);
+        /* Positions in ascending order: each reaction's come out sorted. */
+        for (uint64_t i = 0; i < n; i++)
+            g->rmr_vals[fill[arr[i]]++] = (uint32_t)i;
+        for (uint32_t p = 0; p < PL__MASKS_PAD; p++)
+            g->rmr_vals[n + p] = PL__MASKS_END;
+        /* Distinct reactions have disjoint RMR sets: a gene's count is the sum
+         * over its reactions, at most n. */
+        uint32_t kr = g->n_types + PL_LIST_REACTION;
+        pl__kind *k = &g->kind[g->n_types + PL_LIST_RMR];
+        for (uint32_t gene = 0; gene < g->n_genes; gene++) {
+            uint64_t len, sum = 0;
+            const uint32_t *rx = pl__graph_list(g, kr, gene, &len);
+            for (uint64_t i = 0; i < len; i++)
+                sum += g->rmr_off[rx[i] + 1] - g->rmr_off[rx[i]];
+            g->rmr_len[gene] = (uint32_t)sum;
+            if (sum > k->max_len)
+                k->max_len = sum;
+        }
+    }
+    free(fill);
+    free(arr);
+    return rc;
+}
+
 static int load(pl_db *db, pl_graph *g, kind_lists *t, pl_err *err)
 {
     const struct pl__meta *m = &db->meta;
     g->n_genes = (uint32_t)m->n_genes;
     g->n_types = m->n_types;
     g->n_lists = m->n_types + (m->has_metabolism ? 3 : 0);
+    g->n_gene_lists = m->n_types + (m->has_metabolism ? 2 : 0);
     g->type_names = db->info.type_names;
     for (uint32_t k = 0; k < g->n_lists; k++) {
         uint64_t n = k < m->n_types                         ? m->n_edges[k]
@@ -132,6 +195,8 @@ static int load(pl_db *db, pl_graph *g, kind_lists *t, pl_err *err)
                    "%s: list kind %s has %llu positions, more than int32 indexes", db->path,
                    pl_graph_list_name(g, k), (unsigned long long)n);
         g->kind[k].count = n;
+        if (k >= g->n_gene_lists)
+            continue;
         t[k].off = calloc((size_t)g->n_genes + 1, sizeof *t[k].off);
         PL_FAIL_IF(!t[k].off, err, -ENOMEM, "out of memory");
     }
@@ -141,7 +206,8 @@ static int load(pl_db *db, pl_graph *g, kind_lists *t, pl_err *err)
     rc = read_kinds(db, g, t, cur, err);
     mdb_cursor_close(cur);
     PL_TRY(rc);
-    return regroup(g, t, err);
+    PL_TRY(regroup(g, t, err));
+    return m->has_metabolism ? load_rmr(db, g, err) : 0;
 }
 
 PL_API int pl_graph_load(pl_db *db, pl_graph **out, pl_err *err)
@@ -172,6 +238,9 @@ PL_API void pl_graph_free(pl_graph *g)
         return;
     free(g->off);
     free(g->vals);
+    free(g->rmr_off);
+    free(g->rmr_vals);
+    free(g->rmr_len);
     free(g);
 }
 

@@ -22,6 +22,10 @@
  *   running union costs positions * n / 2: 3.3 times more for 32 genes). A
  *   set whose lists cover much of a kind marks a bitmap of the kind's
  *   positions instead; three lists, or more than TREE_RUNS * 2, are folded.
+ * The RMR kind is not a union of gene lists: its positions are those of the
+ * removed reactions, whose RMR sets are disjoint, copied end to end in
+ * reaction order (ascending when the input lists RMR rows in reaction order),
+ * else in the order of each reaction's first position, else sorted.
  */
 #include <assert.h>
 #include <errno.h>
@@ -178,6 +182,11 @@ static uint64_t merge2(const pl_graph *g, const uint32_t *a, uint64_t na, const 
 uint64_t pl__masks_bound(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n)
 {
     uint64_t sum = 0, len;
+    if (kind >= g->n_gene_lists) {
+        for (uint32_t i = 0; i < n; i++)
+            sum += g->rmr_len[genes[i]];
+        return sum < g->kind[kind].count ? sum : g->kind[kind].count;
+    }
     for (uint32_t i = 0; i < n; i++) {
         pl__graph_list(g, kind, (uint32_t)genes[i], &len);
         sum += len;
@@ -192,9 +201,9 @@ uint64_t pl__masks_bound(const pl_graph *g, uint32_t kind, const int32_t *genes,
 void pl__masks_prefetch(const pl_graph *g, const int32_t *genes, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t row = (uint64_t)genes[i] * g->n_lists;
+        uint64_t row = (uint64_t)genes[i] * g->n_gene_lists;
         const char *p = (const char *)(g->vals + g->off[row]);
-        const char *e = (const char *)(g->vals + g->off[row + g->n_lists]);
+        const char *e = (const char *)(g->vals + g->off[row + g->n_gene_lists]);
         for (; p < e; p += 64)
             __builtin_prefetch(p);
     }
@@ -278,6 +287,7 @@ uint64_t pl__masks_union(const pl_graph *g, uint32_t kind, const int32_t *genes,
 {
     uint32_t *o = (uint32_t *)out;
     uint64_t la, lb;
+    assert(kind < g->n_gene_lists);
     if (n == 0) {
         for (uint32_t p = 0; p < PAD; p++)
             o[p] = END;
@@ -315,6 +325,108 @@ uint64_t pl__masks_union(const pl_graph *g, uint32_t kind, const int32_t *genes,
     }
     assert(buf[dst] == o);
     return len;
+}
+
+/* --------------------------------------------------------------------- RMR */
+
+#define RMR_ORDER 64 /* reactions pl__masks_rmr reorders on the stack */
+
+/* Copy n positions eight at a time: up to seven entries past the end are read
+ * (rmr_vals ends with a pad) and written (the output's room ends with one). */
+static inline void copy_blocks(uint32_t *dst, const uint32_t *src, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i += 8)
+        memcpy(dst + i, src + i, 8 * sizeof *dst);
+}
+
+/* The RMR positions of reactions rxns[0..n), in that order, to `o`; clears
+ * *sorted when a reaction's first position is below the previous one's last. */
+static inline uint64_t rmr_emit(const pl_graph *g, const int32_t *rxns, uint64_t n,
+                                uint32_t *o, int *sorted)
+{
+    const uint32_t *off = g->rmr_off, *v = g->rmr_vals;
+    uint64_t k = 0;
+    uint32_t next = 0; /* the least position that keeps the output ascending */
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t a = off[rxns[i]], b = off[rxns[i] + 1];
+        if (a == b)
+            continue;
+        *sorted &= v[a] >= next;
+        next = v[b - 1] + 1;
+        copy_blocks(o + k, v + a, b - a);
+        k += b - a;
+    }
+    return k;
+}
+
+static void sift_down(uint32_t *a, uint64_t i, uint64_t n)
+{
+    uint32_t x = a[i];
+    for (uint64_t c; (c = 2 * i + 1) < n; i = c) {
+        c += c + 1 < n && a[c + 1] > a[c];
+        if (a[c] <= x)
+            break;
+        a[i] = a[c];
+    }
+    a[i] = x;
+}
+
+/* In place, without allocating: the engine's last resort. */
+static void heap_sort(uint32_t *a, uint64_t n)
+{
+    for (uint64_t i = n / 2; i-- > 0;)
+        sift_down(a, i, n);
+    for (uint64_t e = n; e-- > 1;) {
+        uint32_t x = a[0];
+        a[0] = a[e];
+        a[e] = x;
+        sift_down(a, 0, e);
+    }
+}
+
+/* The output of rmr_emit (k positions in o) was not ascending: the RMR rows
+ * of the reactions do not come in reaction order. Emit again in the order of
+ * each reaction's first position: ascending when each reaction's rows are
+ * contiguous in the input. A sample has few reactions with RMR positions;
+ * past RMR_ORDER, or when reactions' rows interleave, sort the positions.
+ * Out of line: the common path stays small. */
+__attribute__((noinline)) static uint64_t rmr_reorder(const pl_graph *g, const int32_t *rxns,
+                                                      uint64_t n, uint32_t *o, uint64_t k)
+{
+    const uint32_t *off = g->rmr_off, *v = g->rmr_vals;
+    int32_t ids[RMR_ORDER];
+    uint32_t m = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t a = off[rxns[i]], j;
+        if (a == off[rxns[i] + 1])
+            continue;
+        if (m == RMR_ORDER) {
+            heap_sort(o, k);
+            return k;
+        }
+        for (j = m++; j > 0 && v[off[ids[j - 1]]] > v[a]; j--)
+            ids[j] = ids[j - 1];
+        ids[j] = rxns[i];
+    }
+    int sorted = 1;
+    k = rmr_emit(g, ids, m, o, &sorted);
+    if (!sorted)
+        heap_sort(o, k);
+    return k;
+}
+
+uint64_t pl__masks_rmr(const pl_graph *g, const int32_t *rxns, uint64_t n, int32_t *out)
+{
+    uint32_t *o = (uint32_t *)out;
+    int sorted = 1;
+    /* Reactions whose RMR rows come in reaction order (as most files list
+     * them) give their positions ascending, end to end. */
+    uint64_t k = rmr_emit(g, rxns, n, o, &sorted);
+    if (!sorted)
+        k = rmr_reorder(g, rxns, n, o, k);
+    for (uint32_t p = 0; p < PAD; p++)
+        o[k + p] = END;
+    return k;
 }
 
 static int cmp_gene(const void *a, const void *b)
@@ -380,9 +492,13 @@ PL_API pl_masks *pl_masks_new(const pl_graph *g)
     int rc = pl__grow(&m->pert, &m->pert_cap, 64, sizeof *m->pert);
     uint64_t most = 0;
     for (uint32_t k = 0; rc == 0 && k < g->n_lists; k++) {
-        uint64_t need = 3 * g->kind[k].max_len + PAD;
+        uint64_t need = 3 * g->kind[k].max_len;
+        if (k >= g->n_gene_lists && need > g->kind[k].count) /* RMR: at most all of them */
+            need = g->kind[k].count;
+        need += PAD;
         rc = pl__grow(&m->buf[k], &m->cap[k], need, sizeof *m->buf[k]);
-        most = need > most ? need : most;
+        if (k < g->n_gene_lists) /* the RMR kind needs no scratch */
+            most = need > most ? need : most;
     }
     if (rc == 0)
         rc = pl__grow(&m->scratch, &m->scratch_cap, most, sizeof *m->scratch);
@@ -421,11 +537,18 @@ PL_API int pl_masks_compute(pl_masks *m, const int32_t *genes, uint32_t n,
     pl__masks_prefetch(g, m->pert, k);
     for (uint32_t t = 0; t < g->n_lists; t++) {
         /* Up to three genes fit the buffers pl_masks_new() sized. */
-        uint64_t need = k <= 3 ? 0 : pl__masks_bound(g, t, m->pert, k) + PAD;
+        uint64_t need = k <= 3 ? 0 : pl__masks_bound(g, t, m->pert, k) + PAD, len;
         if (pl__grow(&m->buf[t], &m->cap[t], need, sizeof *m->buf[t]) < 0 ||
-            pl__grow(&m->scratch, &m->scratch_cap, need, sizeof *m->scratch) < 0)
+            (t < g->n_gene_lists &&
+             pl__grow(&m->scratch, &m->scratch_cap, need, sizeof *m->scratch) < 0))
             return -ENOMEM;
-        uint64_t len = pl__masks_union(g, t, m->pert, k, m->buf[t], m->scratch);
+        if (t < g->n_gene_lists) {
+            len = pl__masks_union(g, t, m->pert, k, m->buf[t], m->scratch);
+        } else {
+            /* RMR, from the reactions just computed. */
+            const pl_list *rx = &m->removed[g->n_types + PL_LIST_REACTION];
+            len = pl__masks_rmr(g, rx->v, rx->n, m->buf[t]);
+        }
         m->removed[t].v = m->buf[t];
         m->removed[t].n = (uint32_t)len;
     }

@@ -1,11 +1,19 @@
 /* The masks engine, shared with the collation stage.
  *
  * pl_graph_load() decodes every incidence bitmap of the database into one
- * array laid out gene by gene: for gene g, the lists of kinds 0..n_lists-1
- * follow each other, each ascending and followed by PL__MASKS_PAD sentinels
+ * array laid out gene by gene: for gene g, the lists of kinds
+ * 0..n_gene_lists-1 (the edge types, then GPR and reaction) follow each
+ * other, each ascending and followed by PL__MASKS_PAD sentinels
  * (PL__MASKS_END). A sample's lists are therefore a few contiguous runs of
  * memory, and a merge reads whole vectors past a list's end without bounds
  * checks. The union of a deletion set is a merge of its genes' sorted lists.
+ *
+ * RMR positions are not kept per gene: a reaction shared by many genes would
+ * repeat its RMR positions in every one of their lists (6,607 genes on one
+ * reaction of 100,000 RMR edges: 2.6 GB). They are kept once per reaction,
+ * and the removed RMR positions of a sample are those of its removed
+ * reactions (the reaction kind's union), laid end to end: the reactions' RMR
+ * sets are disjoint, as each RMR edge has one reaction.
  */
 #ifndef PL_MASKS_MASKS_H
 #define PL_MASKS_MASKS_H
@@ -27,7 +35,8 @@
 /** Counts of one list kind. */
 typedef struct pl__kind {
     uint64_t count;    /**< positions of this kind: edges, GPR edges, reactions, RMR */
-    uint64_t max_len;  /**< longest gene list */
+    uint64_t max_len;  /**< longest gene list (RMR: most RMR positions of one gene's
+                            reactions) */
 } pl__kind;
 
 /** The in-memory incidence of a database; read-only once loaded, so one graph
@@ -36,31 +45,44 @@ struct pl_graph {
     uint32_t n_genes;
     uint32_t n_types;              /**< gene-gene edge types */
     uint32_t n_lists;              /**< n_types, + 3 with metabolism */
+    uint32_t n_gene_lists;         /**< kinds kept per gene: n_types, + 2 (GPR and
+                                        reaction) with metabolism, where the RMR
+                                        kind is n_gene_lists */
     int simd;                      /**< 1: merges use AVX2 (set at load where the CPU
                                         has it; a test may clear it to run the
                                         scalar merge on the same graph) */
     const char *const *type_names; /**< [n_types], owned by the pl_db */
     pl__kind kind[PL__MASKS_MAX_KINDS];
-    uint64_t *off;                 /**< [n_genes * n_lists + 1], list (g, k) at g*n_lists+k */
+    uint64_t *off;                 /**< [n_genes * n_gene_lists + 1], list (g, k) at
+                                        g * n_gene_lists + k */
     uint32_t *vals;                /**< the lists, each followed by PL__MASKS_PAD sentinels */
+    /* With metabolism: */
+    uint32_t *rmr_off;             /**< [n_reactions + 1]: reaction r's RMR positions are
+                                        rmr_vals[rmr_off[r] .. rmr_off[r + 1]) */
+    uint32_t *rmr_vals;            /**< [n_rmr + PL__MASKS_PAD], ascending per reaction */
+    uint32_t *rmr_len;             /**< [n_genes]: RMR positions of the gene's reactions */
 };
 
-/** Gene `gene`'s list of kind `kind`, followed by PL__MASKS_PAD sentinels.
+/** Gene `gene`'s list of kind `kind` (< n_gene_lists), followed by
+ *  PL__MASKS_PAD sentinels.
  *  @param len set to the number of positions (sentinels excluded). */
 static inline const uint32_t *pl__graph_list(const pl_graph *g, uint32_t kind, uint32_t gene,
                                              uint64_t *len)
 {
-    uint64_t i = (uint64_t)gene * g->n_lists + kind;
+    uint64_t i = (uint64_t)gene * g->n_gene_lists + kind;
     *len = g->off[i + 1] - g->off[i] - PL__MASKS_PAD;
     return g->vals + g->off[i];
 }
 
 /** Sum of the lengths of the kind-`kind` lists of `genes[0..n)`: an upper
- *  bound on the size of their union.
+ *  bound on the size of their union (for RMR, the RMR positions of each
+ *  gene's reactions, summed, and at most the kind's count: a bound on what
+ *  pl__masks_rmr() writes for the reactions of the set).
  *  @param genes gene indices, each < g->n_genes. */
 uint64_t pl__masks_bound(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n);
 
 /** Union of the kind-`kind` lists of a deletion set, written ascending to `out`.
+ *  @param kind a kind kept per gene (< g->n_gene_lists; RMR: pl__masks_rmr())
  *  @param genes sorted ascending, without duplicates, each < g->n_genes
  *         (pl__masks_genes() prepares them).
  *  @param out room for pl__masks_bound() + PL__MASKS_PAD entries; the
@@ -71,6 +93,18 @@ uint64_t pl__masks_bound(const pl_graph *g, uint32_t kind, const int32_t *genes,
  *  @return the number of positions written. */
 uint64_t pl__masks_union(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n,
                          int32_t *out, int32_t *scratch);
+
+/** The RMR positions of the reactions `rxns[0..n)`, written ascending to
+ *  `out`: the removed RMR list of a deletion set whose removed reactions (its
+ *  reaction-kind union) these are.
+ *  @param rxns sorted ascending, without duplicates, each < the graph's
+ *         reaction count.
+ *  @param out room for the RMR positions of those reactions (for the
+ *         reaction union of `genes`, pl__masks_bound(g, g->n_gene_lists, genes,
+ *         ...)) + PL__MASKS_PAD entries; the PL__MASKS_PAD entries after
+ *         the list are set to the sentinel.
+ *  @return the number of positions written. */
+uint64_t pl__masks_rmr(const pl_graph *g, const int32_t *rxns, uint64_t n, int32_t *out);
 
 /** Start fetching every list of `genes[0..n)` into the cache, so that a
  *  caller computing one sample can overlap the next sample's memory traffic.

@@ -282,9 +282,13 @@ static int read_rmr(builder *b, const char *path)
                                "found %d", nf);
             break;
         }
-        double st;
-        if (pl__parse_double(&f[2], &st) < 0 || isinf(st)) {
-            rc = pl__text_fail(&tx, f[2].col, b->err, "bad stoichiometry '%.*s'",
+        float st;
+        int pr = pl__parse_float(&f[2], &st);
+        if (pr < 0 || isinf(st)) {
+            rc = pl__text_fail(&tx, f[2].col, b->err,
+                               pr == PL_ERANGE ? "stoichiometry '%.*s' is out of the float32 "
+                                                 "range (magnitude above 3.4028235e+38)"
+                                               : "bad stoichiometry '%.*s'",
                                (int)f[2].len, f[2].s);
             break;
         }
@@ -305,7 +309,7 @@ static int read_rmr(builder *b, const char *path)
         }
         b->rmr_rxn[b->n_rmr] = (int32_t)r;
         b->rmr_met[b->n_rmr] = (int32_t)m;
-        b->rmr_stoich[b->n_rmr++] = (float)st;
+        b->rmr_stoich[b->n_rmr++] = st;
     }
     pl__text_close(&tx);
     return rc < 0 ? rc : 0;
@@ -449,13 +453,15 @@ static int read_samples(builder *b, const char *path)
         }
         for (uint32_t l = 0; l < b->n_labels; l++) {
             const pl__field *lf = &f[c.label_col[l]];
-            double v;
+            int pr = 0;
             if (is_missing(lf)) {
                 labels[l] = NAN;
-            } else if (pl__parse_double(lf, &v) == 0) {
-                labels[l] = (float)v;
-            } else {
-                rc = pl__text_fail(&tx, lf->col, b->err, "bad number '%.*s' in column '%s'",
+            } else if ((pr = pl__parse_float(lf, &labels[l])) < 0) {
+                rc = pl__text_fail(&tx, lf->col, b->err,
+                                   pr == PL_ERANGE ? "label '%.*s' in column '%s' is out of the "
+                                                     "float32 range (magnitude above "
+                                                     "3.4028235e+38)"
+                                                   : "bad number '%.*s' in column '%s'",
                                    (int)lf->len, lf->s, b->label_names[l]);
                 break;
             }
@@ -681,11 +687,13 @@ static int put_incidence(builder *b, uint32_t kind, const csr *c)
     return 0;
 }
 
+/* GPR positions and reactions of every gene. RMR positions are not stored per
+ * gene: a reaction shared by many genes would repeat them in each gene's
+ * bitmap; the masks engine takes them from the RMR edge array by reaction. */
 static int put_metabolic_incidence(builder *b)
 {
     uint32_t T = b->meta.n_types;
-    uint64_t R = b->reactions.n;
-    csr gpr = {0}, rxn = {0}, rmr_of_rxn = {0}, rmr = {0};
+    csr gpr = {0}, rxn = {0};
     int rc = csr_build(b, b->n_genes, b->gpr_gene, NULL, NULL, b->n_gpr, &gpr);
     if (rc == 0)
         rc = put_incidence(b, T + PL_LIST_GPR, &gpr);
@@ -695,32 +703,8 @@ static int put_metabolic_incidence(builder *b)
         csr_sort_unique(&rxn, b->n_genes);
         rc = put_incidence(b, T + PL_LIST_REACTION, &rxn);
     }
-    if (rc == 0)
-        rc = csr_build(b, R, b->rmr_rxn, NULL, NULL, b->n_rmr, &rmr_of_rxn);
-    /* RMR positions of a gene: those of every reaction it takes part in. */
-    if (rc == 0 && !(rmr.off = calloc(b->n_genes + 1, sizeof *rmr.off)))
-        rc = NOMEM(b);
-    uint64_t cap = 0, n = 0;
-    for (uint64_t g = 0; rc == 0 && g < b->n_genes; g++) {
-        for (uint64_t i = rxn.off[g]; rc == 0 && i < rxn.off[g + 1]; i++) {
-            uint32_t r = rxn.val[i];
-            uint64_t len = rmr_of_rxn.off[r + 1] - rmr_of_rxn.off[r];
-            if (pl__grow(&rmr.val, &cap, n + len + 1, 4) < 0)
-                rc = NOMEM(b);
-            else if (len)
-                memcpy(rmr.val + n, rmr_of_rxn.val + rmr_of_rxn.off[r], 4 * len);
-            n += len;
-        }
-        rmr.off[g + 1] = n;
-    }
-    if (rc == 0) {
-        csr_sort_unique(&rmr, b->n_genes);
-        rc = put_incidence(b, T + PL_LIST_RMR, &rmr);
-    }
     csr_free(&gpr);
     csr_free(&rxn);
-    csr_free(&rmr_of_rxn);
-    csr_free(&rmr);
     return rc;
 }
 

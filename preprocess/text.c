@@ -194,6 +194,24 @@ int pl__parse_double(const pl__field *f, double *out)
     return 0;
 }
 
+int pl__parse_float(const pl__field *f, float *out)
+{
+    char buf[64];
+    if (f->len == 0 || f->len >= sizeof buf)
+        return -1;
+    memcpy(buf, f->s, f->len);
+    buf[f->len] = '\0';
+    char *end;
+    errno = 0;
+    float v = strtof(buf, &end);
+    if (*end || isnan(v))
+        return -1;
+    if (isinf(v) && errno == ERANGE) /* an infinity spelt out sets no ERANGE */
+        return PL_ERANGE;
+    *out = v;
+    return 0;
+}
+
 int pl__parse_u64(const pl__field *f, uint64_t *out)
 {
     uint64_t v = 0;

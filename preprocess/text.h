@@ -53,6 +53,13 @@ int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt,
 /** Parse a whole field as a finite-or-infinite double. @return 0 or -1. */
 int pl__parse_double(const pl__field *f, double *out);
 
+/** Parse a whole field as a float32, correctly rounded: a decimal or
+ *  hexadecimal number, or an infinity spelt as strtof() reads it ("inf",
+ *  "-Infinity"). Magnitudes below the smallest float32 become subnormal or 0.
+ *  @return 0; -1 when the field is not a number (or a NaN); PL_ERANGE when it
+ *  is a finite number too large for float32 (beyond +-3.4028235e38). */
+int pl__parse_float(const pl__field *f, float *out);
+
 /** Parse a whole field as an unsigned 64-bit decimal. @return 0 or -1. */
 int pl__parse_u64(const pl__field *f, uint64_t *out);
 

@@ -561,6 +561,57 @@ Test(build_errors, samples_bad_label)
     expect_fail(PL_EPARSE, F.o.samples, 2, 6, "bad number '0.5x' in column 'fitness'");
 }
 
+/* Labels are float32: a finite number beyond its range is refused (it would
+ * be stored as an infinity), one below its smallest subnormal is 0. */
+Test(build_errors, samples_label_overflows_float32)
+{
+    F.o.samples = put("samples.tsv", "genes\tid\tfitness\ng1\t1\t0.5\ng2\t2\t1e39\n");
+    expect_fail(PL_EPARSE, F.o.samples, 3, 6, "label '1e39' in column 'fitness' is out of the "
+                "float32 range");
+}
+
+Test(build_errors, samples_label_overflows_float32_negative)
+{
+    F.o.samples = put("samples.tsv", "genes\tfitness\tgrowth\ng1\t0.5\t-3.5e38\n");
+    expect_fail(PL_EPARSE, F.o.samples, 2, 8, "label '-3.5e38' in column 'growth' is out of "
+                "the float32 range");
+}
+
+Test(build_errors, samples_label_overflows_double)
+{
+    F.o.samples = put("samples.tsv", "genes\tfitness\ng1\t1e999\n");
+    expect_fail(PL_EPARSE, F.o.samples, 2, 4, "label '1e999' in column 'fitness' is out of "
+                "the float32 range");
+}
+
+/* Infinities spelt out are labels; the largest float32 is kept; underflow
+ * rounds to 0 (or a subnormal). */
+Test(build_errors, samples_label_infinities_and_underflow)
+{
+    F.o.samples = put("samples.tsv", "genes\tfitness\ng1\tinf\ng2\t-inf\ng3\t-Infinity\n"
+                                     "g4\t1e-50\ng1\t3.4028235e38\ng2\t-3.4028235e38\n"
+                                     "g3\t1e-40\n");
+    expect_ok();
+    pl_db *db;
+    cr_assert_eq(pl_db_open(F.out, &db, &F.err), 0, "%s", F.err.msg);
+    const float want[7] = {INFINITY, -INFINITY, -INFINITY, 0.0f, 3.4028235e38f,
+                           -3.4028235e38f, 1e-40f};
+    for (uint64_t r = 0; r < 7; r++) {
+        pl_sample smp;
+        cr_assert_eq(pl_db_sample(db, r, &smp, &F.err), 0, "%s", F.err.msg);
+        cr_expect(smp.labels[0] == want[r], "row %llu: label %a, expected %a",
+                  (unsigned long long)r, (double)smp.labels[0], (double)want[r]);
+    }
+    pl_db_close(db);
+}
+
+Test(build_errors, rmr_stoichiometry_overflows_float32)
+{
+    F.o.gpr = put("gpr.tsv", "g1\tr1\n");
+    F.o.rmr = put("rmr.tsv", "r1\tm1\t2\nr1\tm2\t-1e39\n");
+    expect_fail(PL_EPARSE, F.o.rmr, 2, 7, "stoichiometry '-1e39' is out of the float32 range");
+}
+
 Test(build_errors, samples_bad_id_negative)
 {
     F.o.samples = put("samples.tsv", "genes\tid\tfitness\ng1\t-3\t0.5\n");

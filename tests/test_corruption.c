@@ -406,7 +406,79 @@ Test(corruption, incidence_key_renamed)
 
 Test(corruption, incidence_bitmap_second_edge_type) { incidence_case(1); }
 
-Test(corruption, incidence_bitmap_rmr) { incidence_case(2 + PL_LIST_RMR); }
+/* RMR positions are not stored per gene (each gene would repeat those of all
+ * its reactions): the masks engine reads them from the RMR edge array, and
+ * reports its damage by key. */
+Test(corruption, rmr_array)
+{
+    unsigned char key[6];
+    size_t len;
+    for (uint32_t g = 0; g < N_GENES; g++) {
+        pl__inc_key(key, 2 + PL_LIST_RMR, g);
+        cr_assert_null(lmdb_value(PL_DBI_INC, key, 6, &len), "gene %u has an RMR bitmap", g);
+    }
+    uint64_t off = locate(PL_DBI_EDGES, "rmr", 3, &len);
+    flip(PL_FILE_LMDB, off + (len - 8) / 2);
+    pl_db *db = open_bad();
+    expect_verify_fails(db, "key edges/rmr: checksum mismatch");
+    pl_graph *gr = (pl_graph *)&gr;
+    pl_err err = {0};
+    int rc = pl_graph_load(db, &gr, &err);
+    if (rc == 0)
+        pl_graph_free(gr);
+    cr_expect_eq(rc, PL_ECORRUPT, "pl_graph_load: rc %d (%s): %s", rc, pl_errname(rc),
+                 err.msg);
+    cr_expect_null(rc == 0 ? NULL : gr);
+    expect_msg(&err, "key edges/rmr: checksum mismatch");
+    pl_db_close(db);
+}
+
+/* An RMR edge array with a valid checksum whose reaction index is out of
+ * range (as a buggy writer could store it): the engine indexes reactions by
+ * it, so pl_graph_load refuses it, naming the key and the edge. */
+Test(corruption, rmr_reaction_out_of_range)
+{
+    pl_db *db;
+    pl_err err = {0};
+    cr_assert_eq(pl_db_open(C.good, &db, &err), 0, "%s", err.msg);
+    const pl_db_info *in = pl_db_info_get(db);
+    uint64_t n = in->n_rmr, R = in->n_reactions;
+    pl_db_close(db);
+    cr_assert_gt(n, 3);
+    int32_t *arr = calloc(3 * n, 4);
+    cr_assert_not_null(arr);
+    for (uint64_t i = 0; i < n; i++)
+        arr[i] = (int32_t)(i % R);
+    arr[3] = (int32_t)R;
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi h;
+    cr_assert_eq(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, PL_DBI_COUNT);
+    mdb_env_set_mapsize(env, (size_t)1 << 30);
+    int rc = mdb_env_open(env, C.bad, MDB_NOLOCK, 0644);
+    cr_assert_eq(rc, 0, "mdb_env_open: %s", mdb_strerror(rc));
+    cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    cr_assert_eq(mdb_dbi_open(txn, pl__dbi_names[PL_DBI_EDGES], 0, &h), 0);
+    rc = pl__db_put_zstd(txn, h, PL_DBI_EDGES, "rmr", 3, arr, 12 * n, &err);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    free(arr);
+    reseal();
+    db = open_bad();
+    expect_verify_fails(db, "key edges/rmr: index out of range");
+    pl_graph *gr = NULL;
+    rc = pl_graph_load(db, &gr, &err);
+    pl_graph_free(rc == 0 ? gr : NULL);
+    cr_expect_eq(rc, PL_ECORRUPT, "pl_graph_load: rc %d (%s): %s", rc, pl_errname(rc),
+                 err.msg);
+    char want[96];
+    snprintf(want, sizeof want, "key edges/rmr: RMR edge 3 has reaction index %llu, out of "
+             "range", (unsigned long long)R);
+    expect_msg(&err, want);
+    pl_db_close(db);
+}
 
 /* ------------------------------------------------------- sample blocks */
 

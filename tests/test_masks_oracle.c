@@ -4,11 +4,15 @@
  * pl_db_open(), pl_graph_load(). Their shapes vary: 1..2000 genes, 1..64 edge
  * types (some empty), hub genes, self-loops, duplicate edges, isolated genes,
  * edge types as TSV or .npy int32/int64, metabolism with and without a
- * reaction list (reactions without genes, duplicate GPR pairs). Random
+ * reaction list (reactions without genes, duplicate GPR pairs), RMR rows in
+ * random order, grouped by reaction, or grouped in the database's reaction
+ * order; and heavy metabolism: many genes sharing reactions that have
+ * hundreds of RMR rows, genes on a hundred reactions or more. Random
  * deletion sets of 0..200 genes (duplicates included; the engine merges up
  * to 128 lists in a tree and folds more) are computed by
- * pl_masks_compute() with each merge kernel and by pl__masks_union() into
- * buffers of exactly the documented room, and every list is compared with an
+ * pl_masks_compute() with each merge kernel and by pl__masks_union() (RMR:
+ * pl__masks_rmr() of the removed reactions) into buffers of exactly the
+ * documented room, and every list is compared with an
  * O(E) scan of the test's own edge lists. The samples stored in each database
  * are checked the same way through pl_db_sample(). */
 #include <criterion/criterion.h>
@@ -21,6 +25,7 @@
 #include "testutil.h"
 
 #define N_GRAPHS 24
+#define N_HEAVY 6 /* graphs after the N_GRAPHS: heavy metabolism */
 #define SETS_PER_GRAPH 60
 #define MAX_SET 200
 #define MAX_SAMPLE_GENES 8
@@ -35,6 +40,8 @@ typedef struct spec {
     int32_t *src[PL_MAX_TYPES], *dst[PL_MAX_TYPES];
     int format[PL_MAX_TYPES];           /* 0 TSV, 1 .npy int32, 2 .npy int64 */
     int metab;                          /* 0 none, 1 with a reaction list, 2 without */
+    int layout;                         /* RMR rows: 0 random, 1 by id, 2 database order */
+    int heavy;                          /* many genes share reactions with many RMR rows */
     uint32_t n_reactions;               /* as indexed by the database */
     uint64_t n_gpr, n_rmr;
     int32_t *gpr_gene, *gpr_rxn, *rmr_rxn; /* reaction indices as in the database */
@@ -174,21 +181,31 @@ static void gen_edges(uint64_t *r, spec *s, uint32_t t, uint32_t active, uint64_
     s->format[t] = (int)below(r, 3);
 }
 
+/* A reaction id skewed towards small ids: a few reactions are popular. */
+static uint64_t skewed(uint64_t *r, uint64_t n) { return below(r, 1 + below(r, n)); }
+
 /* Metabolism: reactions are named r<id>; ids 0..n_ids-1, some never in GPR.
  * With a reaction list (metab 1) the database indexes reactions in the list's
  * (shuffled) order; without (metab 2) in order of first appearance in GPR,
- * then RMR. Writes the files and fills the spec's GPR and RMR in database
- * indices. */
+ * then RMR. RMR rows come in random order (layout 0, a reaction's rows
+ * interleave with others'), grouped by reaction in id order (layout 1, not
+ * the database's order) or grouped in the database's order (layout 2). A
+ * heavy graph has up to 3,000 GPR rows on popular reactions (many genes
+ * share them, the hub takes part in a hundred or more) and up to 5,000 RMR
+ * rows, most on the popular reactions. Writes the files and fills the spec's
+ * GPR and RMR in database indices. */
 static void gen_metabolism(uint64_t *r, spec *s, uint32_t active, pl_test_inputs *in)
 {
-    uint32_t n_ids = 1 + (uint32_t)below(r, 120);
-    uint32_t with_genes = 1 + (uint32_t)below(r, n_ids); /* ids below have GPR rows */
-    uint64_t n_gpr = s->metab == 2 ? 1 + below(r, 300) : below(r, 300);
-    uint64_t n_rmr = below(r, 400);
+    uint32_t n_ids = s->heavy ? 20 + (uint32_t)below(r, 200) : 1 + (uint32_t)below(r, 120);
+    uint32_t with_genes = s->heavy ? n_ids - n_ids / 4    /* ids below have GPR rows */
+                                   : 1 + (uint32_t)below(r, n_ids);
+    uint64_t n_gpr = s->heavy ? 500 + below(r, 2500) : s->metab == 2 ? 1 + below(r, 300)
+                                                                       : below(r, 300);
+    uint64_t n_rmr = s->heavy ? 1000 + below(r, 4000) : below(r, 400);
     int32_t *gid = malloc((n_gpr + 1) * 4), *grx = malloc((n_gpr + 1) * 4);
     int32_t *rrx = malloc((n_rmr + 1) * 4);
-    int32_t *index = malloc(n_ids * 4);
-    cr_assert(gid && grx && rrx && index);
+    int32_t *index = malloc(n_ids * 4), *id_of = malloc(n_ids * 4); /* index <-> id */
+    cr_assert(gid && grx && rrx && index && id_of);
     for (uint64_t i = 0; i < n_gpr; i++) {
         if (i > 0 && below(r, 8) == 0) { /* duplicate GPR pair */
             uint64_t f = below(r, i);
@@ -196,11 +213,12 @@ static void gen_metabolism(uint64_t *r, spec *s, uint32_t active, pl_test_inputs
             grx[i] = grx[f];
             continue;
         }
-        gid[i] = below(r, 5) == 0 ? (int32_t)s->hub : (int32_t)below(r, active);
-        grx[i] = (int32_t)below(r, with_genes);
+        int hub = below(r, 5) == 0;
+        gid[i] = hub ? (int32_t)s->hub : (int32_t)below(r, active);
+        grx[i] = (int32_t)(s->heavy && !hub ? skewed(r, with_genes) : below(r, with_genes));
     }
     for (uint64_t i = 0; i < n_rmr; i++)
-        rrx[i] = (int32_t)below(r, n_ids);
+        rrx[i] = (int32_t)(s->heavy ? skewed(r, n_ids) : below(r, n_ids));
     for (uint32_t i = 0; i < n_ids; i++)
         index[i] = -1;
     pl_test_text t = {0};
@@ -208,30 +226,58 @@ static void gen_metabolism(uint64_t *r, spec *s, uint32_t active, pl_test_inputs
     uint32_t n_rx = 0;
     if (s->metab == 1) {
         /* The list: every id once, shuffled. */
-        uint32_t *order = malloc(n_ids * 4);
-        cr_assert_not_null(order);
         for (uint32_t i = 0; i < n_ids; i++)
-            order[i] = i;
+            id_of[i] = (int32_t)i;
         for (uint32_t i = n_ids; i > 1; i--) {
-            uint32_t j = (uint32_t)below(r, i), x = order[i - 1];
-            order[i - 1] = order[j];
-            order[j] = x;
+            uint32_t j = (uint32_t)below(r, i);
+            int32_t x = id_of[i - 1];
+            id_of[i - 1] = id_of[j];
+            id_of[j] = x;
         }
         for (uint32_t i = 0; i < n_ids; i++) {
-            index[order[i]] = (int32_t)i;
-            pl_test_tprintf(&t, "r%u\n", order[i]);
+            index[id_of[i]] = (int32_t)i;
+            pl_test_tprintf(&t, "r%d\n", id_of[i]);
         }
         n_rx = n_ids;
-        free(order);
         in->o.reactions = pl_test_inputs_text(in, "reactions.txt", &t);
     } else {
         for (uint64_t i = 0; i < n_gpr; i++)
-            if (index[grx[i]] < 0)
+            if (index[grx[i]] < 0) {
+                id_of[n_rx] = grx[i];
                 index[grx[i]] = (int32_t)n_rx++;
+            }
+    }
+    /* Group the RMR rows (a counting sort by key): by id, or by database
+     * index, ids without one (no GPR row, metab 2) after the others in id
+     * order, which then index them in that order. */
+    if (s->layout) {
+        uint64_t *count = calloc(2 * (uint64_t)n_ids + 1, 8);
+        int32_t *sorted = malloc((n_rmr + 1) * 4);
+        cr_assert(count && sorted);
+        for (uint64_t i = 0; i < n_rmr; i++) {
+            int32_t x = rrx[i];
+            uint32_t key = s->layout == 1 ? (uint32_t)x
+                           : index[x] >= 0 ? (uint32_t)index[x] : n_ids + (uint32_t)x;
+            rrx[i] = (int32_t)key; /* the key for now */
+            count[key + 1]++;
+        }
+        for (uint32_t k = 0; k < 2 * n_ids; k++)
+            count[k + 1] += count[k];
+        for (uint64_t i = 0; i < n_rmr; i++)
+            sorted[count[rrx[i]]++] = rrx[i];
+        for (uint64_t i = 0; i < n_rmr; i++) { /* key back to id */
+            uint32_t key = (uint32_t)sorted[i];
+            rrx[i] = s->layout == 1 ? (int32_t)key
+                     : key >= n_ids ? (int32_t)(key - n_ids)
+                                    : id_of[key];
+        }
+        free(count);
+        free(sorted);
+    }
+    if (s->metab == 2)
         for (uint64_t i = 0; i < n_rmr; i++)
             if (index[rrx[i]] < 0)
                 index[rrx[i]] = (int32_t)n_rx++;
-    }
     for (uint64_t i = 0; i < n_gpr; i++)
         pl_test_tprintf(&t, "%s\tr%d\n", gene_name(name, sizeof name, (uint32_t)gid[i]),
                         grx[i]);
@@ -250,7 +296,12 @@ static void gen_metabolism(uint64_t *r, spec *s, uint32_t active, pl_test_inputs
         grx[i] = index[grx[i]];
     for (uint64_t i = 0; i < n_rmr; i++)
         rrx[i] = index[rrx[i]];
+    /* Layout 2 is in database order: each reaction's rows are contiguous and
+     * their reactions ascend. */
+    for (uint64_t i = 1; s->layout == 2 && i < n_rmr; i++)
+        cr_assert_leq(rrx[i - 1], rrx[i], "graph %d: RMR rows not in database order", s->id);
     free(index);
+    free(id_of);
 }
 
 static void gen_samples(uint64_t *r, spec *s, pl_test_inputs *in)
@@ -295,15 +346,26 @@ static void make_graph(int id)
     static const uint32_t genes_of[N_GRAPHS] = {1,   2,    3,   17,  40,   300,  2000, 128,
                                                 999, 64,   500, 1,   1200, 33,   250,  1800,
                                                 7,   1024, 90,  400, 2,    1500, 60,   777};
-    s->n_genes = genes_of[id];
-    s->n_types = id == 5 ? PL_MAX_TYPES : id == 11 ? 1 : 1 + (uint32_t)below(&r, 12);
+    /* Heavy metabolism: genes, reaction list or not, RMR layout. */
+    static const struct {
+        uint32_t genes;
+        int metab, layout;
+    } heavy_of[N_HEAVY] = {{300, 1, 1}, {2000, 2, 2}, {64, 1, 2},
+                           {500, 2, 1}, {1000, 2, 0}, {40, 1, 1}};
+    s->heavy = id >= N_GRAPHS;
+    s->n_genes = s->heavy ? heavy_of[id - N_GRAPHS].genes : genes_of[id];
+    s->n_types = s->heavy  ? 1 + (uint32_t)below(&r, 3)
+                 : id == 5  ? PL_MAX_TYPES
+                 : id == 11 ? 1
+                            : 1 + (uint32_t)below(&r, 12);
     s->hub = (uint32_t)below(&r, s->n_genes);
     uint32_t active = s->n_genes > 3 ? s->n_genes - (uint32_t)below(&r, s->n_genes / 3)
                                      : s->n_genes;
     uint64_t max_e = s->n_types > 16 ? 400 : 1 + (uint64_t)s->n_genes * (1 + below(&r, 8));
     if (max_e > 12000)
         max_e = 12000;
-    s->metab = id % 3 == 0 ? 0 : id % 3 == 1 ? 1 : 2;
+    s->metab = s->heavy ? heavy_of[id - N_GRAPHS].metab : id % 3;
+    s->layout = s->heavy ? heavy_of[id - N_GRAPHS].layout : id / 3 % 3;
 
     pl_test_text t = {0};
     pl_test_inputs inp = {.dir = T.dir};
@@ -492,8 +554,13 @@ static void check_union(int set, const oracle *o)
         cr_assert(T.out && T.scratch);
         for (uint64_t i = 0; i < room + 16; i++)
             T.out[i] = T.scratch[i] = CANARY;
-        uint64_t n = pl__masks_union(g, k, o->pert, o->n_pert, T.out,
-                                     o->n_pert > 2 ? T.scratch : NULL);
+        /* RMR from the removed reactions (the oracle's, checked just before),
+         * with no scratch. */
+        uint32_t kr = T.s.n_types + PL_LIST_REACTION;
+        uint64_t n = k < g->n_gene_lists
+                         ? pl__masks_union(g, k, o->pert, o->n_pert, T.out,
+                                           o->n_pert > 2 ? T.scratch : NULL)
+                         : pl__masks_rmr(g, o->list[kr], o->len[kr], T.out);
         cr_assert_leq(n, bound);
         expect_list("union set", set, k, T.out, (uint32_t)n, o->list[k], o->len[k]);
         for (uint32_t p = 0; p < PL__MASKS_PAD; p++)
@@ -582,7 +649,7 @@ static int run_graph(int id)
 Test(masks_oracle, random_graphs)
 {
     int sets = 0;
-    for (int id = 0; id < N_GRAPHS; id++) {
+    for (int id = 0; id < N_GRAPHS + N_HEAVY; id++) {
         T.dir = pl_test_tmpdir();
         sets += run_graph(id);
     }

@@ -355,10 +355,8 @@ static int verify_inc(pl_db *db, const MDB_val *k, const MDB_val *v, pl_err *err
     uint64_t limit;
     if (kind < m->n_types)
         limit = m->n_edges[kind];
-    else if (m->has_metabolism && kind - m->n_types <= PL_LIST_RMR)
-        limit = kind - m->n_types == PL_LIST_GPR        ? m->n_gpr
-                : kind - m->n_types == PL_LIST_REACTION ? m->n_reactions
-                                                        : m->n_rmr;
+    else if (m->has_metabolism && kind - m->n_types <= PL_LIST_REACTION)
+        limit = kind - m->n_types == PL_LIST_GPR ? m->n_gpr : m->n_reactions;
     else
         return pl__err(err, PL_ECORRUPT, "key %s: unknown list kind", kd);
     PL_FAIL_IF(gene >= m->n_genes, err, PL_ECORRUPT, "key %s: gene out of range", kd);

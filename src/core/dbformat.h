@@ -22,9 +22,11 @@
  *   "inc"    be16 kind, be32 gene -> roaring portable bitmap of positions
  *            kinds 0..n_types-1: incident edge positions of the gene;
  *            n_types+PL_LIST_GPR: GPR edge positions of the gene;
- *            n_types+PL_LIST_REACTION: reactions with the gene in their GPR;
- *            n_types+PL_LIST_RMR: RMR positions of those reactions.
- *            Empty bitmaps are not stored.
+ *            n_types+PL_LIST_REACTION: reactions with the gene in their GPR.
+ *            Empty bitmaps are not stored. The RMR list kind has no bitmaps
+ *            (since version 3): a gene's RMR positions are those of its
+ *            reactions, which the masks engine reads from edges/"rmr" (each
+ *            RMR edge once, whatever the number of genes of its reaction).
  * All integers little-endian (the only byte order pertload builds on).
  */
 #ifndef PL_CORE_DBFORMAT_H
