@@ -348,6 +348,7 @@ static int read_samples_header(builder *b, pl__text *tx, sample_cols *c)
     for (int i = 0; i < c->n; i++) {
         if (f[i].len == 0)
             return pl__text_fail(tx, f[i].col, b->err, "empty column name in the header");
+        PL_TRY(pl__text_check_name(tx, &f[i], "column name", b->err));
         for (int j = 0; j < i; j++)
             if (f[j].len == f[i].len && !memcmp(f[j].s, f[i].s, f[i].len))
                 return pl__text_fail(tx, f[i].col, b->err, "duplicate column '%.*s' in the "
