@@ -16,11 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "npy.h"
 #include "src/core/checksum.h"
 #include "src/core/dbformat.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
+#include "src/core/npy.h"
 #include "src/core/progress.h"
 #include "src/core/sstore.h"
 #include "src/core/strtab.h"

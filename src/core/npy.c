@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "src/core/error.h"
+#include "error.h"
 
 static const struct {
     const char *in, *norm;

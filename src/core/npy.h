@@ -1,7 +1,7 @@
 /* NumPy .npy files (format 1.0-3.0, C order, little-endian): reading edge
  * index exports and payloads, writing headers. */
-#ifndef PL_PREPROCESS_NPY_H
-#define PL_PREPROCESS_NPY_H
+#ifndef PL_CORE_NPY_H
+#define PL_CORE_NPY_H
 
 #include <stddef.h>
 #include <stdint.h>
