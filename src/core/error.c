@@ -77,6 +77,13 @@ int pl__err_prefix(pl_err *err, const char *fmt, ...)
     return err->code;
 }
 
+int pl__err_code(pl_err *err, int code)
+{
+    if (err)
+        err->code = code;
+    return code;
+}
+
 int pl__lmdb_code(int rc)
 {
     if (rc == 0)

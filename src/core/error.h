@@ -13,6 +13,10 @@ int pl__err(pl_err *err, int code, const char *fmt, ...)
 int pl__err_prefix(pl_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/** Replace the code recorded in `err` (may be NULL), keeping its message.
+ *  @return `code`. */
+int pl__err_code(pl_err *err, int code);
+
 /** Map an LMDB return code to a pertload code (-errno or PL_ELMDB). */
 int pl__lmdb_code(int rc);
 
