@@ -107,7 +107,7 @@ void pl__text_close(pl__text *t)
 
 int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt, ...)
 {
-    char reason[768];
+    char reason[PL_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);
@@ -291,7 +291,9 @@ int pl__text_fields(const pl__text *t, pl__field *f, int max)
 int pl__parse_double(const pl__field *f, double *out)
 {
     char buf[64];
-    if (f->len == 0 || f->len >= sizeof buf)
+    /* strtod skips leading blanks: the whole field must be the number */
+    if (f->len == 0 || f->len >= sizeof buf || is_space(f->s[0]) || f->s[0] == '\n' ||
+        f->s[0] == '\r')
         return -1;
     memcpy(buf, f->s, f->len);
     buf[f->len] = '\0';

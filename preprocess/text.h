@@ -64,10 +64,12 @@ int pl__text_fields(const pl__text *t, pl__field *f, int max);
 int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/** Parse a whole field as a finite-or-infinite double. @return 0 or -1. */
+/** Parse a whole field as a finite-or-infinite double (strtod's syntax, no
+ *  leading blanks, no NaN, no overflow). @return 0 or -1. */
 int pl__parse_double(const pl__field *f, double *out);
 
-/** Parse a whole field as an unsigned 64-bit decimal. @return 0 or -1. */
+/** Parse a whole field as an unsigned 64-bit decimal: digits only (no blanks,
+ *  sign or base prefix). @return 0 or -1 (also on overflow). */
 int pl__parse_u64(const pl__field *f, uint64_t *out);
 
 /** Fraction of the file consumed, for progress estimates. */

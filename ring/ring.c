@@ -591,11 +591,8 @@ static void end_epoch(pl_ring *r, uint64_t n_batches, int set_total, const char 
         return;
     if (set_total)
         atomic_store_explicit(&h->n_batches, n_batches, memory_order_relaxed);
-    if (msg) {
-        size_t n = strnlen(msg, PL__RING_MSG_MAX - 1);
-        memcpy(h->errmsg, msg, n);
-        h->errmsg[n] = '\0';
-    }
+    if (msg) /* shortened in the middle, so that the reason at the end survives */
+        pl__msg_fit(h->errmsg, sizeof h->errmsg, msg, strlen(msg));
     /* release: n_batches and errmsg are visible to whoever sees the new state */
     atomic_store_explicit(&h->state, msg ? PL_RING_FAILED : PL_RING_DONE,
                           memory_order_release);

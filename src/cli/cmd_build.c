@@ -84,10 +84,9 @@ int pl_cmd_build(int argc, char **argv)
             t++;
         if (t == o.n_types)
             return pl_cli_usage(cmd, usage, "--min-score %s: no such edge type", score_spec[s]);
-        char *end;
-        min_score[t] = strtod(eq + 1, &end);
-        if (*end || isnan(min_score[t]))
-            return pl_cli_usage(cmd, usage, "--min-score %s: not a number", score_spec[s]);
+        if (pl_cli_f64(eq + 1, &min_score[t]) < 0)
+            return pl_cli_usage(cmd, usage, "--min-score %s: '%s' is not a number",
+                                score_spec[s], eq + 1);
     }
     o.type_names = names;
     o.type_files = files;

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "checksum.h"
@@ -30,6 +32,30 @@ int pl__write_all(int fd, const void *p, size_t len, uint64_t off, const char *p
         off += (uint64_t)n;
     }
     return 0;
+}
+
+int pl__write_error(const char *path, int e, char *why, size_t cap)
+{
+    struct rlimit rl;
+    struct stat st;
+    if ((e == EFBIG || e == EIO) && getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
+        rl.rlim_cur != RLIM_INFINITY &&
+        (e == EFBIG || (stat(path, &st) == 0 && (uint64_t)st.st_size >= rl.rlim_cur))) {
+        snprintf(why, cap, "%s: the file size limit (ulimit -f) is %llu bytes",
+                 strerror(EFBIG), (unsigned long long)rl.rlim_cur);
+        return -EFBIG;
+    }
+    struct statvfs fs;
+    if ((e == ENOSPC || e == EIO) && statvfs(path, &fs) == 0) {
+        uint64_t free_bytes = (uint64_t)fs.f_bavail * fs.f_frsize;
+        if (e == ENOSPC || free_bytes < (1u << 20)) {
+            snprintf(why, cap, "no space left on device (%llu bytes free)",
+                     (unsigned long long)free_bytes);
+            return -ENOSPC;
+        }
+    }
+    snprintf(why, cap, "%s", strerror(e));
+    return -e;
 }
 
 int pl__read_all(int fd, void *p, size_t len, uint64_t off, const char *path, pl_err *err)

@@ -11,6 +11,14 @@
 int pl__write_all(int fd, const void *p, size_t len, uint64_t off, const char *path,
                   pl_err *err);
 
+/** Why a write to the file `path` failed with errno `e`, for messages: fills
+ *  `why` and returns the code to report. EIO is looked into, since LMDB
+ *  reports a short write as EIO: -ENOSPC "no space left on device (N bytes
+ *  free)" when the file system holding `path` has less than 1 MiB left (or
+ *  `e` is ENOSPC), -EFBIG naming the file size limit (RLIMIT_FSIZE, `ulimit
+ *  -f`) when `path` reached it (or `e` is EFBIG), else -e with strerror. */
+int pl__write_error(const char *path, int e, char *why, size_t cap);
+
 /** pread exactly `len` bytes at `off`; a short read is PL_ECORRUPT (truncated). */
 int pl__read_all(int fd, void *p, size_t len, uint64_t off, const char *path, pl_err *err);
 
