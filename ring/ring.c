@@ -130,11 +130,16 @@ static int read_proc_stat(int32_t pid, char *state, uint64_t *start)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    int e = errno;
+    /* Read to the end of the file (its size is not known: /proc reports 0). */
+    size_t n = 0;
+    ssize_t got = 0;
+    while (n < sizeof buf - 1 &&
+           ((got = read(fd, buf + n, sizeof buf - 1 - n)) > 0 || (got < 0 && errno == EINTR)))
+        n += got > 0 ? (size_t)got : 0;
+    int e = got < 0 ? errno : 0;
     close(fd);
-    if (n <= 0)
-        return n < 0 ? -e : -EIO;
+    if (e || n == 0)
+        return e ? -e : -EIO;
     buf[n] = '\0';
     /* The command name may hold spaces and parentheses: fields restart after
      * the last ')'. */
