@@ -4,7 +4,8 @@
  *    place (another dtype, shape or row count), a truncated or missing file;
  *  - data.mdb, samples.pls and payload.npy must be regular files of the
  *    database itself: a FIFO (refused at once, never waited on), a symbolic
- *    link or a directory is named and refused;
+ *    link or a directory is named and refused (LMDB's lock file is never
+ *    opened: a FIFO in its place changes nothing);
  * and a payload cut short after the database was opened fails the loader
  * naming the file, the row and the offset, not with a bare I/O error. */
 #include <criterion/criterion.h>
@@ -263,6 +264,24 @@ Test(payload_check, symlink_lmdb) { not_regular_case(PL_FILE_LMDB, AS_SYMLINK); 
 Test(payload_check, directory_payload) { not_regular_case(PL_FILE_PAYLOAD, AS_DIRECTORY); }
 Test(payload_check, directory_samples) { not_regular_case(PL_FILE_SAMPLES, AS_DIRECTORY); }
 Test(payload_check, directory_lmdb) { not_regular_case(PL_FILE_LMDB, AS_DIRECTORY); }
+
+/* A database is opened without LMDB's lock file (read-only, MDB_NOLOCK): a
+ * FIFO named lock.mdb beside the files is never opened, so never waited on. */
+Test(payload_check, fifo_lock_file_ignored)
+{
+    char *p = pl_test_path(P.db, "lock.mdb");
+    cr_assert_eq(mkfifo(p, 0644), 0, "%s: %s", p, strerror(errno));
+    signal(SIGALRM, on_alarm);
+    alarm(10);
+    pl_db *db;
+    pl_err err = {0};
+    int rc = pl_db_open(P.db, &db, &err);
+    alarm(0);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_expect_eq(pl_db_verify(db, &err), 0, "%s", err.msg);
+    pl_db_close(db);
+    free(p);
+}
 
 /* The loader refuses a replaced payload up front, before any batch. */
 Test(payload_check, loader_refuses_replaced_payload)
