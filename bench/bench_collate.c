@@ -18,6 +18,7 @@
 #include "loader/plan.h"
 #include "loader/table.h"
 #include "masks/masks.h"
+#include "src/cli/cli.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
 
@@ -99,9 +100,10 @@ int pl_bench_collate(int argc, char **argv)
     unsigned long long B = 64, n_samples = 200000;
     int want[3] = {1, 1, 1};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--batch-size") && i + 1 < argc)
-            B = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+        if (!strcmp(argv[i], "--batch-size") && i + 1 < argc) {
+            if (pl_cli_u64("bench collate", "--batch-size", argv[++i], &B) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (!strcmp(argv[i], "--outputs") && i + 1 < argc) {
             const char *o = argv[++i];
@@ -114,10 +116,10 @@ int pl_bench_collate(int argc, char **argv)
                 fputs(usage, stderr);
                 return 2;
             }
-        }
-        else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
-            n_samples = strtoull(argv[++i], NULL, 10);
-        else if (argv[i][0] != '-' && !path)
+        } else if (!strcmp(argv[i], "--samples") && i + 1 < argc) {
+            if (pl_cli_u64("bench collate", "--samples", argv[++i], &n_samples) < 0)
+                return 2;
+        } else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
             fputs(usage, stderr);

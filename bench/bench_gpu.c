@@ -19,6 +19,7 @@
 #include "loader/loader.h"
 #include "loader/upload.h"
 #include "pl_config.h"
+#include "src/cli/cli.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
 
@@ -225,7 +226,8 @@ int pl_bench_gpu(int argc, char **argv)
         unsigned long long v = 0;
         if (i + 1 < argc && (!strcmp(argv[i], "--batch-size") || !strcmp(argv[i], "--batches") ||
                              !strcmp(argv[i], "--threads"))) {
-            v = strtoull(argv[i + 1], NULL, 10);
+            if (pl_cli_u64("bench gpu", argv[i], argv[i + 1], &v) < 0)
+                return 2;
             if (!strcmp(argv[i], "--batch-size"))
                 o.batch = (uint32_t)(v > (1u << 20) ? 0 : v);
             else if (!strcmp(argv[i], "--batches"))

@@ -21,6 +21,7 @@
 #include "json.h"
 #include "loader/plan.h"
 #include "masks/masks.h"
+#include "src/cli/cli.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
@@ -336,15 +337,19 @@ int pl_bench_masks(int argc, char **argv)
     const char *path = NULL, *json = NULL;
     unsigned long long n_samples = 1000000, n_peer = 20000, k_genes = 0, seed = 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--samples") && i + 1 < argc)
-            n_samples = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--peer-samples") && i + 1 < argc)
-            n_peer = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--genes") && i + 1 < argc)
-            k_genes = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+        if (!strcmp(argv[i], "--samples") && i + 1 < argc) {
+            if (pl_cli_u64("bench masks", "--samples", argv[++i], &n_samples) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--peer-samples") && i + 1 < argc) {
+            if (pl_cli_u64("bench masks", "--peer-samples", argv[++i], &n_peer) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--genes") && i + 1 < argc) {
+            if (pl_cli_u64("bench masks", "--genes", argv[++i], &k_genes) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            if (pl_cli_u64("bench masks", "--seed", argv[++i], &seed) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (argv[i][0] != '-' && !path)
             path = argv[i];

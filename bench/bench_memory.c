@@ -6,6 +6,7 @@
 
 #include "bench.h"
 #include "json.h"
+#include "src/cli/cli.h"
 #include "src/core/progress.h"
 
 int pl_bench_memory(int argc, char **argv)
@@ -14,11 +15,13 @@ int pl_bench_memory(int argc, char **argv)
     unsigned long long mib = 256, reps = 5;
     const char *json = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-            mib = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+        if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
+            if (pl_cli_u64("bench memory", "--mib", argv[++i], &mib) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            if (pl_cli_u64("bench memory", "--reps", argv[++i], &reps) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else {
             fputs(usage, stderr);

@@ -20,6 +20,7 @@
 #include "bench.h"
 #include "json.h"
 #include "loader/produce.h"
+#include "src/cli/cli.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
@@ -150,13 +151,16 @@ int pl_bench_payload(int argc, char **argv)
     unsigned long long B = 64, T = 2, R = 3;
     int shuffle = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--batch-size") && i + 1 < argc)
-            B = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            T = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-            R = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--shuffle"))
+        if (!strcmp(argv[i], "--batch-size") && i + 1 < argc) {
+            if (pl_cli_u64("bench payload", "--batch-size", argv[++i], &B) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            if (pl_cli_u64("bench payload", "--threads", argv[++i], &T) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+            if (pl_cli_u64("bench payload", "--rounds", argv[++i], &R) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--shuffle"))
             shuffle = 1;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];

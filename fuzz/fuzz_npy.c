@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "fuzzutil.h"
-#include "preprocess/npy.h"
+#include "src/core/npy.h"
 
 static void round_trip(const pl__npy *n)
 {

@@ -51,10 +51,16 @@ enum {
 #undef PL__ERR_ENUM
 };
 
-/** An error with its context. `msg` is always NUL-terminated. */
+/** Room of pl_err.msg: a path of PATH_MAX bytes and its reason. */
+#define PL_ERR_MSG_MAX 8192
+
+/** An error with its context. `msg` is always NUL-terminated; a message that
+ *  would not fit keeps its start and its end (the reason), with "..." in place
+ *  of the middle. (Its size is part of the ABI: it grew from 1024 bytes in
+ *  soversion 1.) */
 typedef struct pl_err {
-    int code;       /**< the negative code that was returned */
-    char msg[1024]; /**< "file:line:col: reason", or "key ...: reason" */
+    int code;                 /**< the negative code that was returned */
+    char msg[PL_ERR_MSG_MAX]; /**< "file:line:col: reason", or "key ...: reason" */
 } pl_err;
 
 /** Text for a code returned by any pertload function (PL_E* or -errno).

@@ -133,7 +133,7 @@ int pl__io_read(pl__io *io, int fd, void *buf, size_t len, uint64_t off, int buf
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            r->res = n < 0 ? -errno : -EIO;
+            r->res = n < 0 ? -errno : PL_ECORRUPT; /* the file ended first */
             break;
         }
         r->done += (size_t)n;
@@ -176,7 +176,8 @@ int pl__io_wait(pl__io *io, uint64_t *tag, int64_t *res, pl_err *err)
                 PL_TRY(pl__io_submit(io, err));
                 continue;
             }
-            q->res = r < 0 ? r : q->done + (size_t)r < q->len ? -EIO : (int64_t)q->len;
+            /* r == 0 with bytes missing: the file ended first */
+            q->res = r < 0 ? r : q->done + (size_t)r < q->len ? PL_ECORRUPT : (int64_t)q->len;
             break;
         }
     }

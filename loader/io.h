@@ -5,7 +5,8 @@
  * Requests carry a 64-bit tag; completions come back in any order. A read is
  * complete only when all its bytes arrived: short reads are resumed inside
  * the backend, so a completion's result is the full length or a negative
- * code. */
+ * code: PL_ECORRUPT when the file ended before the read's last byte (a
+ * truncated file), else -errno. */
 #ifndef PL_LOADER_IO_H
 #define PL_LOADER_IO_H
 
@@ -43,7 +44,8 @@ int pl__io_read(pl__io *io, int fd, void *buf, size_t len, uint64_t off, int buf
 /** Start every queued read. */
 int pl__io_submit(pl__io *io, pl_err *err);
 
-/** Wait for one completion. @param res its length or a negative errno.
+/** Wait for one completion. @param res its length, PL_ECORRUPT (end of
+ *  file first) or a negative errno.
  *  @return 0, or a negative code when nothing is in flight or waiting failed. */
 int pl__io_wait(pl__io *io, uint64_t *tag, int64_t *res, pl_err *err);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -53,14 +54,22 @@ static int open_payload(pl__producer *p, pl_err *err)
     char path[4096];
     pl__path_join(path, sizeof path, p->o.db, PL_FILE_PAYLOAD);
     p->payload_offset = p->db->meta.payload_offset;
+    /* The file pl_db_open() checked against the metadata. */
+    p->payload_fd = fcntl(p->db->payload_fd, F_DUPFD_CLOEXEC, 0);
+    PL_FAIL_IF(p->payload_fd < 0, err, -errno, "%s: %s", path, strerror(errno));
     /* O_DIRECT when rows are whole pages (the header is page-padded, and the
      * slot's payload region is page-aligned) and the file system accepts it;
      * otherwise reads go through the page cache, still straight into the
-     * slot. */
-    p->payload_fd = open(path, O_RDONLY | O_CLOEXEC);
-    PL_FAIL_IF(p->payload_fd < 0, err, -errno, "%s: %s", path, strerror(errno));
+     * slot. The direct descriptor must reach that same file. */
     if (info->payload_row_bytes % PL_PAYLOAD_ALIGN == 0) {
-        p->payload_dfd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+        struct stat a, b;
+        p->payload_dfd = pl__open_regular(path, O_DIRECT, NULL);
+        if (p->payload_dfd >= 0 &&
+            (fstat(p->payload_dfd, &a) < 0 || fstat(p->payload_fd, &b) < 0 ||
+             a.st_dev != b.st_dev || a.st_ino != b.st_ino)) {
+            close(p->payload_dfd);
+            p->payload_dfd = -1;
+        }
         p->payload_direct = p->payload_dfd >= 0;
     }
     return 0;
@@ -119,17 +128,44 @@ static int read_payload(worker *w, unsigned char *dst, uint32_t n, pl_err *err)
     return pl__io_submit(w->io, err);
 }
 
-static int wait_payload(worker *w, pl_err *err)
+/* The file ended inside the read of rows[i..] (consecutive rows of a batch
+ * of n): name the row and offset where it ends. */
+static int payload_cut(worker *w, uint64_t i, uint32_t n, pl_err *err)
 {
+    pl__producer *p = w->p;
+    uint64_t rb = p->cfg.payload_row_bytes, first = w->rows[i], k = 1;
+    while (i + k < n && w->rows[i + k] == first + k)
+        k++;
+    struct stat st;
+    uint64_t size = fstat(p->payload_fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+    uint64_t start = p->payload_offset + first * rb, row = first;
+    if (size > start)
+        row += (size - start) / rb < k ? (size - start) / rb : k - 1;
+    return pl__err(err, PL_ECORRUPT, "%s/%s: row %llu (offset %llu): the file ends at byte "
+                   "%llu (truncated after the database was opened)", p->o.db, PL_FILE_PAYLOAD,
+                   (unsigned long long)row,
+                   (unsigned long long)(p->payload_offset + row * rb),
+                   (unsigned long long)size);
+}
+
+static int wait_payload(worker *w, uint32_t n, pl_err *err)
+{
+    pl__producer *p = w->p;
     int rc = 0;
     while (pl__io_pending(w->io)) {
         uint64_t tag;
         int64_t res;
         PL_TRY(pl__io_wait(w->io, &tag, &res, err));
-        if (res < 0 && rc == 0)
-            rc = pl__err(err, (int)res, "%s: reading the payload of row %llu: %s",
+        if (res >= 0 || rc < 0)
+            continue;
+        if (res == PL_ECORRUPT) /* end of file first */
+            rc = payload_cut(w, tag, n, err);
+        else
+            rc = pl__err(err, (int)res, "%s/%s: reading row %llu (offset %llu): %s", p->o.db,
                          PL_FILE_PAYLOAD, (unsigned long long)w->rows[tag],
-                         strerror((int)-res));
+                         (unsigned long long)(p->payload_offset +
+                                              w->rows[tag] * p->cfg.payload_row_bytes),
+                         pl_strerror((int)res));
     }
     return rc;
 }
@@ -155,7 +191,7 @@ static int one_batch(worker *w, uint64_t b, pl_err *err)
     pl__batch_src src = {n, w->ids, w->rows, w->genes, w->n_genes, w->labels};
     int rc = pl__collate(&p->cfg, &src, slot, p->slot_bytes, pb, p->o.plan.epoch, w->scratch,
                          w->scratch_len, err);
-    int rc2 = p->cfg.payload_row_bytes ? wait_payload(w, rc < 0 ? NULL : err) : 0;
+    int rc2 = p->cfg.payload_row_bytes ? wait_payload(w, n, rc < 0 ? NULL : err) : 0;
     PL_TRY(rc);
     PL_TRY(rc2);
     sink->publish(sink->ctx, b, n);

@@ -111,8 +111,10 @@ static int load(pl_db *db, const pl_graph *g, pl__io *io, char *buf, size_t hb, 
             int64_t res;
             PL_TRY(pl__io_wait(io, &tag, &res, err));
             PL_FAIL_IF(res < 0, err, (int)res, "%s: reading block %llu: %s", PL_FILE_SAMPLES,
-                       (unsigned long long)tag, res == -EIO ? "truncated or I/O error"
-                                                            : strerror((int)-res));
+                       (unsigned long long)tag,
+                       res == PL_ECORRUPT ? "the file ends before the block (truncated after "
+                                            "the database was opened)"
+                                          : pl_strerror((int)res));
         }
         group nxt = next_group(db, cur.first + cur.count, hb);
         if (nxt.count)

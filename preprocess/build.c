@@ -16,11 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "npy.h"
 #include "src/core/checksum.h"
 #include "src/core/dbformat.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
+#include "src/core/npy.h"
 #include "src/core/progress.h"
 #include "src/core/sstore.h"
 #include "src/core/strtab.h"
@@ -352,6 +352,7 @@ static int read_samples_header(builder *b, pl__text *tx, sample_cols *c)
     for (int i = 0; i < c->n; i++) {
         if (f[i].len == 0)
             return pl__text_fail(tx, f[i].col, b->err, "empty column name in the header");
+        PL_TRY(pl__text_check_name(tx, &f[i], "column name", b->err));
         for (int j = 0; j < i; j++)
             if (f[j].len == f[i].len && !memcmp(f[j].s, f[i].s, f[i].len))
                 return pl__text_fail(tx, f[i].col, b->err, "duplicate column '%.*s' in the "
@@ -800,13 +801,21 @@ static int write_lmdb(builder *b, const chunker *payload)
     if (m->payload_dtype[0])
         PL_TRY(pl__db_put(b->txn, meta, PL_DBI_META, "payload", 7, payload->sums,
                           payload->n_sums * 8, 0, b->err));
+    /* The pages reach data.mdb here: a full file system or the file size
+     * limit shows as EIO from LMDB (a short write), said plainly. */
+    char why[256];
     rc = mdb_txn_commit(b->txn);
     b->txn = NULL;
-    PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: commit: %s",
-               pl__path_join(p, sizeof p, b->tmp, PL_FILE_LMDB), mdb_strerror(rc));
+    pl__path_join(p, sizeof p, b->tmp, PL_FILE_LMDB);
+    if (rc > 0 && rc < 4096)
+        return pl__err(b->err, pl__write_error(p, rc, why, sizeof why), "%s: commit: %s", p,
+                       why);
+    PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: commit: %s", p, mdb_strerror(rc));
     rc = mdb_env_sync(b->env, 1);
-    PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: sync: %s",
-               pl__path_join(p, sizeof p, b->tmp, PL_FILE_LMDB), mdb_strerror(rc));
+    if (rc > 0 && rc < 4096)
+        return pl__err(b->err, pl__write_error(p, rc, why, sizeof why), "%s: sync: %s", p,
+                       why);
+    PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: sync: %s", p, mdb_strerror(rc));
     mdb_env_close(b->env);
     b->env = NULL;
     unlink(pl__path_join(p, sizeof p, b->tmp, "lock.mdb"));

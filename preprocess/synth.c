@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "npy.h"
 #include "src/core/error.h"
+#include "src/core/npy.h"
 #include "src/core/progress.h"
 
 /* The yeast figures of DESIGN section 1 and of yeast-GEM 9.0.2. */

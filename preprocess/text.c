@@ -13,12 +13,57 @@
 
 #include "src/core/error.h"
 
+/* Read `fd` to its end into a new buffer: files of /proc and /sys report a
+ * size of 0 (or a page) and cannot be mapped, yet have contents. */
+static int read_to_eof(pl__text *t, int fd, pl_err *err)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    PL_FAIL_IF(!buf, err, -ENOMEM, "out of memory");
+    for (;;) {
+        if (len == cap) {
+            char *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                return pl__err(err, -ENOMEM, "out of memory");
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            return pl__err(err, -e, "%s: cannot read: %s", t->path, strerror(e));
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    t->data = buf;
+    t->size = len;
+    t->owned = 1;
+    return 0;
+}
+
+/* A UTF-8 byte order mark opens the file: skip it (editors on Windows write
+ * one; it would otherwise become part of the first name). */
+static void skip_bom(pl__text *t)
+{
+    if (t->size >= 3 && !memcmp(t->data, "\xEF\xBB\xBF", 3))
+        t->pos = 3;
+}
+
 int pl__text_open(pl__text *t, const char *path, pl_err *err)
 {
     memset(t, 0, sizeof *t);
     t->path = path;
     errno = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
+     * below as not a regular file. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     PL_FAIL_IF(fd < 0, err, -errno, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -31,24 +76,30 @@ int pl__text_open(pl__text *t, const char *path, pl_err *err)
         close(fd);
         return pl__err(err, -e, "%s: cannot read: %s", path, why);
     }
-    t->size = (size_t)st.st_size;
-    if (t->size > 0) {
-        void *p = mmap(NULL, t->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return pl__err(err, -e, "%s: cannot map: %s", path, strerror(e));
-        }
+    int rc = 0;
+    void *p = MAP_FAILED;
+    if (st.st_size > 0)
+        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) {
+        t->size = (size_t)st.st_size;
         madvise(p, t->size, MADV_SEQUENTIAL);
         t->data = p;
+    } else if (st.st_size == 0 || errno == ENODEV || errno == EINVAL) {
+        rc = read_to_eof(t, fd, err);
+    } else {
+        rc = pl__err(err, -errno, "%s: cannot map: %s", path, strerror(errno));
     }
     close(fd);
-    return 0;
+    if (rc == 0)
+        skip_bom(t);
+    return rc;
 }
 
 void pl__text_close(pl__text *t)
 {
-    if (t && t->data)
+    if (t && t->data && t->owned)
+        free((void *)t->data);
+    else if (t && t->data)
         munmap((void *)t->data, t->size);
     if (t)
         t->data = NULL;
@@ -56,7 +107,7 @@ void pl__text_close(pl__text *t)
 
 int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt, ...)
 {
-    char reason[768];
+    char reason[PL_ERR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);
@@ -120,6 +171,12 @@ int pl__text_next(pl__text *t, pl_err *err)
             len--;
         t->cur = s;
         t->cur_len = len;
+        /* Any CR left is not part of a CRLF: a file with CR-only line endings
+         * would otherwise read as one long line. */
+        const char *cr = memchr(s, '\r', len);
+        if (cr)
+            return pl__text_fail(t, (uint32_t)(cr - s) + 1, err,
+                                 "carriage return without line feed (CR-only line endings?)");
         size_t bad = utf8_invalid_at((const unsigned char *)s, len);
         if (bad < len)
             return pl__text_fail(t, (uint32_t)bad + 1, err, "invalid UTF-8 (byte 0x%02x)",
@@ -138,6 +195,59 @@ int pl__text_next(pl__text *t, pl_err *err)
     return 0;
 }
 
+/* Code point of the valid UTF-8 sequence at s[0..n) and its length. */
+static uint32_t utf8_decode(const unsigned char *s, size_t n, size_t *len)
+{
+    unsigned c = s[0];
+    *len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+    if (*len > n)
+        *len = n; /* not reached on text pl__text_next() accepted */
+    uint32_t cp = *len == 1 ? c : c & (0xFFu >> (*len + 1));
+    for (size_t k = 1; k < *len; k++)
+        cp = cp << 6 | (s[k] & 0x3F);
+    return cp;
+}
+
+/* What makes code point `cp` unfit for a name, or NULL. */
+static const char *invisible_kind(uint32_t cp)
+{
+    /* Unicode format characters (category Cf), as of Unicode 15. */
+    static const uint32_t cf[][2] = {
+        {0xAD, 0xAD},         {0x600, 0x605},       {0x61C, 0x61C},     {0x6DD, 0x6DD},
+        {0x70F, 0x70F},       {0x890, 0x891},       {0x8E2, 0x8E2},     {0x180E, 0x180E},
+        {0x200B, 0x200F},     {0x202A, 0x202E},     {0x2060, 0x2064},   {0x2066, 0x206F},
+        {0xFEFF, 0xFEFF},     {0xFFF9, 0xFFFB},     {0x110BD, 0x110BD}, {0x110CD, 0x110CD},
+        {0x13430, 0x1343F},   {0x1BCA0, 0x1BCA3},   {0x1D173, 0x1D17A}, {0xE0001, 0xE0001},
+        {0xE0020, 0xE007F},
+    };
+    /* Spaces and separators other than U+0020 (categories Zs, Zl, Zp). */
+    static const uint32_t sp[][2] = {
+        {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A}, {0x2028, 0x2029},
+        {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000},
+    };
+    if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
+        return "a control character";
+    for (size_t i = 0; i < sizeof cf / sizeof cf[0]; i++)
+        if (cp >= cf[i][0] && cp <= cf[i][1])
+            return "an invisible format character";
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
+        if (cp >= sp[i][0] && cp <= sp[i][1])
+            return "a space other than U+0020";
+    return NULL;
+}
+
+int pl__text_check_name(const pl__text *t, const pl__field *f, const char *what, pl_err *err)
+{
+    const unsigned char *s = (const unsigned char *)f->s;
+    for (size_t i = 0, len; i < f->len; i += len) {
+        uint32_t cp = utf8_decode(s + i, f->len - i, &len);
+        const char *kind = invisible_kind(cp);
+        if (kind)
+            return pl__text_fail(t, f->col + (uint32_t)i, err,
+                                 "%s contains U+%04X, %s", what, (unsigned)cp, kind);
+    }
+    return 0;
+}
 
 int pl__text_fields(const pl__text *t, pl__field *f, int max)
 {
@@ -178,14 +288,24 @@ int pl__text_fields(const pl__text *t, pl__field *f, int max)
     return k;
 }
 
-int pl__parse_double(const pl__field *f, double *out)
+/* Copy field `f` into `buf` as a C string for strtod/strtof, which skip
+ * leading blanks: a field that starts with one is refused, so that the whole
+ * field must be the number. @return 0 or -1. */
+static int number_cstr(const pl__field *f, char *buf, size_t cap)
 {
-    char buf[64];
-    if (f->len == 0 || f->len >= sizeof buf)
+    if (f->len == 0 || f->len >= cap || is_space(f->s[0]) || f->s[0] == '\n' ||
+        f->s[0] == '\r')
         return -1;
     memcpy(buf, f->s, f->len);
     buf[f->len] = '\0';
-    char *end;
+    return 0;
+}
+
+int pl__parse_double(const pl__field *f, double *out)
+{
+    char buf[64], *end;
+    if (number_cstr(f, buf, sizeof buf) < 0)
+        return -1;
     errno = 0;
     double v = strtod(buf, &end);
     if (*end || isnan(v) || (errno == ERANGE && fabs(v) > 1.0))
@@ -196,12 +316,9 @@ int pl__parse_double(const pl__field *f, double *out)
 
 int pl__parse_float(const pl__field *f, float *out)
 {
-    char buf[64];
-    if (f->len == 0 || f->len >= sizeof buf)
+    char buf[64], *end;
+    if (number_cstr(f, buf, sizeof buf) < 0)
         return -1;
-    memcpy(buf, f->s, f->len);
-    buf[f->len] = '\0';
-    char *end;
     errno = 0;
     float v = strtof(buf, &end);
     if (*end || isnan(v))

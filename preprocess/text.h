@@ -3,9 +3,11 @@
  * Fields: a line that contains a tab is split at every tab (empty fields kept,
  * spaces around a field trimmed); any other line is split at runs of spaces.
  * Lines whose first non-blank character is '#' and blank lines (nothing but
- * spaces, tabs, vertical tabs and form feeds) are skipped;
- * a trailing CR is ignored. Errors name "file:line:column: reason", column
- * being the 1-based byte column where the offending field starts.
+ * spaces, tabs, vertical tabs and form feeds) are skipped. A UTF-8 byte order
+ * mark at the start of the file is skipped; lines end with LF or CRLF, and any
+ * other CR (old Mac line endings) is an error. Errors name
+ * "file:line:column: reason", column being the 1-based byte column (after any
+ * byte order mark) where the offending field starts.
  */
 #ifndef PL_PREPROCESS_TEXT_H
 #define PL_PREPROCESS_TEXT_H
@@ -23,23 +25,35 @@ typedef struct pl__field {
 
 typedef struct pl__text {
     const char *path;
-    const char *data; /* whole file, mapped */
+    const char *data; /* whole file, mapped (or read, when `owned`) */
     size_t size, pos;
+    int owned;        /* data is a malloc'd copy (files that cannot be mapped) */
     uint64_t line;    /* 1-based number of the current line */
     const char *cur;  /* current line (without newline / CR) */
     size_t cur_len;
 } pl__text;
 
-/** Map `path` for reading. Errors: unreadable file (names it). */
+/** Map `path` for reading; a file that reports no size or cannot be mapped
+ *  (/proc, /sys) is read to its end instead. Errors: a missing, unreadable or
+ *  not regular file (a FIFO is refused without waiting for a writer), naming
+ *  it. */
 int pl__text_open(pl__text *t, const char *path, pl_err *err);
 
 /** Unmap; safe on a zeroed struct. */
 void pl__text_close(pl__text *t);
 
 /** Advance to the next non-blank, non-comment line.
- *  @return 1 with a line, 0 at the end, PL_EPARSE on invalid UTF-8 or a NUL
- *  byte. */
+ *  @return 1 with a line, 0 at the end, PL_EPARSE on invalid UTF-8, a NUL
+ *  byte or a CR not followed by LF. */
 int pl__text_next(pl__text *t, pl_err *err);
+
+/** Fail with PL_EPARSE naming the field's line and column when field `f` (a
+ *  name: a column of a header) holds a character that cannot be seen or
+ *  tells names apart that look identical: C0 and C1 controls, Unicode format
+ *  characters (category Cf: U+FEFF, U+200B..U+200F, U+2060, ...) and spaces
+ *  other than U+0020 (U+00A0 no-break space, ...). `what` names the field in
+ *  the message ("column name"). @return 0 when the name is clean. */
+int pl__text_check_name(const pl__text *t, const pl__field *f, const char *what, pl_err *err);
 
 /** Split the current line into at most `max` fields.
  *  @return the number of fields in the line (may exceed `max`; only the
@@ -50,7 +64,8 @@ int pl__text_fields(const pl__text *t, pl__field *f, int max);
 int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/** Parse a whole field as a finite-or-infinite double. @return 0 or -1. */
+/** Parse a whole field as a finite-or-infinite double (strtod's syntax, no
+ *  leading blanks, no NaN, no overflow). @return 0 or -1. */
 int pl__parse_double(const pl__field *f, double *out);
 
 /** Parse a whole field as a float32, correctly rounded: a decimal or
@@ -60,7 +75,8 @@ int pl__parse_double(const pl__field *f, double *out);
  *  is a finite number too large for float32 (beyond +-3.4028235e38). */
 int pl__parse_float(const pl__field *f, float *out);
 
-/** Parse a whole field as an unsigned 64-bit decimal. @return 0 or -1. */
+/** Parse a whole field as an unsigned 64-bit decimal: digits only (no blanks,
+ *  sign or base prefix). @return 0 or -1 (also on overflow). */
 int pl__parse_u64(const pl__field *f, uint64_t *out);
 
 /** Fraction of the file consumed, for progress estimates. */

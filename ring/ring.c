@@ -130,11 +130,16 @@ static int read_proc_stat(int32_t pid, char *state, uint64_t *start)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    int e = errno;
+    /* Read to the end of the file (its size is not known: /proc reports 0). */
+    size_t n = 0;
+    ssize_t got = 0;
+    while (n < sizeof buf - 1 &&
+           ((got = read(fd, buf + n, sizeof buf - 1 - n)) > 0 || (got < 0 && errno == EINTR)))
+        n += got > 0 ? (size_t)got : 0;
+    int e = got < 0 ? errno : 0;
     close(fd);
-    if (n <= 0)
-        return n < 0 ? -e : -EIO;
+    if (e || n == 0)
+        return e ? -e : -EIO;
     buf[n] = '\0';
     /* The command name may hold spaces and parentheses: fields restart after
      * the last ')'. */
@@ -591,11 +596,8 @@ static void end_epoch(pl_ring *r, uint64_t n_batches, int set_total, const char 
         return;
     if (set_total)
         atomic_store_explicit(&h->n_batches, n_batches, memory_order_relaxed);
-    if (msg) {
-        size_t n = strnlen(msg, PL__RING_MSG_MAX - 1);
-        memcpy(h->errmsg, msg, n);
-        h->errmsg[n] = '\0';
-    }
+    if (msg) /* shortened in the middle, so that the reason at the end survives */
+        pl__msg_fit(h->errmsg, sizeof h->errmsg, msg, strlen(msg));
     /* release: n_batches and errmsg are visible to whoever sees the new state */
     atomic_store_explicit(&h->state, msg ? PL_RING_FAILED : PL_RING_DONE,
                           memory_order_release);

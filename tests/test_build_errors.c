@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <math.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1180,15 +1179,10 @@ Test(build_errors, write_failure_no_space, .timeout = 120)
     if (pid == 0) {
         child_result r;
         memset(&r, 0, sizeof r);
-        if (unshare(CLONE_NEWNS) < 0) {
-            r.setup_errno = errno;
-            snprintf(r.setup_what, sizeof r.setup_what, "unshare(CLONE_NEWNS)");
-        } else if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-            r.setup_errno = errno;
-            snprintf(r.setup_what, sizeof r.setup_what, "mount --make-rprivate /");
-        } else if (mount("tmpfs", mnt, "tmpfs", 0, "size=256k") < 0) {
-            r.setup_errno = errno;
-            snprintf(r.setup_what, sizeof r.setup_what, "mount tmpfs size=256k");
+        const char *what;
+        r.setup_errno = pl_test_small_fs(mnt, "256k", &what);
+        if (r.setup_errno) {
+            snprintf(r.setup_what, sizeof r.setup_what, "%s", what);
         } else {
             r.stage = 1;
             r.rc = pl_build(&F.o, NULL, &r.err);

@@ -39,7 +39,7 @@ typedef struct box {
     _Atomic int rc[4];           /* return codes seen by children */
     _Atomic uint64_t t_ns[4];    /* CLOCK_MONOTONIC stamps (system-wide) */
     _Atomic uint64_t count[4];
-    char msg[1024];              /* an error message seen by a child */
+    char msg[PL_ERR_MSG_MAX];    /* an error message seen by a child */
 } box;
 
 static pid_t kids[MAX_KIDS];

@@ -3,11 +3,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "src/core/fileio.h"
@@ -167,6 +170,52 @@ pid_t pl_test_fork_piped(int *fd)
     close(pfd[pid == 0 ? 0 : 1]);
     *fd = pfd[pid == 0 ? 1 : 0];
     return pid;
+}
+
+int pl_test_small_fs(const char *dir, const char *size, const char **what)
+{
+    char opts[64];
+    snprintf(opts, sizeof opts, "size=%s", size);
+    if (unshare(CLONE_NEWNS) < 0) {
+        *what = "unshare(CLONE_NEWNS)";
+        return errno;
+    }
+    if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        *what = "mount --make-rprivate /";
+        return errno;
+    }
+    if (mount("tmpfs", dir, "tmpfs", 0, opts) < 0) {
+        *what = "mount tmpfs";
+        return errno;
+    }
+    *what = "";
+    return 0;
+}
+
+int pl_test_run_cli(char *const argv[], char *err, size_t cap)
+{
+    const char *bin = getenv("PERTLOAD_BIN");
+    if (!bin || !*bin)
+        pl_test_die("PERTLOAD_BIN is not set");
+    int fd;
+    pid_t pid = pl_test_fork_piped(&fd);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null < 0 || dup2(fd, 2) < 0 || dup2(null, 1) < 0)
+            _exit(126);
+        execv(bin, argv);
+        _exit(127);
+    }
+    size_t got = pl_test_recv(fd, err, cap - 1);
+    err[got] = '\0';
+    char rest[4096];
+    while (read(fd, rest, sizeof rest) > 0) /* drain what did not fit */
+        ;
+    close(fd);
+    int status;
+    if (waitpid(pid, &status, 0) != pid)
+        pl_test_die("waitpid: %s", strerror(errno));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 void pl_test_send(int fd, const void *p, size_t len)

@@ -64,6 +64,18 @@ void pl_test_send(int fd, const void *p, size_t len);
  *  error; returns the bytes read. */
 size_t pl_test_recv(int fd, void *p, size_t len);
 
+/** In a forked child of a test: give it a private mount namespace and mount
+ *  a tmpfs of `size` (mount's syntax: "256k") on the directory `dir`, a small
+ *  file system to fill. Returns 0, or the errno of the step that failed with
+ *  `*what` naming it (needs CAP_SYS_ADMIN: EPERM elsewhere). */
+int pl_test_small_fs(const char *dir, const char *size, const char **what);
+
+/** Run the pertload program ($PERTLOAD_BIN) with `argv` (NULL-terminated,
+ *  argv[0] included), stdout discarded, and return its exit status (-1 when
+ *  it did not exit normally); `err` receives its stderr (NUL-terminated,
+ *  `cap` bytes at most). */
+int pl_test_run_cli(char *const argv[], char *err, size_t cap);
+
 /** A growable text buffer; a zeroed one is empty. `s` is NUL-terminated once
  *  anything was appended. */
 typedef struct pl_test_text {

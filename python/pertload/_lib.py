@@ -22,8 +22,13 @@ class LoaderError(RuntimeError):
     """A failure of the database, the producer process or the ring."""
 
 
+PL_ERR_MSG_MAX = 8192
+
+
 class PlErr(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * 1024)]
+    """struct pl_err (its size is part of the library's ABI, soversion 1)."""
+
+    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * PL_ERR_MSG_MAX)]
 
     def text(self, rc):
         msg = self.msg.decode("utf-8", "replace")

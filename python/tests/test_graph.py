@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import pertload
+from pertload import _lib
 from pertload import batch as pbatch
 from conftest import plan_batches
 
@@ -226,3 +227,16 @@ def test_unpack_bits():
     for i, j in zip(*np.nonzero(dense)):
         words[i, j // 64] |= np.uint64(1) << np.uint64(j % 64)
     np.testing.assert_array_equal(pertload.unpack_bits(words, 130), dense)
+
+
+def test_long_path_keeps_the_reason(tmp_path):
+    """pl_err holds a path of PATH_MAX bytes and its reason (it held 1,024
+    bytes, and the reason after a long path was lost)."""
+    d = tmp_path
+    while len(os.fsencode(d)) < 3800:
+        d = d / ("d" * 200)
+    d.mkdir(parents=True)
+    with pytest.raises(pertload.LoaderError) as e:
+        _lib.Database(d)
+    want = f"{d}/samples.pls: No such file or directory"
+    assert str(e.value).endswith(want)

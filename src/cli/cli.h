@@ -27,7 +27,14 @@ int pl_cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
 /** `bytes` in binary units for people ("512 B", "3.1 MiB") into `buf`. */
 void pl_cli_bytes(char *buf, size_t cap, uint64_t bytes);
 
-/** Parse an unsigned integer argument; returns -1 (and prints) on bad input. */
+/** Parse the value `s` of option `opt` as an unsigned decimal integer: digits
+ *  only (no blanks, sign or base prefix), at most UINT64_MAX. On bad input
+ *  (NULL: the value is missing) prints "pertload CMD: OPT: ..." and returns
+ *  -1. */
 int pl_cli_u64(const char *cmd, const char *opt, const char *s, unsigned long long *out);
+
+/** Parse `s` as a number (strtod's syntax without leading blanks, no NaN, no
+ *  overflow; "inf" is accepted); returns 0, or -1 without printing. */
+int pl_cli_f64(const char *s, double *out);
 
 #endif

@@ -1,4 +1,5 @@
 /* pertload build: input files -> database. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +12,13 @@ static const char usage[] =
     "       [--gpr F] [--rmr F] --samples F [--payload F.npy] [--drop-unknown-genes]\n"
     "       [--quiet]";
 
-int pl_cmd_build(int argc, char **argv)
+/* The command; `names` (zeroed, PL_MAX_TYPES) receives the edge type names
+ * it allocates, freed by the caller on every path. */
+static int build_main(int argc, char **argv, char **names)
 {
     const char *cmd = "build";
     pl_build_opts o = {0};
-    const char *names[PL_MAX_TYPES], *files[PL_MAX_TYPES];
+    const char *files[PL_MAX_TYPES];
     double min_score[PL_MAX_TYPES];
     const char *score_spec[PL_MAX_TYPES];
     size_t n_scores = 0;
@@ -63,6 +66,8 @@ int pl_cmd_build(int argc, char **argv)
             if (o.n_types == PL_MAX_TYPES)
                 return pl_cli_usage(cmd, usage, "at most %d edge types", PL_MAX_TYPES);
             names[o.n_types] = strndup(v, (size_t)(eq - v));
+            if (!names[o.n_types])
+                return pl_cli_fail(cmd, -ENOMEM, NULL);
             files[o.n_types++] = eq + 1;
         } else if (!strcmp(a, "--min-score")) {
             if (!eq || eq == v || !eq[1] || n_scores == PL_MAX_TYPES)
@@ -84,12 +89,11 @@ int pl_cmd_build(int argc, char **argv)
             t++;
         if (t == o.n_types)
             return pl_cli_usage(cmd, usage, "--min-score %s: no such edge type", score_spec[s]);
-        char *end;
-        min_score[t] = strtod(eq + 1, &end);
-        if (*end || isnan(min_score[t]))
-            return pl_cli_usage(cmd, usage, "--min-score %s: not a number", score_spec[s]);
+        if (pl_cli_f64(eq + 1, &min_score[t]) < 0)
+            return pl_cli_usage(cmd, usage, "--min-score %s: '%s' is not a number",
+                                score_spec[s], eq + 1);
     }
-    o.type_names = names;
+    o.type_names = (const char **)names;
     o.type_files = files;
     o.min_score = min_score;
     size_t plen = 1;
@@ -107,8 +111,6 @@ int pl_cmd_build(int argc, char **argv)
     pl_build_stats st;
     int rc = pl_build(&o, &st, &err);
     free(params);
-    for (size_t t = 0; t < o.n_types; t++)
-        free((char *)names[t]);
     if (rc < 0)
         return pl_cli_fail(cmd, rc, &err);
     if (st.dropped_edges || st.dropped_gpr || st.dropped_samples)
@@ -130,4 +132,13 @@ int pl_cmd_build(int argc, char **argv)
         printf("sizes: graph (LMDB) %s, samples %s, payload %s\n", g, s, p);
     }
     return 0;
+}
+
+int pl_cmd_build(int argc, char **argv)
+{
+    char *names[PL_MAX_TYPES] = {0};
+    int status = build_main(argc, argv, names);
+    for (size_t t = 0; t < PL_MAX_TYPES; t++)
+        free(names[t]);
+    return status;
 }

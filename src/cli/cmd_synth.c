@@ -67,9 +67,7 @@ int pl_cmd_synth(int argc, char **argv)
             return pl_cli_usage("synth", usage, "%s needs a value", opt);
         unsigned long long u;
         if (!strcmp(opt, "--scale")) {
-            char *end;
-            o.scale = strtod(v, &end);
-            if (!*v || *end || !isfinite(o.scale) || o.scale < 0)
+            if (pl_cli_f64(v, &o.scale) < 0 || !isfinite(o.scale) || o.scale < 0)
                 return pl_cli_usage("synth", usage, "--scale: '%s' is not a number >= 0", v);
         } else if (!strcmp(opt, "--genes") || !strcmp(opt, "--samples") ||
                    !strcmp(opt, "--seed") || !strcmp(opt, "--payload-dim")) {

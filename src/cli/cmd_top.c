@@ -138,10 +138,7 @@ int pl_cmd_top(int argc, char **argv)
         } else if (!strcmp(argv[i], "--interval")) {
             if (i + 1 >= argc)
                 return pl_cli_usage("top", usage, "--interval needs a number of seconds");
-            char *end;
-            errno = 0;
-            interval = strtod(argv[++i], &end);
-            if (errno || *end || end == argv[i] || !(interval > 0 && interval <= 3600))
+            if (pl_cli_f64(argv[++i], &interval) < 0 || !(interval > 0 && interval <= 3600))
                 return pl_cli_usage("top", usage,
                                     "--interval: '%s' is not a number of seconds in (0, 3600]",
                                     argv[i]);

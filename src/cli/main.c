@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "pl_config.h"
+#include "preprocess/text.h"
 
 static const struct {
     const char *name;
@@ -60,18 +61,29 @@ void pl_cli_bytes(char *buf, size_t cap, uint64_t bytes)
 
 int pl_cli_u64(const char *cmd, const char *opt, const char *s, unsigned long long *out)
 {
-    char *end;
-    errno = 0;
-    if (!s || !*s || *s == '-') {
+    if (!s || !*s) {
         fprintf(stderr, "pertload %s: %s needs a non-negative integer\n", cmd, opt);
         return -1;
     }
-    *out = strtoull(s, &end, 10);
-    if (errno || *end) {
-        fprintf(stderr, "pertload %s: %s: '%s' is not a non-negative integer\n", cmd, opt, s);
+    /* Digits only: strtoull would also take leading blanks and a sign
+     * (" -1" as 2^64 - 1). */
+    uint64_t v;
+    size_t n = strnlen(s, 32);
+    pl__field f = {s, (uint32_t)n, 1};
+    if (n == 32 || pl__parse_u64(&f, &v) < 0) {
+        fprintf(stderr, "pertload %s: %s: '%s' is not a non-negative integer (decimal digits "
+                "only, at most %llu)\n", cmd, opt, s, (unsigned long long)UINT64_MAX);
         return -1;
     }
+    *out = v;
     return 0;
+}
+
+int pl_cli_f64(const char *s, double *out)
+{
+    size_t n = s ? strnlen(s, 64) : 64;
+    pl__field f = {s, (uint32_t)n, 1};
+    return n == 64 ? -1 : pl__parse_double(&f, out);
 }
 
 static void usage(FILE *f)

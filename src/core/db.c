@@ -13,6 +13,7 @@
 #include "checksum.h"
 #include "error.h"
 #include "fileio.h"
+#include "npy.h"
 
 enum { N_GENES, N_TYPES, N_LABELS, N_REACTIONS, N_METABOLITES };
 static const char *const name_keys[5] = {"genes", "types", "labels", "reactions",
@@ -94,8 +95,9 @@ static int open_samples(pl_db *db, pl__sstore_header *h, pl_err *err)
 {
     char p[4096];
     pl__path_join(p, sizeof p, db->path, PL_FILE_SAMPLES);
-    db->samples_fd = open(p, O_RDONLY | O_CLOEXEC);
-    PL_FAIL_IF(db->samples_fd < 0, err, -errno, "%s: %s", p, strerror(errno));
+    db->samples_fd = pl__open_regular(p, 0, err);
+    if (db->samples_fd < 0)
+        return db->samples_fd;
     char hdr[PL_SSTORE_HEADER];
     PL_TRY(pl__read_all(db->samples_fd, hdr, sizeof hdr, 0, p, err));
     return pl__sstore_read_header(hdr, h, err);
@@ -127,6 +129,75 @@ static int check_samples(pl_db *db, const pl__sstore_header *h, pl_err *err)
                (unsigned long long)st.st_size, (unsigned long long)db->meta.samples_bytes);
     return pl__sstore_check_header(h, db->meta.n_samples, db->meta.n_blocks,
                                    db->meta.n_labels, err);
+}
+
+/* "(20000, 16)": the shape of an array of `rows` rows of shape[0..ndim). */
+static void shape_text(char *buf, size_t cap, uint64_t rows, const uint64_t *shape,
+                       uint32_t ndim)
+{
+    int len = snprintf(buf, cap, "(%llu%s", (unsigned long long)rows, ndim ? "" : ",");
+    for (uint32_t i = 0; i < ndim && len > 0 && (size_t)len < cap; i++)
+        len += snprintf(buf + len, cap - (size_t)len, ", %llu", (unsigned long long)shape[i]);
+    if (len > 0 && (size_t)len < cap)
+        snprintf(buf + len, cap - (size_t)len, ")");
+}
+
+/* The header of payload.npy against what the build recorded: a smaller valid
+ * .npy put in its place would otherwise be read past its rows. */
+static int payload_matches(const pl_db *db, const pl__npy *n, pl_err *err)
+{
+    const struct pl__meta *m = &db->meta;
+    PL_FAIL_IF(strcmp(n->descr, m->payload_dtype) != 0, err, PL_ECORRUPT,
+               "%s: dtype '%s', the database was built with '%s' (the file was replaced)",
+               n->path, n->descr, m->payload_dtype);
+    int same = n->ndim == m->payload_ndim + 1 && n->shape[0] == m->n_samples;
+    for (uint32_t i = 0; same && i < m->payload_ndim; i++)
+        same = n->shape[i + 1] == m->payload_shape[i];
+    if (!same) {
+        char got[256], want[256];
+        if (n->ndim == 0)
+            snprintf(got, sizeof got, "()");
+        else
+            shape_text(got, sizeof got, n->shape[0], n->shape + 1, n->ndim - 1);
+        shape_text(want, sizeof want, m->n_samples, m->payload_shape, m->payload_ndim);
+        return pl__err(err, PL_ECORRUPT, "%s: shape %s, the database was built with %s (the "
+                       "file was replaced)", n->path, got, want);
+    }
+    PL_FAIL_IF(n->offset != m->payload_offset || n->file_size != m->payload_bytes, err,
+               PL_ECORRUPT, "%s: data at byte %llu of %llu, the database expects byte %llu of "
+               "%llu (the file was rewritten)", n->path, (unsigned long long)n->offset,
+               (unsigned long long)n->file_size, (unsigned long long)m->payload_offset,
+               (unsigned long long)m->payload_bytes);
+    return 0;
+}
+
+/* Open payload.npy and check it against the metadata. */
+static int open_payload(pl_db *db, pl_err *err)
+{
+    const struct pl__meta *m = &db->meta;
+    if (!m->payload_dtype[0])
+        return 0;
+    char p[4096];
+    pl__path_join(p, sizeof p, db->path, PL_FILE_PAYLOAD);
+    int fd = pl__open_regular(p, 0, err);
+    if (fd < 0)
+        return fd;
+    pl__npy n;
+    int rc = pl__npy_open_fd(&n, fd, p, err);
+    if (rc < 0 && n.file_size != m->payload_bytes)
+        rc = pl__err(err, PL_ECORRUPT, "%s: %llu bytes, the database expects %llu (truncated "
+                     "or replaced)", p, (unsigned long long)n.file_size,
+                     (unsigned long long)m->payload_bytes);
+    else if (rc < 0 && rc != -ENOMEM)
+        rc = pl__err_code(err, PL_ECORRUPT); /* a bad header: its message names it */
+    else if (rc == 0)
+        rc = payload_matches(db, &n, err);
+    if (rc < 0) {
+        pl__npy_close(&n);
+        return rc;
+    }
+    db->payload_fd = n.fd;
+    return 0;
 }
 
 static void fill_info(pl_db *db)
@@ -222,6 +293,7 @@ static int open_db(pl_db *db, const char *path, pl_err *err)
         db->info.params = "";
     PL_TRY(open_blocks(db, err));
     PL_TRY(check_samples(db, &sh, err));
+    PL_TRY(open_payload(db, err));
     PL_FAIL_IF(pl__strtab_init(&db->gene_index) < 0, err, -ENOMEM, "out of memory");
     for (uint64_t g = 0; g < m->n_genes; g++) {
         const char *name = db->names[N_GENES][g];
@@ -238,7 +310,7 @@ PL_API int pl_db_open(const char *path, pl_db **out, pl_err *err)
     pl_db *db = calloc(1, sizeof *db);
     if (!db)
         return pl__err(err, -ENOMEM, "out of memory");
-    db->samples_fd = -1;
+    db->samples_fd = db->payload_fd = -1;
     db->cached_block = -1;
     db->path = strdup(path);
     int rc = db->path ? open_db(db, path, err) : pl__err(err, -ENOMEM, "out of memory");
@@ -264,6 +336,8 @@ PL_API void pl_db_close(pl_db *db)
     free(db->blocks);
     if (db->samples_fd >= 0)
         close(db->samples_fd);
+    if (db->payload_fd >= 0)
+        close(db->payload_fd);
     ZSTD_freeDCtx(db->dctx);
     free(db->blockbuf);
     free(db->raw);
@@ -383,11 +457,13 @@ static int verify_payload(pl_db *db, pl_err *err)
     uint64_t data = m->payload_row_bytes * m->n_samples;
     uint64_t chunks = (data + PL_PAYLOAD_CHUNK - 1) / PL_PAYLOAD_CHUNK;
     PL_FAIL_IF(len != chunks * 8, err, PL_ECORRUPT, "key meta/payload: wrong size");
-    PL_FAIL_IF(pl__file_size(p) != m->payload_bytes ||
+    int fd = db->payload_fd;
+    struct stat st;
+    PL_FAIL_IF(fstat(fd, &st) < 0, err, -errno, "%s: %s", p, strerror(errno));
+    PL_FAIL_IF((uint64_t)st.st_size != m->payload_bytes ||
                    m->payload_bytes != m->payload_offset + data,
-               err, PL_ECORRUPT, "%s: size does not match the database (truncated?)", p);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    PL_FAIL_IF(fd < 0, err, -errno, "%s: %s", p, strerror(errno));
+               err, PL_ECORRUPT, "%s: %llu bytes, the database expects %llu (truncated?)", p,
+               (unsigned long long)st.st_size, (unsigned long long)m->payload_bytes);
     char *buf = malloc(PL_PAYLOAD_CHUNK);
     rc = buf ? 0 : pl__err(err, -ENOMEM, "out of memory");
     for (uint64_t c = 0; rc == 0 && c < chunks; c++) {
@@ -403,7 +479,6 @@ static int verify_payload(pl_db *db, pl_err *err)
                          (unsigned long long)(m->payload_offset + off + n));
     }
     free(buf);
-    close(fd);
     return rc;
 }
 

@@ -20,6 +20,7 @@ struct pl_db {
     pl_strtab gene_index;
     struct pl__block_entry *blocks; /* [n_blocks], copied out of the map */
     int samples_fd;
+    int payload_fd;                /* payload.npy checked at open, or -1 */
     /* pl_db_sample(): one cached decoded block */
     ZSTD_DCtx *dctx;
     void *blockbuf, *raw;

@@ -6,6 +6,7 @@
 #include <lmdb.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 PL_API const char *pl_strerror(int code)
@@ -43,12 +44,61 @@ PL_API const char *pl_errname(int code)
     }
 }
 
+void pl__msg_fit(char *dst, size_t cap, const char *src, size_t len)
+{
+    if (cap == 0)
+        return;
+    if (len < cap) {
+        memmove(dst, src, len);
+        dst[len] = '\0';
+        return;
+    }
+    static const char gap[] = "...";
+    const size_t g = sizeof gap - 1;
+    if (cap <= 2 * g + 1) {
+        memmove(dst, src, cap - 1);
+        dst[cap - 1] = '\0';
+        return;
+    }
+    /* A message starts with its file and ends with its reason: keep a quarter
+     * of the room for the head, the rest for the tail, cutting at UTF-8
+     * character boundaries. */
+    size_t head = (cap - 1 - g) / 4, tail = cap - 1 - g - head;
+    const unsigned char *u = (const unsigned char *)src;
+    while (head > 0 && (u[head] & 0xC0) == 0x80)
+        head--;
+    size_t from = len - tail;
+    while (from < len && (u[from] & 0xC0) == 0x80)
+        from++;
+    memmove(dst, src, head);
+    memcpy(dst + head, gap, g);
+    memmove(dst + head + g, src + from, len - from);
+    dst[head + g + len - from] = '\0';
+}
+
+/* Format into err->msg; a message that does not fit loses its middle. */
+static void set_msgv(pl_err *err, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    if (n >= (int)sizeof err->msg) {
+        char *full = malloc((size_t)n + 1);
+        if (full) {
+            vsnprintf(full, (size_t)n + 1, fmt, again);
+            pl__msg_fit(err->msg, sizeof err->msg, full, (size_t)n);
+            free(full);
+        }
+    }
+    va_end(again);
+}
+
 int pl__err(pl_err *err, int code, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        set_msgv(err, fmt, ap);
         va_end(ap);
         err->code = code;
     }
@@ -59,22 +109,29 @@ int pl__err_prefix(pl_err *err, const char *fmt, ...)
 {
     if (!err)
         return 0;
-    char head[512], old[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(head, sizeof head, fmt, ap);
+    int h = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    memcpy(old, err->msg, sizeof old);
-    size_t h = strlen(head);
-    if (h + 2 >= sizeof err->msg)
-        h = sizeof err->msg - 3;
-    memcpy(err->msg, head, h);
-    memcpy(err->msg + h, ": ", 2);
-    size_t rest = sizeof err->msg - h - 3;
-    size_t o = strnlen(old, rest);
-    memcpy(err->msg + h + 2, old, o);
-    err->msg[h + 2 + o] = '\0';
+    size_t o = strnlen(err->msg, sizeof err->msg - 1);
+    char *all = h >= 0 ? malloc((size_t)h + 2 + o + 1) : NULL;
+    if (!all)
+        return err->code; /* the reason stays as it was */
+    va_start(ap, fmt);
+    vsnprintf(all, (size_t)h + 1, fmt, ap);
+    va_end(ap);
+    memcpy(all + h, ": ", 2);
+    memcpy(all + h + 2, err->msg, o);
+    pl__msg_fit(err->msg, sizeof err->msg, all, (size_t)h + 2 + o);
+    free(all);
     return err->code;
+}
+
+int pl__err_code(pl_err *err, int code)
+{
+    if (err)
+        err->code = code;
+    return code;
 }
 
 int pl__lmdb_code(int rc)

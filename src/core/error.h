@@ -4,14 +4,26 @@
 
 #include "pertload.h"
 
-/** Record `code` and a printf-style message in `err` (may be NULL).
+/** Record `code` and a printf-style message in `err` (may be NULL); a
+ *  message too long for `err->msg` is shortened in the middle (pl__msg_fit).
  *  @return `code`, so that callers can `return pl__err(err, code, ...)`. */
 int pl__err(pl_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/** Prefix the message already in `err` with "prefix: " (keeps the code). */
+/** Copy the message `src` of `len` bytes into `dst` (`cap` bytes, NUL
+ *  included). One that does not fit keeps its start and, above all, its end
+ *  (where the reason is), with "..." in place of the middle: a long path
+ *  never hides why something failed. `src` and `dst` may overlap. */
+void pl__msg_fit(char *dst, size_t cap, const char *src, size_t len);
+
+/** Prefix the message already in `err` with "prefix: " (keeps the code); a
+ *  result too long for `err->msg` is shortened in the middle (pl__msg_fit). */
 int pl__err_prefix(pl_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/** Replace the code recorded in `err` (may be NULL), keeping its message.
+ *  @return `code`. */
+int pl__err_code(pl_err *err, int code);
 
 /** Map an LMDB return code to a pertload code (-errno or PL_ELMDB). */
 int pl__lmdb_code(int rc);

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "checksum.h"
@@ -32,6 +34,30 @@ int pl__write_all(int fd, const void *p, size_t len, uint64_t off, const char *p
     return 0;
 }
 
+int pl__write_error(const char *path, int e, char *why, size_t cap)
+{
+    struct rlimit rl;
+    struct stat st;
+    if ((e == EFBIG || e == EIO) && getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
+        rl.rlim_cur != RLIM_INFINITY &&
+        (e == EFBIG || (stat(path, &st) == 0 && (uint64_t)st.st_size >= rl.rlim_cur))) {
+        snprintf(why, cap, "%s: the file size limit (ulimit -f) is %llu bytes",
+                 strerror(EFBIG), (unsigned long long)rl.rlim_cur);
+        return -EFBIG;
+    }
+    struct statvfs fs;
+    if ((e == ENOSPC || e == EIO) && statvfs(path, &fs) == 0) {
+        uint64_t free_bytes = (uint64_t)fs.f_bavail * fs.f_frsize;
+        if (e == ENOSPC || free_bytes < (1u << 20)) {
+            snprintf(why, cap, "no space left on device (%llu bytes free)",
+                     (unsigned long long)free_bytes);
+            return -ENOSPC;
+        }
+    }
+    snprintf(why, cap, "%s", strerror(e));
+    return -e;
+}
+
 int pl__read_all(int fd, void *p, size_t len, uint64_t off, const char *path, pl_err *err)
 {
     char *c = p;
@@ -50,6 +76,46 @@ int pl__read_all(int fd, void *p, size_t len, uint64_t off, const char *path, pl
         off += (uint64_t)n;
     }
     return 0;
+}
+
+/* What a file that is not regular is, for messages. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+                         : "of an unknown type";
+}
+
+int pl__open_regular(const char *path, int flags, pl_err *err)
+{
+    /* O_NONBLOCK: opening a FIFO would wait for a writer; O_NOFOLLOW: the
+     * file must be the database's own, not a link to another. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | flags);
+    if (fd < 0) {
+        int e = errno;
+        struct stat st;
+        if (e == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+            return pl__err(err, PL_ECORRUPT, "%s: a symbolic link, not a regular file (the "
+                           "files of a database must be its own)", path);
+        return pl__err(err, -e, "%s: %s", path, strerror(e));
+    }
+    struct stat st;
+    int e = fstat(fd, &st) < 0 ? errno : 0;
+    if (e == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
+        return pl__err(err, PL_ECORRUPT, "%s: %s, not a regular file", path,
+                       file_kind(st.st_mode));
+    }
+    if (e == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+        e = errno;
+    if (e) {
+        close(fd);
+        return pl__err(err, -e, "%s: %s", path, strerror(e));
+    }
+    return fd;
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -80,8 +146,9 @@ uint64_t pl__file_size(const char *path)
 
 int pl__file_xxh64(const char *path, uint64_t *bytes, uint64_t *sum, pl_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    PL_FAIL_IF(fd < 0, err, -errno, "%s: %s", path, strerror(errno));
+    int fd = pl__open_regular(path, 0, err);
+    if (fd < 0)
+        return fd;
     struct stat st;
     if (fstat(fd, &st) < 0) {
         int e = errno;

@@ -11,8 +11,25 @@
 int pl__write_all(int fd, const void *p, size_t len, uint64_t off, const char *path,
                   pl_err *err);
 
+/** Why a write to the file `path` failed with errno `e`, for messages: fills
+ *  `why` and returns the code to report. EIO is looked into, since LMDB
+ *  reports a short write as EIO: -ENOSPC "no space left on device (N bytes
+ *  free)" when the file system holding `path` has less than 1 MiB left (or
+ *  `e` is ENOSPC), -EFBIG naming the file size limit (RLIMIT_FSIZE, `ulimit
+ *  -f`) when `path` reached it (or `e` is EFBIG), else -e with strerror. */
+int pl__write_error(const char *path, int e, char *why, size_t cap);
+
 /** pread exactly `len` bytes at `off`; a short read is PL_ECORRUPT (truncated). */
 int pl__read_all(int fd, void *p, size_t len, uint64_t off, const char *path, pl_err *err);
+
+/** Open a file of a database for reading: `path` must name a regular file
+ *  itself. A symbolic link, a directory, a FIFO (never waited on: the open
+ *  does not block), a socket or a device is refused with a message naming
+ *  `path` and what it is.
+ *  @param flags extra open flags (O_DIRECT)
+ *  @return the descriptor (close-on-exec, blocking), or a negative code:
+ *  -errno from open, PL_ECORRUPT for a file of the wrong type. */
+int pl__open_regular(const char *path, int flags, pl_err *err);
 
 /** Remove a directory tree (best effort; used to clean up failed builds). */
 void pl__rmtree(const char *path);
@@ -21,7 +38,8 @@ void pl__rmtree(const char *path);
 char *pl__path_join(char *buf, size_t cap, const char *dir, const char *name);
 
 /** Size and XXH64 (seed 0) of the whole file at `path`, read through a
- *  read-only private mapping. Errors name `path`. */
+ *  read-only private mapping. `path` is opened with pl__open_regular().
+ *  Errors name `path`. */
 int pl__file_xxh64(const char *path, uint64_t *bytes, uint64_t *sum, pl_err *err);
 
 /** Size of the file at `path`, or 0. */

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "src/core/error.h"
+#include "error.h"
 
 static const struct {
     const char *in, *norm;
@@ -42,15 +42,36 @@ int pl__npy_open(pl__npy *n, const char *path, pl_err *err)
 {
     memset(n, 0, sizeof *n);
     n->path = path;
-    n->fd = open(path, O_RDONLY | O_CLOEXEC);
-    PL_FAIL_IF(n->fd < 0, err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    n->fd = -1;
+    /* O_NONBLOCK: a FIFO is refused below, not waited on. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    PL_FAIL_IF(fd < 0, err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    int e = fstat(fd, &st) < 0 ? errno : 0;
+    if (e == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+        e = errno;
+    if (e == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
+        PL_FAIL_IF(S_ISDIR(st.st_mode), err, -EISDIR, "%s: cannot read: %s", path,
+                   strerror(EISDIR));
+        return pl__err(err, -EINVAL, "%s: cannot read: not a regular file", path);
+    }
+    if (e) {
+        close(fd);
+        return pl__err(err, -e, "%s: cannot read: %s", path, strerror(e));
+    }
+    return pl__npy_open_fd(n, fd, path, err);
+}
+
+int pl__npy_open_fd(pl__npy *n, int fd, const char *path, pl_err *err)
+{
+    memset(n, 0, sizeof *n);
+    n->path = path;
+    n->fd = fd;
     struct stat st;
     PL_FAIL_IF(fstat(n->fd, &st) < 0, err, -errno, "%s: cannot read: %s", path,
                strerror(errno));
-    PL_FAIL_IF(S_ISDIR(st.st_mode), err, -EISDIR, "%s: cannot read: %s", path,
-               strerror(EISDIR));
-    PL_FAIL_IF(!S_ISREG(st.st_mode), err, -EINVAL, "%s: cannot read: not a regular file",
-               path);
+    n->file_size = (uint64_t)st.st_size;
     unsigned char pre[12];
     ssize_t got = pread(n->fd, pre, sizeof pre, 0);
     PL_FAIL_IF(got < 0, err, -errno, "%s: read failed: %s", path, strerror(errno));

@@ -1,7 +1,7 @@
 /* NumPy .npy files (format 1.0-3.0, C order, little-endian): reading edge
  * index exports and payloads, writing headers. */
-#ifndef PL_PREPROCESS_NPY_H
-#define PL_PREPROCESS_NPY_H
+#ifndef PL_CORE_NPY_H
+#define PL_CORE_NPY_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +17,7 @@ typedef struct pl__npy {
     uint64_t shape[8];
     uint64_t count;      /* product of shape */
     uint64_t offset;     /* of the data */
+    uint64_t file_size;  /* as found at open */
     const void *map;     /* whole file mapped (pl__npy_map), or NULL */
     size_t map_size;
 } pl__npy;
@@ -25,6 +26,10 @@ typedef struct pl__npy {
  *  big-endian or object dtypes, more than 8 dimensions, and a file size that
  *  does not match the shape. Errors name the file and the reason. */
 int pl__npy_open(pl__npy *n, const char *path, pl_err *err);
+
+/** pl__npy_open() of the file already open as `fd` (read-only, regular),
+ *  which `n` then owns: pl__npy_close() closes it, on failure too. */
+int pl__npy_open_fd(pl__npy *n, int fd, const char *path, pl_err *err);
 
 /** Map the data; `n->map + n->offset` is then the first element. */
 int pl__npy_map(pl__npy *n, pl_err *err);
