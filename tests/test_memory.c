@@ -230,7 +230,7 @@ Test(memory, one_reaction_shared_by_every_gene)
 typedef struct consumer {
     char ring[64];
     uint64_t batches, samples;
-    char fail[1200];
+    char fail[PL_ERR_MSG_MAX + 256];
 } consumer;
 
 /* The arrays `name` of a checked slot, or NULL. */
