@@ -2,9 +2,9 @@
 
 import ctypes
 import errno
-import itertools
 import os
 import re
+import secrets
 import select
 import signal
 import subprocess
@@ -19,12 +19,23 @@ from .graph import Graph
 
 _SHM_DIR = "/dev/shm"
 _READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches$")
-_names = itertools.count()
+# Fresh names a Loader tries when serve finds its ring's name taken.
+_NAME_TRIES = 8
 _PR_SET_PDEATHSIG = 1
 _EINTR = -errno.EINTR
 # Loaded before any fork: the child only calls it.
 _prctl = ctypes.CDLL(None, use_errno=True).prctl
 _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def _ring_name():
+    """A fresh ring name: the pid for people reading `pertload top`, and 64
+    random bits, so another user cannot guess it and create it first."""
+    return f"py{os.getpid()}-{secrets.token_hex(8)}"
+
+
+def _segment_path(name):
+    return os.path.join(_SHM_DIR, "pertload-" + name)
 
 
 def _env_int(name, default):
@@ -83,6 +94,10 @@ def _detach(handle, registered):
     _lib.lib().pl_ring_detach(handle)
 
 
+class _NameTaken(LoaderError):
+    """serve found its ring's name held by another segment."""
+
+
 class _Producer:
     """One `pertload serve` process and the consumer's side of its ring."""
 
@@ -124,6 +139,10 @@ class _Producer:
             chunk = os.read(fd, 4096) if ready else b""
             if ready and not chunk:
                 self.proc.wait()
+                if self.proc.returncode == 1 and self._name_taken():
+                    # Another process's segment: not ours to remove.
+                    self._owns_name = False
+                    raise _NameTaken(self.exit_message())
                 raise LoaderError(self.exit_message())
             line += chunk
         m = _READY.match(line.split(b"\n", 1)[0])
@@ -142,12 +161,31 @@ class _Producer:
             raise LoaderError(f"pertload serve (pid {self.proc.pid}, {state}) announced ring "
                               f"'{self.name}', then it was gone: {e}") from None
 
-    def stderr_tail(self):
-        """The last lines serve wrote to stderr (its error message), or ""."""
+    def reason(self):
+        """What serve said on stderr about its failure, or "": its last
+        "pertload serve: " line (the info line comes before any error) and what
+        follows, without the usage text of a usage error; else its last lines."""
         self.stderr.seek(0)
         lines = self.stderr.read().decode("utf-8", "replace").strip().splitlines()
-        text = "\n".join(lines[-3:])[-2000:]
+        for k, line in enumerate(lines):
+            if line.startswith("usage: pertload serve"):
+                del lines[k:]
+                break
+        said = [k for k, line in enumerate(lines) if line.startswith("pertload serve: ")]
+        lines = lines[said[-1]:][:3] if said else lines[-3:]
+        return "\n".join(lines)[-2000:]
+
+    def stderr_tail(self):
+        text = self.reason()
         return f": {text}" if text else ""
+
+    def _name_taken(self):
+        """Did serve fail because the ring's name is held by a segment not
+        its own (another user's, a live ring, something else planted)?"""
+        path, name = re.escape(_segment_path(self.name)), re.escape(self.name)
+        return re.match(rf"pertload serve: (?:{path} (?:belongs to uid|is not a regular "
+                        rf"file|has mode|keeps reappearing)|cannot open {path}: |ring "
+                        rf"'{name}' is (?:in use by|being created by))", self.reason()) is not None
 
     def exit_message(self):
         rc = self.proc.returncode
@@ -201,12 +239,32 @@ def _stop(proc, name):
     # A producer that was killed could not remove its segment. Only ours:
     # another user's segment under the name is not ours to remove.
     if name is not None:
-        path = os.path.join(_SHM_DIR, "pertload-" + name)
+        path = _segment_path(name)
         try:
             if os.lstat(path).st_uid == os.geteuid():
                 os.unlink(path)
         except FileNotFoundError:
             pass
+
+
+def _start_producer(loader, start):
+    """Run serve for `loader`'s epoch from batch `start` on a ring of the
+    loader's name, else of a fresh name (a fresh one again while serve finds
+    it taken, up to _NAME_TRIES names)."""
+    if loader.ring is not None:
+        try:
+            return _Producer(loader._serve_args(start, loader.ring), loader.ring, False,
+                             loader.timeout)
+        except _NameTaken as e:
+            raise LoaderError(str(e)) from None
+    for _ in range(_NAME_TRIES):
+        name = _ring_name()
+        try:
+            return _Producer(loader._serve_args(start, name), name, True, loader.timeout)
+        except _NameTaken as e:
+            taken = e
+    raise LoaderError(f"{_NAME_TRIES} ring names in a row were taken by other segments; the "
+                      f"last: {taken}")
 
 
 class _Epoch:
@@ -221,9 +279,7 @@ class _Epoch:
         self._producer = None
         self._finalizer = None
         if n_batches > start:
-            name = loader.ring or f"py{os.getpid()}-{next(_names)}"
-            self._producer = p = _Producer(loader._serve_args(start, name), name,
-                                           loader.ring is None, loader.timeout)
+            self._producer = p = _start_producer(loader, start)
             self._finalizer = weakref.finalize(self, p.stop)
             if p.n_batches != n_batches - start:
                 self.close()
@@ -313,7 +369,8 @@ class Loader:
     the ring, valid until the next batch) and stops the process at the end,
     on break, close() or garbage collection. dense="bits" or "bool" asks the
     producer for dense masks in the slots. ring names the ring (default
-    "py<pid>-<n>"); timeout bounds the producer's start in seconds.
+    "py<pid>-<64 random bits in hex>", a fresh one per epoch and again when
+    the name is taken); timeout bounds the producer's start in seconds.
 
     state_dict() saves the position in the epoch; load_state_dict() makes the
     next iteration yield exactly the remaining batches. A producer failure or
@@ -428,7 +485,7 @@ class Loader:
         return it.stats() if it is not None else None
 
     def _serve_args(self, start, name):
-        a = [_lib.program_path(), "serve", self.db, "--ring", name,
+        a = [_lib.program_path(), "serve", "--ring", name,
              "--batch-size", str(self.batch_size), "--seed", str(self.seed),
              "--epoch", str(self.epoch), "--rank", str(self.rank),
              "--world-size", str(self.world_size), "--threads", str(self.threads),
@@ -441,7 +498,7 @@ class Loader:
             a += ["--dense", self.dense]
         if self.slots:
             a += ["--slots", str(self.slots)]
-        return a
+        return a + ["--", self.db]  # the path may start with '-'
 
     def _stop_epoch(self):
         it = self._epoch_it() if self._epoch_it is not None else None
