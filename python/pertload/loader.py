@@ -7,6 +7,7 @@ import re
 import secrets
 import select
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -48,20 +49,56 @@ class _Mapping:
 
     Batch views keep it alive through their buffers, so the segment stays
     mapped while any view of it exists; it is detached when the last reference
-    goes (or at interpreter exit). Device registrations are undone first."""
+    goes (or at interpreter exit). Device registrations are undone first.
+
+    It keeps a descriptor of its own on the mapped segment: a segment cut
+    short (ftruncate) under a mapping faults with SIGBUS where the missing
+    pages are touched, so check_size() compares its size with the mapping's
+    before the ring is touched, and a short segment is grown back (the lost
+    pages read as zeros) before the mapping is detached."""
 
     def __init__(self, name, timeout_ms):
+        self.name = name
         self.handle = ctypes.c_void_p()
         err = _lib.PlErr()
         _lib.check(_lib.lib().pl_ring_attach(name.encode("ascii"), timeout_ms,
                                              ctypes.byref(self.handle), ctypes.byref(err)),
                    err, f"attaching ring '{name}'")
         self._registered = []
-        self._finalizer = weakref.finalize(self, _detach, self.handle.value, self._registered)
-        self.slot_bytes = self.stats()["slot_bytes"]
+        self._segment = [-1, 0]  # our descriptor on the mapped file, the mapping's size
+        self._cut = None  # why the segment is unusable, once it was found truncated
+        self._finalizer = weakref.finalize(self, _detach, self.handle.value, self._registered,
+                                           self._segment)
+        try:
+            self._segment[:] = _open_mapped(name)
+            self.total_bytes = self._segment[1]
+            st = self.stats()
+            if st["total_bytes"] != self.total_bytes:
+                raise LoaderError(f"ring '{name}': header says {st['total_bytes']} bytes, "
+                                  f"{self.total_bytes} are mapped")
+        except BaseException:
+            self._finalizer()
+            raise
+        self.slot_bytes = st["slot_bytes"]
         self._slot_type = ctypes.c_char * self.slot_bytes
 
+    def check_size(self):
+        """Raise LoaderError when the segment is, or once was, shorter than the
+        mapping (it is grown back, so that nothing faults on what is still
+        mapped). A process of this user can still truncate it between this
+        check and the access."""
+        if self._cut is None:
+            fd, total = self._segment
+            size = os.fstat(fd).st_size
+            if size >= total:
+                return
+            _restore_size(fd, total)
+            self._cut = (f"ring '{self.name}': its segment was truncated to {size} of its "
+                         f"{total} bytes while in use")
+        raise LoaderError(self._cut)
+
     def stats(self):
+        self.check_size()
         st = _lib.RingStats()
         _lib.lib().pl_ring_stats_get(self.handle, ctypes.byref(st))
         return st.as_dict()
@@ -85,13 +122,62 @@ class _Mapping:
         self._registered.append((addr, torch))
 
 
-def _detach(handle, registered):
+def _open_mapped(name):
+    """Open the segment the library mapped for ring `name`; return (fd, size of
+    the mapping). The name is opened again, so the file is matched with the
+    mapping by device and inode in /proc/self/maps (it may have been replaced
+    in between)."""
+    path = _segment_path(name)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise LoaderError(f"ring '{name}': cannot open {path}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        key = ("/pertload-" + name).encode()
+        with open("/proc/self/maps", "rb") as f:
+            maps = f.read()
+        for line in maps.splitlines():
+            if key not in line:
+                continue
+            addr, _, _, dev, inode = line.split(None, 5)[:5]
+            major, minor = dev.split(b":")
+            if (stat.S_ISREG(st.st_mode) and int(inode) == st.st_ino
+                    and os.makedev(int(major, 16), int(minor, 16)) == st.st_dev):
+                lo, hi = addr.split(b"-")
+                return fd, int(hi, 16) - int(lo, 16)
+        raise LoaderError(f"ring '{name}': {path} is not the segment that was mapped (it "
+                          "was replaced meanwhile)")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _restore_size(fd, total):
+    """Grow a truncated segment back to `total` bytes; True when it has them."""
+    try:
+        if os.fstat(fd).st_size < total:
+            os.ftruncate(fd, total)
+        return os.fstat(fd).st_size >= total
+    except OSError:
+        return False
+
+
+def _detach(handle, registered, segment):
     if registered:
         torch = registered[0][1]
         torch.cuda.synchronize()  # no copy from the mapping may still be in flight
     for addr, torch in registered:
         torch.cuda.cudart().cudaHostUnregister(addr)
-    _lib.lib().pl_ring_detach(handle)
+    fd, total = segment
+    intact = True
+    if fd >= 0:
+        intact = _restore_size(fd, total)
+        os.close(fd)
+        segment[0] = -1
+    # Detaching writes to the header: a segment that stays short is left mapped.
+    if intact:
+        _lib.lib().pl_ring_detach(handle)
 
 
 class _NameTaken(LoaderError):
@@ -306,9 +392,13 @@ class _Epoch:
             raise StopIteration
         m = p.mapping
         lib = _lib.lib()
-        if self._prev is not None:
-            prev, self._prev = self._prev, None
+        prev, self._prev = self._prev, None
+        if prev is not None:
             prev.wait_copies()
+        # Before the header is touched (a truncated segment faults), and again
+        # before the slot is, as the wait for it may be long.
+        self._check_size(m)
+        if prev is not None:
             lib.pl_ring_release(m.handle, self._i - 1, len(prev))
         slot = ctypes.c_void_p()
         err = _lib.PlErr()
@@ -329,6 +419,7 @@ class _Epoch:
             self.close()
             raise LoaderError(msg)
         try:
+            m.check_size()
             head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
             batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes)
             want = self._start + self._i
@@ -336,13 +427,22 @@ class _Epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
                                   f"{batch.epoch}, batch {want} of epoch "
                                   f"{self._loader.epoch} expected")
-        except LoaderError:
+        except Exception as e:
             self.close()
-            raise
+            if isinstance(e, LoaderError):
+                raise
+            raise LoaderError(f"ring '{p.name}': batch {self._start + self._i}: {e!r}") from e
         self._prev = batch
         self._i += 1
         self._loader._consumed = self._start + self._i
         return batch
+
+    def _check_size(self, m):
+        try:
+            m.check_size()
+        except LoaderError:
+            self.close()
+            raise
 
     def close(self, finish=False):
         """Stop the producer and drop the ring (also on garbage collection)."""
