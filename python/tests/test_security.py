@@ -97,9 +97,10 @@ def _names_of_children(n):
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.close(r)
-            os.write(w, loader_mod._ring_name().encode())
-            os._exit(0)
+            try:
+                os.write(w, loader_mod._ring_name().encode())
+            finally:
+                os._exit(0)
         os.close(w)
         with os.fdopen(r, "rb") as f:
             names.append((pid, f.read().decode()))
