@@ -254,6 +254,10 @@ class Database:
 def plan_n_batches(n_samples, rank, world_size, batch_size, drop_last):
     """Batches of one rank's epoch (pl_plan_n_batches; the count does not
     depend on the seed, the epoch or shuffling)."""
+    # ctypes would keep only the low 32 bits of these (2**32 reads as 0).
+    for key, v in (("rank", rank), ("world_size", world_size), ("batch_size", batch_size)):
+        if v >= 1 << 32:
+            raise LoaderError(f"epoch plan: {key} {v} does not fit in 32 bits")
     opts = PlanOpts(n_samples=n_samples, seed=0, epoch=0, rank=rank, world_size=world_size,
                     batch_size=batch_size, shuffle=0, drop_last=int(bool(drop_last)))
     plan = _vp()

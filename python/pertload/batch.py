@@ -66,28 +66,39 @@ def parse_slot(buf, slot_bytes):
 
     `buf` is any writable object exposing the slot's `slot_bytes` bytes; the
     arrays are views of it (no copy). header: dict of batch, epoch, n_samples,
-    dense, used, n_arrays. The library's pl_slot_check() validates the header
-    and every descriptor (bounds, overflow, dtypes, names, overlaps) before
-    any of them is used here."""
-    view = (ctypes.c_char * slot_bytes).from_buffer(buf) if slot_bytes else None
+    dense, used, n_arrays. The header and the descriptor table are copied
+    into private memory first; the library's pl_slot_check() validates that
+    copy (bounds, overflow, dtypes, names, overlaps; it reads nothing past the
+    descriptor table) and the views are made from it alone, so a rewrite of
+    the shared slot after the copy cannot change a checked descriptor."""
+    mv = memoryview(buf).cast("B")
+    if len(mv) < slot_bytes:
+        raise LoaderError(f"slot: {len(mv)} bytes, {slot_bytes} expected")
+    head = bytes(mv[:min(HEADER.size, slot_bytes)])
+    table = head
+    if len(head) == HEADER.size:
+        # The table as long as this copy's n_arrays says, within the slot: if
+        # it does not fit, the check refuses the header before any descriptor.
+        end = min(HEADER.size + ARRAY.size * int.from_bytes(head[12:16], "little"), slot_bytes)
+        table = head + bytes(mv[HEADER.size:end])
     err = _lib.PlErr()
-    rc = _lib.lib().pl_slot_check(view, slot_bytes, ctypes.byref(err))
-    del view
+    rc = _lib.lib().pl_slot_check(table, slot_bytes, ctypes.byref(err))
     if rc < 0:
         raise LoaderError(err.text(rc))
-    _, _, n_arrays, batch, epoch, n_samples, dense, used = HEADER.unpack_from(buf)
+    _, _, n_arrays, batch, epoch, n_samples, dense, used = HEADER.unpack_from(table)
     head = {"batch": batch, "epoch": epoch, "n_samples": n_samples, "dense": dense,
             "used": used, "n_arrays": n_arrays}
     arrays = {}
-    table = memoryview(buf).cast("B")[HEADER.size:HEADER.size + n_arrays * ARRAY.size]
-    for rec in ARRAY.iter_unpack(table):
+    for rec in ARRAY.iter_unpack(memoryview(table)[HEADER.size:]):
         raw, dtype, ndim, off = rec[0], rec[1], rec[2], rec[4]
         name = _NAMES.get(raw)
         if name is None:
             if len(_NAMES) > 4096:
                 _NAMES.clear()
             name = _NAMES[raw] = raw[:raw.index(b"\0")].decode("utf-8", "replace")
-        dt = _DTYPES_PADDED[dtype]
+        dt = _DTYPES_PADDED.get(dtype)
+        if dt is None:  # bytes after the NUL that ends the type string
+            dt = _DTYPES[dtype[:dtype.index(b"\0")]]
         shape = rec[6:6 + ndim]
         count = 1
         for s in shape:
@@ -188,6 +199,9 @@ class Batch:
 
         Dense masks are built on the device from the removed lists by one
         indexed store per mask, or taken from the slot when it holds them.
+        The lists are checked before those stores: on the CPU in their copies,
+        so a rewrite of the slot meanwhile cannot slip past the check; on CUDA
+        in the slot, before the copy.
         On CUDA the slot's memory is page-locked once (cudaHostRegister) and
         copied asynchronously on a side stream that the current stream then
         waits for; the loader waits for those copies before it lets the
@@ -216,8 +230,12 @@ class Batch:
             out = {}
             for key, slot_name, n in self._kinds:
                 pos, ptr = self._lists[slot_name]
-                _check_positions(slot_name, pos, ptr, n)
+                if cuda:  # checked in the slot, then copied from it
+                    _check_positions(slot_name, pos, ptr, n)
                 pos_t, ptr_t = up_long(pos), up(ptr)
+                if not cuda:  # the copies are checked: the slot may change meanwhile
+                    _check_ptr(slot_name, pos_t.numpy(), ptr_t.numpy())
+                    _check_positions(slot_name, pos_t.numpy(), ptr_t.numpy(), n)
                 if key in self.dense:
                     mask = self._dense_mask(torch, up(_signed(self.dense[key])), n)
                 else:

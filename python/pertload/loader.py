@@ -2,11 +2,12 @@
 
 import ctypes
 import errno
-import itertools
 import os
 import re
+import secrets
 import select
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -19,12 +20,23 @@ from .graph import Graph
 
 _SHM_DIR = "/dev/shm"
 _READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches$")
-_names = itertools.count()
+# Fresh names a Loader tries when serve finds its ring's name taken.
+_NAME_TRIES = 8
 _PR_SET_PDEATHSIG = 1
 _EINTR = -errno.EINTR
 # Loaded before any fork: the child only calls it.
 _prctl = ctypes.CDLL(None, use_errno=True).prctl
 _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+def _ring_name():
+    """A fresh ring name: the pid for people reading `pertload top`, and 64
+    random bits, so another user cannot guess it and create it first."""
+    return f"py{os.getpid()}-{secrets.token_hex(8)}"
+
+
+def _segment_path(name):
+    return os.path.join(_SHM_DIR, "pertload-" + name)
 
 
 def _env_int(name, default):
@@ -37,20 +49,56 @@ class _Mapping:
 
     Batch views keep it alive through their buffers, so the segment stays
     mapped while any view of it exists; it is detached when the last reference
-    goes (or at interpreter exit). Device registrations are undone first."""
+    goes (or at interpreter exit). Device registrations are undone first.
+
+    It keeps a descriptor of its own on the mapped segment: a segment cut
+    short (ftruncate) under a mapping faults with SIGBUS where the missing
+    pages are touched, so check_size() compares its size with the mapping's
+    before the ring is touched, and a short segment is grown back (the lost
+    pages read as zeros) before the mapping is detached."""
 
     def __init__(self, name, timeout_ms):
+        self.name = name
         self.handle = ctypes.c_void_p()
         err = _lib.PlErr()
         _lib.check(_lib.lib().pl_ring_attach(name.encode("ascii"), timeout_ms,
                                              ctypes.byref(self.handle), ctypes.byref(err)),
                    err, f"attaching ring '{name}'")
         self._registered = []
-        self._finalizer = weakref.finalize(self, _detach, self.handle.value, self._registered)
-        self.slot_bytes = self.stats()["slot_bytes"]
+        self._segment = [-1, 0]  # our descriptor on the mapped file, the mapping's size
+        self._cut = None  # why the segment is unusable, once it was found truncated
+        self._finalizer = weakref.finalize(self, _detach, self.handle.value, self._registered,
+                                           self._segment)
+        try:
+            self._segment[:] = _open_mapped(name)
+            self.total_bytes = self._segment[1]
+            st = self.stats()
+            if st["total_bytes"] != self.total_bytes:
+                raise LoaderError(f"ring '{name}': header says {st['total_bytes']} bytes, "
+                                  f"{self.total_bytes} are mapped")
+        except BaseException:
+            self._finalizer()
+            raise
+        self.slot_bytes = st["slot_bytes"]
         self._slot_type = ctypes.c_char * self.slot_bytes
 
+    def check_size(self):
+        """Raise LoaderError when the segment is, or once was, shorter than the
+        mapping (it is grown back, so that nothing faults on what is still
+        mapped). A process of this user can still truncate it between this
+        check and the access."""
+        if self._cut is None:
+            fd, total = self._segment
+            size = os.fstat(fd).st_size
+            if size >= total:
+                return
+            _restore_size(fd, total)
+            self._cut = (f"ring '{self.name}': its segment was truncated to {size} of its "
+                         f"{total} bytes while in use")
+        raise LoaderError(self._cut)
+
     def stats(self):
+        self.check_size()
         st = _lib.RingStats()
         _lib.lib().pl_ring_stats_get(self.handle, ctypes.byref(st))
         return st.as_dict()
@@ -74,13 +122,66 @@ class _Mapping:
         self._registered.append((addr, torch))
 
 
-def _detach(handle, registered):
+def _open_mapped(name):
+    """Open the segment the library mapped for ring `name`; return (fd, size of
+    the mapping). The name is opened again, so the file is matched with the
+    mapping by device and inode in /proc/self/maps (it may have been replaced
+    in between)."""
+    path = _segment_path(name)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise LoaderError(f"ring '{name}': cannot open {path}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        key = ("/pertload-" + name).encode()
+        with open("/proc/self/maps", "rb") as f:
+            maps = f.read()
+        for line in maps.splitlines():
+            if key not in line:
+                continue
+            addr, _, _, dev, inode = line.split(None, 5)[:5]
+            major, minor = dev.split(b":")
+            if (stat.S_ISREG(st.st_mode) and int(inode) == st.st_ino
+                    and os.makedev(int(major, 16), int(minor, 16)) == st.st_dev):
+                lo, hi = addr.split(b"-")
+                return fd, int(hi, 16) - int(lo, 16)
+        raise LoaderError(f"ring '{name}': {path} is not the segment that was mapped (it "
+                          "was replaced meanwhile)")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _restore_size(fd, total):
+    """Grow a truncated segment back to `total` bytes; True when it has them."""
+    try:
+        if os.fstat(fd).st_size < total:
+            os.ftruncate(fd, total)
+        return os.fstat(fd).st_size >= total
+    except OSError:
+        return False
+
+
+def _detach(handle, registered, segment):
     if registered:
         torch = registered[0][1]
         torch.cuda.synchronize()  # no copy from the mapping may still be in flight
     for addr, torch in registered:
         torch.cuda.cudart().cudaHostUnregister(addr)
-    _lib.lib().pl_ring_detach(handle)
+    fd, total = segment
+    intact = True
+    if fd >= 0:
+        intact = _restore_size(fd, total)
+        os.close(fd)
+        segment[0] = -1
+    # Detaching writes to the header: a segment that stays short is left mapped.
+    if intact:
+        _lib.lib().pl_ring_detach(handle)
+
+
+class _NameTaken(LoaderError):
+    """serve found its ring's name held by another segment."""
 
 
 class _Producer:
@@ -124,6 +225,10 @@ class _Producer:
             chunk = os.read(fd, 4096) if ready else b""
             if ready and not chunk:
                 self.proc.wait()
+                if self.proc.returncode == 1 and self._name_taken():
+                    # Another process's segment: not ours to remove.
+                    self._owns_name = False
+                    raise _NameTaken(self.exit_message())
                 raise LoaderError(self.exit_message())
             line += chunk
         m = _READY.match(line.split(b"\n", 1)[0])
@@ -142,12 +247,31 @@ class _Producer:
             raise LoaderError(f"pertload serve (pid {self.proc.pid}, {state}) announced ring "
                               f"'{self.name}', then it was gone: {e}") from None
 
-    def stderr_tail(self):
-        """The last lines serve wrote to stderr (its error message), or ""."""
+    def reason(self):
+        """What serve said on stderr about its failure, or "": its last
+        "pertload serve: " line (the info line comes before any error) and what
+        follows, without the usage text of a usage error; else its last lines."""
         self.stderr.seek(0)
         lines = self.stderr.read().decode("utf-8", "replace").strip().splitlines()
-        text = "\n".join(lines[-3:])[-2000:]
+        for k, line in enumerate(lines):
+            if line.startswith("usage: pertload serve"):
+                del lines[k:]
+                break
+        said = [k for k, line in enumerate(lines) if line.startswith("pertload serve: ")]
+        lines = lines[said[-1]:][:3] if said else lines[-3:]
+        return "\n".join(lines)[-2000:]
+
+    def stderr_tail(self):
+        text = self.reason()
         return f": {text}" if text else ""
+
+    def _name_taken(self):
+        """Did serve fail because the ring's name is held by a segment not
+        its own (another user's, a live ring, something else planted)?"""
+        path, name = re.escape(_segment_path(self.name)), re.escape(self.name)
+        return re.match(rf"pertload serve: (?:{path} (?:belongs to uid|is not a regular "
+                        rf"file|has mode|keeps reappearing)|cannot open {path}: |ring "
+                        rf"'{name}' is (?:in use by|being created by))", self.reason()) is not None
 
     def exit_message(self):
         rc = self.proc.returncode
@@ -201,12 +325,32 @@ def _stop(proc, name):
     # A producer that was killed could not remove its segment. Only ours:
     # another user's segment under the name is not ours to remove.
     if name is not None:
-        path = os.path.join(_SHM_DIR, "pertload-" + name)
+        path = _segment_path(name)
         try:
             if os.lstat(path).st_uid == os.geteuid():
                 os.unlink(path)
         except FileNotFoundError:
             pass
+
+
+def _start_producer(loader, start):
+    """Run serve for `loader`'s epoch from batch `start` on a ring of the
+    loader's name, else of a fresh name (a fresh one again while serve finds
+    it taken, up to _NAME_TRIES names)."""
+    if loader.ring is not None:
+        try:
+            return _Producer(loader._serve_args(start, loader.ring), loader.ring, False,
+                             loader.timeout)
+        except _NameTaken as e:
+            raise LoaderError(str(e)) from None
+    for _ in range(_NAME_TRIES):
+        name = _ring_name()
+        try:
+            return _Producer(loader._serve_args(start, name), name, True, loader.timeout)
+        except _NameTaken as e:
+            taken = e
+    raise LoaderError(f"{_NAME_TRIES} ring names in a row were taken by other segments; the "
+                      f"last: {taken}")
 
 
 class _Epoch:
@@ -221,9 +365,7 @@ class _Epoch:
         self._producer = None
         self._finalizer = None
         if n_batches > start:
-            name = loader.ring or f"py{os.getpid()}-{next(_names)}"
-            self._producer = p = _Producer(loader._serve_args(start, name), name,
-                                           loader.ring is None, loader.timeout)
+            self._producer = p = _start_producer(loader, start)
             self._finalizer = weakref.finalize(self, p.stop)
             if p.n_batches != n_batches - start:
                 self.close()
@@ -250,9 +392,13 @@ class _Epoch:
             raise StopIteration
         m = p.mapping
         lib = _lib.lib()
-        if self._prev is not None:
-            prev, self._prev = self._prev, None
+        prev, self._prev = self._prev, None
+        if prev is not None:
             prev.wait_copies()
+        # Before the header is touched (a truncated segment faults), and again
+        # before the slot is, as the wait for it may be long.
+        self._check_size(m)
+        if prev is not None:
             lib.pl_ring_release(m.handle, self._i - 1, len(prev))
         slot = ctypes.c_void_p()
         err = _lib.PlErr()
@@ -273,6 +419,7 @@ class _Epoch:
             self.close()
             raise LoaderError(msg)
         try:
+            m.check_size()
             head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
             batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes)
             want = self._start + self._i
@@ -280,13 +427,22 @@ class _Epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
                                   f"{batch.epoch}, batch {want} of epoch "
                                   f"{self._loader.epoch} expected")
-        except LoaderError:
+        except Exception as e:
             self.close()
-            raise
+            if isinstance(e, LoaderError):
+                raise
+            raise LoaderError(f"ring '{p.name}': batch {self._start + self._i}: {e!r}") from e
         self._prev = batch
         self._i += 1
         self._loader._consumed = self._start + self._i
         return batch
+
+    def _check_size(self, m):
+        try:
+            m.check_size()
+        except LoaderError:
+            self.close()
+            raise
 
     def close(self, finish=False):
         """Stop the producer and drop the ring (also on garbage collection)."""
@@ -313,7 +469,8 @@ class Loader:
     the ring, valid until the next batch) and stops the process at the end,
     on break, close() or garbage collection. dense="bits" or "bool" asks the
     producer for dense masks in the slots. ring names the ring (default
-    "py<pid>-<n>"); timeout bounds the producer's start in seconds.
+    "py<pid>-<64 random bits in hex>", a fresh one per epoch and again when
+    the name is taken); timeout bounds the producer's start in seconds.
 
     state_dict() saves the position in the epoch; load_state_dict() makes the
     next iteration yield exactly the remaining batches. A producer failure or
@@ -428,7 +585,7 @@ class Loader:
         return it.stats() if it is not None else None
 
     def _serve_args(self, start, name):
-        a = [_lib.program_path(), "serve", self.db, "--ring", name,
+        a = [_lib.program_path(), "serve", "--ring", name,
              "--batch-size", str(self.batch_size), "--seed", str(self.seed),
              "--epoch", str(self.epoch), "--rank", str(self.rank),
              "--world-size", str(self.world_size), "--threads", str(self.threads),
@@ -441,7 +598,7 @@ class Loader:
             a += ["--dense", self.dense]
         if self.slots:
             a += ["--slots", str(self.slots)]
-        return a
+        return a + ["--", self.db]  # the path may start with '-'
 
     def _stop_epoch(self):
         it = self._epoch_it() if self._epoch_it is not None else None

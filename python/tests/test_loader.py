@@ -205,6 +205,34 @@ def test_producer_failure_is_reported(small, tmp_path):
     assert "checksum" in str(e.value) or "corrupt" in str(e.value), e.value
 
 
+@pytest.mark.parametrize("kw,reason", [
+    ({"threads": 1000}, "--threads 1000 is out of range (1 to 256)"),
+    ({"slots": 5000}, "--slots 5000 is out of range (1 to 1024)"),
+    ({"batch_size": 2 ** 21}, "--batch-size 2097152 is out of range (1 to 1048576)"),
+    ({"world_size": 2 ** 30 + 1}, "--world-size 1073741825 is out of range (1 to 1073741824)"),
+])
+def test_serve_usage_errors_carry_the_reason(small, kw, reason):
+    """serve's reason, not the end of its usage text that follows it."""
+    loader = pertload.Loader(small.db, **kw)
+    with pytest.raises(pertload.LoaderError) as e:
+        iter(loader)
+    assert str(e.value).endswith(f"exited with status 2: pertload serve: {reason}"), e.value
+
+
+@pytest.mark.parametrize("key", ["rank", "world_size", "batch_size"])
+def test_plan_parameters_over_32_bits_are_named(small, key):
+    kw = {"world_size": 2 ** 32 + 2, "rank": 2 ** 32 + 1} if key == "rank" else {key: 2 ** 32}
+    with pytest.raises(pertload.LoaderError, match=f"epoch plan: {key} {kw[key]} does not fit"):
+        pertload.Loader(small.db, **kw)
+
+
+def test_database_path_may_start_with_a_dash(small, tmp_path, monkeypatch):
+    shutil.copytree(small.db, tmp_path / "-db")
+    monkeypatch.chdir(tmp_path)
+    rows = [r for batch in pertload.Loader("-db", batch_size=64) for r in batch.row.tolist()]
+    assert rows == list(range(small.n))
+
+
 def test_signals_handled_during_waits_lose_no_batch(small):
     """Handlers that return (a profiler's timer, SIGCHLD) interrupt the waits
     for batches, here for a producer stopped for 0.3 s; the epoch goes on with

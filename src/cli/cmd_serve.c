@@ -15,7 +15,8 @@ static const char usage[] =
     "DB --ring NAME [--batch-size B] [--shuffle] [--seed S] [--epoch E]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
     "       [--slots N] [--start-batch K] [--consumer-pid PID] [--io auto|uring|pread]\n"
-    "       [--quiet]";
+    "       [--quiet]\n"
+    "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
 {
@@ -33,10 +34,17 @@ int pl_cmd_serve(int argc, char **argv)
     o.threads = 1;
     o.slots = 16;
     o.verbose = 1;
+    int positional = 0; /* after "--": a database path may start with '-' */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         unsigned long long v = 0;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        if (!positional && !strcmp(a, "--")) {
+            positional = 1;
+        } else if (positional || a[0] != '-') {
+            if (o.db)
+                return pl_cli_usage(cmd, usage, "unexpected argument '%s'", a);
+            o.db = a;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: pertload serve %s\n", usage);
             return 0;
         } else if (!strcmp(a, "--shuffle")) {
@@ -45,7 +53,7 @@ int pl_cmd_serve(int argc, char **argv)
             o.plan.drop_last = 1;
         } else if (!strcmp(a, "--quiet")) {
             o.verbose = 0;
-        } else if (a[0] == '-' && i + 1 >= argc) {
+        } else if (i + 1 >= argc) {
             return pl_cli_usage(cmd, usage, "%s needs a value", a);
         } else if (!strcmp(a, "--ring")) {
             o.ring = argv[++i];
@@ -67,7 +75,7 @@ int pl_cmd_serve(int argc, char **argv)
                 o.io_mode = PL_IO_PREAD;
             else
                 return pl_cli_usage(cmd, usage, "--io is auto, uring or pread, not '%s'", d);
-        } else if (a[0] == '-') {
+        } else {
             struct {
                 const char *opt;
                 unsigned long long max;
@@ -82,8 +90,10 @@ int pl_cmd_serve(int argc, char **argv)
                 return pl_cli_usage(cmd, usage, "unknown option '%s'", a);
             if (pl_cli_u64(cmd, a, argv[++i], &v) < 0)
                 return 2;
-            if (v > nums[k].max || (v == 0 && (k == 0 || k == 4 || k == 5 || k == 6)))
-                return pl_cli_usage(cmd, usage, "%s %llu is out of range", a, v);
+            unsigned min = k == 0 || k == 4 || k == 5 || k == 6;
+            if (v > nums[k].max || v < min)
+                return pl_cli_usage(cmd, usage, "%s %llu is out of range (%u to %llu)", a, v,
+                                    min, nums[k].max);
             switch (k) {
             case 0: o.plan.batch_size = (uint32_t)v; break;
             case 1: o.plan.seed = v; break;
@@ -95,10 +105,6 @@ int pl_cmd_serve(int argc, char **argv)
             case 7: o.start_batch = v; break;
             default: o.consumer_pid = (int32_t)v; break;
             }
-        } else if (!o.db) {
-            o.db = a;
-        } else {
-            return pl_cli_usage(cmd, usage, "unexpected argument '%s'", a);
         }
     }
     if (!o.db || !o.ring)
