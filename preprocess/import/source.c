@@ -234,12 +234,16 @@ static int fill_zstd(pl_src *s, pl_err *err)
         ZSTD_inBuffer zin = {s->in, s->in_len, s->in_pos};
         ZSTD_outBuffer zout = {s->buf + s->end, s->cap - s->end, 0};
         size_t r = ZSTD_decompressStream(s->zd, &zout, &zin);
+        int moved = zout.pos > 0 || zin.pos != s->in_pos;
         if (ZSTD_isError(r))
             return pl__err(err, PL_EPARSE, "%s:%llu: corrupt zstd data (%s)", s->path,
                            (unsigned long long)s->line + 1, ZSTD_getErrorName(r));
         s->in_pos = zin.pos;
         s->end += zout.pos;
-        s->frame_open = r != 0;
+        /* 0: a frame is done and flushed. A call that moved nothing (at the
+         * end of the input) returns the next frame's header size instead. */
+        if (moved)
+            s->frame_open = r != 0;
         if (zout.pos > 0)
             return 0;
         if (s->in_pos == s->in_len && s->in_eof) {
