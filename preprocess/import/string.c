@@ -36,22 +36,29 @@ static int check(const pl_imp_opts *o, pl_err *err)
     return 0;
 }
 
+/* The taxon of the first row, copied (lines do not outlive their call). */
+typedef struct taxon {
+    char s[24];
+    size_t len;
+} taxon;
+
 /* "4932.YAL001C" -> "YAL001C"; the taxon must be the same on every row. */
-static int strip_taxon(const pl_src *src, pl__field *f, pl__field *taxon, pl_err *err)
+static int strip_taxon(const pl_src *src, pl__field *f, taxon *tx, pl_err *err)
 {
     const char *dot = memchr(f->s, '.', f->len);
     size_t t = dot ? (size_t)(dot - f->s) : 0;
     int digits = t > 0;
     for (size_t i = 0; i < t; i++)
         digits &= f->s[i] >= '0' && f->s[i] <= '9';
-    if (!digits || t + 1 >= f->len)
+    if (!digits || t + 1 >= f->len || t > sizeof tx->s)
         return pl__src_fail(src, f->col, err, "protein id '%.*s' is not TAXON.NAME",
                             (int)(f->len > 60 ? 60 : f->len), f->s);
-    if (taxon->len == 0) {
-        *taxon = (pl__field){f->s, (uint32_t)t, 0};
-    } else if (taxon->len != t || memcmp(taxon->s, f->s, t)) {
+    if (tx->len == 0) {
+        memcpy(tx->s, f->s, t);
+        tx->len = t;
+    } else if (tx->len != t || memcmp(tx->s, f->s, t)) {
         return pl__src_fail(src, f->col, err, "taxon %.*s differs from taxon %.*s of the "
-                            "rows before", (int)t, f->s, (int)taxon->len, taxon->s);
+                            "rows before", (int)t, f->s, (int)tx->len, tx->s);
     }
     f->s += t + 1;
     f->len -= (uint32_t)(t + 1);
@@ -97,7 +104,7 @@ static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
         return pl__src_fail(src, 0, err, "channel '%s' is not a column of this file (it has: "
                             "%s)", want, have);
     }
-    pl__field taxon = {0};
+    taxon tx = {0};
     while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
         if (len == 0)
             continue;
@@ -112,8 +119,8 @@ static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
                                 "integer 0..1000)", want, (int)(f[col].len > 40 ? 40 : f[col].len),
                                 f[col].s);
         pl_imp_edge e = {f[0], f[1], (double)v};
-        PL_TRY(strip_taxon(src, &e.src, &taxon, err));
-        PL_TRY(strip_taxon(src, &e.dst, &taxon, err));
+        PL_TRY(strip_taxon(src, &e.src, &tx, err));
+        PL_TRY(strip_taxon(src, &e.dst, &tx, err));
         if (!isnan(o->min_score) && e.score < o->min_score) {
             st->filtered++;
             continue;
