@@ -72,9 +72,10 @@ static size_t upper(const char *s, size_t len, char *buf)
     return len;
 }
 
-/* Map `key` to gene `g` for table `table` of `n`: a key from an earlier
- * table stays; one the same table maps to another gene becomes ambiguous
- * (counted once in *ambiguous). @return 1 when added, 0 if not, -ENOMEM. */
+/* Map `key` to gene `g` with precedence `table` (lower wins) in `n`: a key
+ * of a lower table stays, one of a higher table is replaced, one the same
+ * table maps to another gene becomes ambiguous (counted once in
+ * *ambiguous). @return 1 when added, 0 if not, -ENOMEM. */
 static int ntab_put(ntab *n, const char *key, size_t len, int32_t g, uint32_t table,
                     uint64_t *ambiguous)
 {
@@ -89,6 +90,11 @@ static int ntab_put(ntab *n, const char *key, size_t len, int32_t g, uint32_t ta
         n->to[i] = g;
         n->table[i] = table;
         return 1;
+    }
+    if (n->table[i] > table) {
+        n->to[i] = g;
+        n->table[i] = table;
+        return 0;
     }
     if (n->table[i] == table && n->to[i] != g && n->to[i] != AMBIGUOUS) {
         n->to[i] = AMBIGUOUS;
@@ -142,18 +148,19 @@ int pl__names_load_genes(pl_names *nm, const char *path, int header, pl_err *err
     return rc;
 }
 
-/* One alias -> gene g from the current table. */
-static int add_alias(pl_names *nm, const char *s, size_t len, int32_t g, pl_alias_stats *st)
+/* One alias -> gene g with precedence `table`. */
+static int add_alias(pl_names *nm, const char *s, size_t len, int32_t g, uint32_t table,
+                     pl_alias_stats *st)
 {
     if (len == 0 || pl__strtab_find(&nm->genes, s, len) >= 0)
         return 0; /* a gene name is never an alias */
-    int r = ntab_put(&nm->alias, s, len, g, nm->n_tables, &st->ambiguous);
+    int r = ntab_put(&nm->alias, s, len, g, table, &st->ambiguous);
     if (r < 0)
         return r;
     st->added += (uint64_t)r;
     char up[UPPER_MAX];
     size_t ul = upper(s, len, up);
-    if (ul && ntab_put(&nm->upper_alias, up, ul, g, nm->n_tables, NULL) < 0)
+    if (ul && ntab_put(&nm->upper_alias, up, ul, g, table, NULL) < 0)
         return -ENOMEM;
     return 0;
 }
@@ -174,7 +181,10 @@ int pl__names_load_aliases(pl_names *nm, const pl_alias_spec *spec, pl_alias_sta
         need = 6;
     pl_src *src;
     PL_TRY(pl__src_open(spec->path, &src, err));
-    nm->n_tables++;
+    /* Precedence: tables in load order; inside SGD_features.tab, standard
+     * names and SGDIDs before the free-form alias column. */
+    uint32_t prec = nm->n_tables;
+    nm->n_tables += 2;
     const char *line;
     size_t len;
     pl__field f[65];
@@ -197,15 +207,15 @@ int pl__names_load_aliases(pl_names *nm, const pl_alias_spec *spec, pl_alias_sta
             st->no_gene++;
             continue;
         }
-        if ((rc = add_alias(nm, f[ac].s, f[ac].len, (int32_t)g, st)) < 0)
+        if ((rc = add_alias(nm, f[ac].s, f[ac].len, (int32_t)g, prec, st)) < 0)
             break;
         if (sgd) {
-            if ((rc = add_alias(nm, f[0].s, f[0].len, (int32_t)g, st)) < 0)
+            if ((rc = add_alias(nm, f[0].s, f[0].len, (int32_t)g, prec, st)) < 0)
                 break;
             pl__field a[64];
             int na = pl__src_split(f[5].s, f[5].len, '|', a, 64);
             for (int i = 0; i < na && i < 64 && rc >= 0; i++)
-                rc = add_alias(nm, a[i].s, a[i].len, (int32_t)g, st);
+                rc = add_alias(nm, a[i].s, a[i].len, (int32_t)g, prec + 1, st);
             if (rc < 0)
                 break;
         }

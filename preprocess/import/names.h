@@ -4,8 +4,10 @@
  * Resolution of a name, first hit wins:
  *   1. the name is in the gene list (exactly as written);
  *   2. the name is an alias (exactly as written); aliases of an earlier table
- *      take precedence over those of a later one; an alias that one table maps
- *      to two different genes is ambiguous and resolves to nothing;
+ *      take precedence over those of a later one (in SGD_features.tab,
+ *      standard names and SGDIDs over the free-form alias column); an alias
+ *      that one table maps to two different genes is ambiguous and resolves
+ *      to nothing;
  *   3. steps 1 and 2 again on the name in ASCII upper case against upper-cased
  *      gene names and aliases (yeast nomenclature is case-insensitive:
  *      "ygr017w" and "Act1" name YGR017W and ACT1); an upper-cased key shared
