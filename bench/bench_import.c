@@ -1,8 +1,8 @@
 /* bench_import: MB/s of decompressed text per core through the import
  * readers (preprocess/import), on generated files of yeast download size:
  * STRING protein.links.detailed (v12 layout, default 2,000,000 rows, about
- * 120 MB) and BioGRID TAB 3.0 (37 columns, default 500,000 rows, about
- * 240 MB), each as plain text, gzip and zstd.
+ * 96 MB) and BioGRID TAB 3.0 (37 columns, default 500,000 rows, about
+ * 160 MB), each as plain text, gzip and zstd.
  *
  * Three stages per file: the line source alone (decompression, line split,
  * UTF-8 check), the reader (fields, header, filters), and the whole run
