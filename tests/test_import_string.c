@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "importutil.h"
 
@@ -105,6 +107,43 @@ Test(import_string, v11_links_and_physical_header, .fini = fini_path)
     cr_assert_eq(read_text(text, PL_TEST_GZIP, &o, &out, NULL, &err), 0, "%s", err.msg);
     cr_assert_str_eq(out.s, "YAL001C\tYAL002W\t181\n");
     free(out.s);
+}
+
+/* The same records from a pipe on standard input ("-") as from the file. */
+Test(import_string, pipe_gives_the_same_records, .fini = fini_path)
+{
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, DETAILED);
+    for (int i = 0; i < 30000; i++)
+        pl_test_tprintf(&t, "4932.Y%05d 4932.Y%05d 0 0 0 %d %d 0 0 %d\n", i, (i * 13) % 30000,
+                        i % 1000, (i * 7) % 1000, (i * 3) % 1000);
+    pl_imp_opts o;
+    pl__imp_opts_init(&o);
+    o.channel = "experimental";
+    o.min_score = 500;
+    pl_test_text want = {0}, got = {0};
+    pl_err err;
+    cr_assert_eq(read_text(t.s, PL_TEST_ZSTD, &o, &want, NULL, &err), 0, "%s", err.msg);
+    size_t n;
+    void *z = pl_test_compress(t.s, t.len, PL_TEST_ZSTD, &n);
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(fd[0]);
+        pl_test_send(fd[1], z, n);
+        _exit(0);
+    }
+    close(fd[1]);
+    cr_assert_eq(dup2(fd[0], 0), 0);
+    close(fd[0]);
+    cr_assert_eq(pl_test_imp_collect("string", "-", &o, &got, NULL, &err), 0, "%s", err.msg);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert_gt(want.len, 1000);
+    cr_assert_str_eq(got.s, want.s);
+    free(t.s), free(z), free(want.s), free(got.s);
 }
 
 static int count_edge(void *ctx, const pl_imp_edge *e, const pl_src *src, pl_err *err)
