@@ -19,15 +19,6 @@ const pl_imp_format *pl__imp_format(const char *name)
     return NULL;
 }
 
-const pl_imp_format *pl__imp_formats(size_t *n)
-{
-    static pl_imp_format all[sizeof formats / sizeof formats[0]];
-    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
-        all[i] = *formats[i];
-    *n = sizeof formats / sizeof formats[0];
-    return all;
-}
-
 void pl__imp_opts_init(pl_imp_opts *o)
 {
     memset(o, 0, sizeof *o);

@@ -121,9 +121,6 @@ typedef struct pl_imp_format {
 /** The reader called `name`, or NULL. */
 const pl_imp_format *pl__imp_format(const char *name);
 
-/** All readers, `*n` of them. */
-const pl_imp_format *pl__imp_formats(size_t *n);
-
 /** Open `path` and run `fmt` over it (stats zeroed first, bytes filled).
  *  @return 0 or a negative code. */
 int pl__imp_read_file(const pl_imp_format *fmt, const char *path, const pl_imp_opts *o,
