@@ -2,6 +2,7 @@
  * with precedence and ambiguity, the case policy, unresolved-name counts,
  * the unordered-pair set, and the pair policy and strict mode of a run. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,45 @@ Test(import_names, bad_gene_lists)
     cr_assert_eq(pl__names_count(nm), 1);
     cr_assert_eq(res("gene"), -1);
     free(p), free(q), free(h);
+}
+
+Test(import_names, bad_alias_tables)
+{
+    load_genes("YAL001C\nYAL002W\n");
+    pl_alias_stats st;
+    pl_err err = {0};
+    /* a row without its alias column */
+    char *p = pl_test_write(dir, "short.tsv", "YAL001C\tTFC3\nYAL002W\n");
+    pl_alias_spec a = {.path = p, .kind = PL_ALIAS_TABLE, .gene_col = 1, .alias_col = 2};
+    pl_test_expect_at(pl__names_load_aliases(nm, &a, &st, &err), PL_EPARSE, &err, p, 2, 0,
+                      "expected at least 2 fields, found 1 (missing column)");
+    /* a truncated gzip table */
+    pl_test_text t = {0};
+    for (int i = 0; i < 5000; i++)
+        pl_test_tprintf(&t, "YAL001C\tALIAS%d\n", i);
+    size_t n;
+    void *z = pl_test_compress(t.s, t.len, PL_TEST_GZIP, &n);
+    char *g = pl_test_path(dir, "cut.tsv.gz");
+    pl_test_write_bytes(g, z, n / 2);
+    a.path = g;
+    int rc = pl__names_load_aliases(nm, &a, &st, &err);
+    cr_assert_eq(rc, PL_EPARSE);
+    cr_assert(strncmp(err.msg, g, strlen(g)) == 0 && strstr(err.msg, "truncated gzip stream"),
+              "%s", err.msg);
+    /* bad columns, a missing file, a table before the gene list */
+    a = (pl_alias_spec){.path = p, .kind = PL_ALIAS_TABLE, .gene_col = 2, .alias_col = 2};
+    cr_assert_eq(pl__names_load_aliases(nm, &a, &st, &err), PL_EUSAGE, "%s", err.msg);
+    char *m = pl_test_path(dir, "missing.tsv");
+    a = (pl_alias_spec){.path = m, .kind = PL_ALIAS_TABLE, .gene_col = 1, .alias_col = 2};
+    cr_assert_eq(pl__names_load_aliases(nm, &a, &st, &err), -ENOENT, "%s", err.msg);
+    cr_assert(strstr(err.msg, m), "%s", err.msg);
+    pl_names *empty;
+    cr_assert_eq(pl__names_new(&empty, &err), 0);
+    a.path = p;
+    cr_assert_eq(pl__names_load_aliases(empty, &a, &st, &err), PL_EUSAGE);
+    cr_assert(strstr(err.msg, "alias table before the gene list"), "%s", err.msg);
+    pl__names_free(empty);
+    free(p), free(g), free(m), free(z), free(t.s);
 }
 
 Test(import_names, unresolved_counts_and_first_lines)

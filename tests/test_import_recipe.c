@@ -167,6 +167,12 @@ Test(import_recipe, bad_sources)
     expect_bad(HEAD "  - {name: 'a b', format: yeastract, file: x}\n", 5, 5,
                "edge-type name 'a b' must be");
     expect_bad(HEAD "  - {name: a, format: yeastract}\n", 5, 5, "edge source 'a' without 'file'");
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, HEAD);
+    for (int i = 0; i <= PL_MAX_TYPES; i++)
+        pl_test_tprintf(&t, "  - {name: e%d, format: yeastract, file: x}\n", i);
+    expect_bad(t.s, 5, 3, "65 edge sources; a database holds at most 64 edge types");
+    free(t.s);
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x, pairs: both}\n", 5, 50,
                "'pairs' must be unordered or as_listed, not 'both'");
 }

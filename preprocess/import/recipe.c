@@ -330,7 +330,7 @@ static int source_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, v
 static int valid_name(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 64)
+    if (n == 0 || n > 100) /* as `build --edges` takes them */
         return 0;
     for (size_t i = 0; i < n; i++)
         if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
@@ -369,7 +369,7 @@ static int source(ld *l, yaml_node_t *m)
     if (!s->name)
         return fail_at(l, m, "an edge source without 'name'");
     if (!valid_name(s->name))
-        return fail_at(l, m, "edge-type name '%s' must be 1-64 letters, digits, '_', '-' or '.'",
+        return fail_at(l, m, "edge-type name '%s' must be 1-100 letters, digits, '_', '-' or '.'",
                        s->name);
     if (!s->file)
         return fail_at(l, m, "edge source '%s' without 'file'", s->name);
@@ -409,6 +409,9 @@ static int top_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void
         if (v->type != YAML_SEQUENCE_NODE)
             return fail_at(l, v, "'edges' must be a list of edge sources");
         size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+        if (n > PL_MAX_TYPES)
+            return fail_at(l, v, "%zu edge sources; a database holds at most %d edge types", n,
+                           PL_MAX_TYPES);
         r->sources = calloc(n ? n : 1, sizeof *r->sources);
         if (!r->sources)
             return pl__err(l->err, -ENOMEM, "%s: out of memory", r->path);
