@@ -259,7 +259,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    char tmpl[] = "/tmp/pertload-bench-import-XXXXXX";
+    const char *tmp = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/pertload-bench-import-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!dir && !(dir = mkdtemp(tmpl))) {
         fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
         return 1;
