@@ -22,6 +22,7 @@ static const struct {
     {"serve", pl_cmd_serve, "stream an epoch of batches into a shared-memory ring"},
     {"top", pl_cmd_top, "live throughput and stall times of running rings"},
     {"bench", pl_cmd_bench, "measure throughput"},
+    {"recipe", pl_cmd_recipe, "check a dataset recipe against its downloaded files"},
 };
 
 int pl_cli_fail(const char *cmd, int rc, const pl_err *err)

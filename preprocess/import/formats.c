@@ -1,0 +1,71 @@
+/* The table of readers and the helpers they share (reader.h). */
+#include "reader.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "src/core/error.h"
+
+static const pl_imp_format *const formats[] = {
+    &pl__imp_string, &pl__imp_biogrid, &pl__imp_yeastract,
+    &pl__imp_tflink, &pl__imp_dango,   &pl__imp_delim,
+};
+
+const pl_imp_format *pl__imp_format(const char *name)
+{
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (!strcmp(formats[i]->name, name))
+            return formats[i];
+    return NULL;
+}
+
+void pl__imp_opts_init(pl_imp_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->min_score = NAN;
+}
+
+int pl__imp_read_file(const pl_imp_format *fmt, const char *path, const pl_imp_opts *o,
+                      pl_imp_emit emit, void *ctx, pl_imp_stats *st, pl_err *err)
+{
+    memset(st, 0, sizeof *st);
+    pl_src *src;
+    PL_TRY(pl__src_open(path, &src, err));
+    int rc = fmt->read(src, o, emit, ctx, st, err);
+    st->bytes = pl__src_bytes(src);
+    pl__src_close(src);
+    return rc;
+}
+
+int pl__imp_col(const pl__field *f, int n, const char *name)
+{
+    size_t len = strlen(name);
+    for (int i = 0; i < n; i++)
+        if (f[i].len == len && !memcmp(f[i].s, name, len))
+            return i;
+    return -1;
+}
+
+int pl__imp_score(const pl_src *src, const pl__field *f, const char *what, double *out,
+                  pl_err *err)
+{
+    if (pl__parse_double(f, out) < 0 || !isfinite(*out))
+        return pl__src_fail(src, f->col, err, "bad %s '%.*s'", what,
+                            (int)(f->len > 40 ? 40 : f->len), f->s);
+    return 0;
+}
+
+int pl__imp_need(const pl_src *src, int n, int need, pl_err *err)
+{
+    if (n < need)
+        return pl__src_fail(src, 0, err, "expected %d fields, found %d (missing column)",
+                            need, n);
+    return 0;
+}
+
+int pl__imp_nonempty(const pl_src *src, const pl__field *f, const char *what, pl_err *err)
+{
+    if (f->len == 0)
+        return pl__src_fail(src, f->col, err, "empty %s", what);
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* One edge source from file to resolved gene pairs: the reader (reader.h),
+ * name resolution (names.h), strict mode and the pair policy.
+ *
+ * Pair policy: `undirected` = 0 keeps the edges as listed; 1 keeps one edge
+ * per unordered pair {a, b}, the first occurrence (with its score), and
+ * counts the rest as duplicates removed (STRING lists each pair twice,
+ * BioGRID repeats pairs across experiments).
+ * A row with an unresolved name is dropped and counted (both names noted);
+ * in strict mode it is an error "file:line:col: unresolved gene name 'X'". */
+#ifndef PL_IMPORT_IMPORT_H
+#define PL_IMPORT_IMPORT_H
+
+#include <stdint.h>
+
+#include "names.h"
+#include "reader.h"
+
+/** One edge source of a recipe. */
+typedef struct pl_imp_source {
+    char *name;                /**< edge-type name */
+    const pl_imp_format *fmt;
+    char *file;                /**< resolved path */
+    pl_imp_opts opts;
+    int undirected;            /**< pair policy, see above */
+    uint64_t line;             /**< line of the recipe that starts it */
+} pl_imp_source;
+
+/** Counts of one run. */
+typedef struct pl_imp_result {
+    pl_imp_stats read;    /**< rows, filtered (by the format's filters), emitted */
+    uint64_t unresolved;  /**< rows dropped for an unresolved name */
+    uint64_t duplicates;  /**< rows removed by the undirected policy */
+    uint64_t kept;        /**< edges handed to `out` */
+    pl_unres names;       /**< the unresolved names; pl__unres_free() it */
+} pl_imp_result;
+
+/** Receives each kept edge as gene indices; a negative return stops the run. */
+typedef int (*pl_imp_out)(void *ctx, uint32_t src, uint32_t dst, double score, pl_err *err);
+
+/** Read source `s` through `nm`; `out` may be NULL (count only). `r` is
+ *  zeroed first and keeps its unresolved names even on failure.
+ *  @return 0 or a negative code. */
+int pl__imp_run(const pl_names *nm, const pl_imp_source *s, int strict, pl_imp_out out,
+                void *ctx, pl_imp_result *r, pl_err *err);
+
+#endif

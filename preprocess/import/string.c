@@ -1,0 +1,140 @@
+/* STRING protein.links, .detailed, .full and protein.physical.links (v11,
+ * v12): "protein1 protein2 <score columns...>", single spaces, ids
+ * "TAXON.NAME", scores integers 0..1000. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "reader.h"
+#include "src/core/error.h"
+
+enum { MAX_COLS = 24 };
+
+/* Every score column STRING has published in these files. */
+static const char *const channels[] = {
+    "neighborhood", "neighborhood_transferred", "fusion", "cooccurence", "homology",
+    "coexpression", "coexpression_transferred", "experimental", "experiments",
+    "experiments_transferred", "database", "database_transferred", "textmining",
+    "textmining_transferred", "combined_score",
+};
+
+static int known_channel(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof channels / sizeof channels[0]; i++)
+        if (strlen(channels[i]) == len && !memcmp(channels[i], name, len))
+            return 1;
+    return 0;
+}
+
+static int check(const pl_imp_opts *o, pl_err *err)
+{
+    if (o->channel && !known_channel(o->channel, strlen(o->channel)))
+        return pl__err(err, PL_EUSAGE,
+                       "unknown STRING channel '%s' (neighborhood, fusion, cooccurence, "
+                       "coexpression, experimental, database, textmining, combined_score, "
+                       "or a *_transferred column of protein.links.full)", o->channel);
+    return 0;
+}
+
+/* The taxon of the first row, copied (lines do not outlive their call). */
+typedef struct taxon {
+    char s[24];
+    size_t len;
+} taxon;
+
+/* "4932.YAL001C" -> "YAL001C"; the taxon must be the same on every row. */
+static int strip_taxon(const pl_src *src, pl__field *f, taxon *tx, pl_err *err)
+{
+    const char *dot = memchr(f->s, '.', f->len);
+    size_t t = dot ? (size_t)(dot - f->s) : 0;
+    int digits = t > 0;
+    for (size_t i = 0; i < t; i++)
+        digits &= f->s[i] >= '0' && f->s[i] <= '9';
+    if (!digits || t + 1 >= f->len || t > sizeof tx->s)
+        return pl__src_fail(src, f->col, err, "protein id '%.*s' is not TAXON.NAME",
+                            (int)(f->len > 60 ? 60 : f->len), f->s);
+    if (tx->len == 0) {
+        memcpy(tx->s, f->s, t);
+        tx->len = t;
+    } else if (tx->len != t || memcmp(tx->s, f->s, t)) {
+        return pl__src_fail(src, f->col, err, "taxon %.*s differs from taxon %.*s of the "
+                            "rows before", (int)t, f->s, (int)tx->len, tx->s);
+    }
+    f->s += t + 1;
+    f->len -= (uint32_t)(t + 1);
+    f->col += (uint32_t)(t + 1);
+    return 0;
+}
+
+static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void *ctx,
+                       pl_imp_stats *st, pl_err *err)
+{
+    const char *line;
+    size_t len;
+    pl__field f[MAX_COLS + 1];
+    int rc = pl__src_line(src, &line, &len, err);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return pl__err(err, PL_EPARSE, "%s:1: empty file (expected a STRING header "
+                       "'protein1 protein2 ...')", pl__src_path(src));
+    int ncols = pl__src_split(line, len, ' ', f, MAX_COLS + 1);
+    if (ncols < 3 || ncols > MAX_COLS || pl__imp_col(f, 2, "protein1") != 0 ||
+        pl__imp_col(f, 2, "protein2") != 1)
+        return pl__src_fail(src, 0, err, "not a STRING links header (expected 'protein1 "
+                            "protein2' and score columns, found '%.*s')",
+                            (int)(len > 80 ? 80 : len), line);
+    for (int i = 2; i < ncols; i++)
+        if (!known_channel(f[i].s, f[i].len))
+            return pl__src_fail(src, f[i].col, err, "unknown STRING column '%.*s' in the "
+                                "header", (int)f[i].len, f[i].s);
+    const char *want = o->channel ? o->channel : "combined_score";
+    int col = pl__imp_col(f, ncols, want);
+    /* protein.links.detailed says "experimental", .full says "experiments". */
+    if (col < 0 && !strcmp(want, "experimental"))
+        col = pl__imp_col(f, ncols, "experiments");
+    if (col < 0 && !strcmp(want, "experiments"))
+        col = pl__imp_col(f, ncols, "experimental");
+    if (col < 0) {
+        char have[256] = "";
+        size_t h = 0;
+        for (int i = 2; i < ncols && h < sizeof have - 1; i++)
+            h += (size_t)snprintf(have + h, sizeof have - h, "%s%.*s", i > 2 ? " " : "",
+                                  (int)f[i].len, f[i].s);
+        return pl__src_fail(src, 0, err, "channel '%s' is not a column of this file (it has: "
+                            "%s)", want, have);
+    }
+    taxon tx = {0};
+    while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
+        if (len == 0)
+            continue;
+        int n = pl__src_split(line, len, ' ', f, MAX_COLS + 1);
+        if (n != ncols)
+            return pl__src_fail(src, 0, err, "expected %d fields as in the header, found %d%s",
+                                ncols, n, n < ncols ? " (missing column)" : "");
+        st->rows++;
+        uint64_t v;
+        if (pl__parse_u64(&f[col], &v) < 0 || v > 1000)
+            return pl__src_fail(src, f[col].col, err, "bad %s score '%.*s' (expected an "
+                                "integer 0..1000)", want, (int)(f[col].len > 40 ? 40 : f[col].len),
+                                f[col].s);
+        pl_imp_edge e = {f[0], f[1], (double)v};
+        PL_TRY(strip_taxon(src, &e.src, &tx, err));
+        PL_TRY(strip_taxon(src, &e.dst, &tx, err));
+        if (!isnan(o->min_score) && e.score < o->min_score) {
+            st->filtered++;
+            continue;
+        }
+        st->emitted++;
+        PL_TRY(emit(ctx, &e, src, err));
+    }
+    return rc;
+}
+
+const pl_imp_format pl__imp_string = {
+    .name = "string",
+    .keys = PL_IMP_K_CHANNEL | PL_IMP_K_MIN_SCORE,
+    .undirected = 1,
+    .check = check,
+    .read = read_string,
+};

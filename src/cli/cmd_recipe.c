@@ -1,0 +1,154 @@
+/* pertload recipe check: read every source of a dataset recipe and report
+ * what a build would take from it, without building. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "preprocess/import/recipe.h"
+#include "src/core/error.h"
+
+static const char *usage_text =
+    "check [--root DIR] [--strict] [--unresolved FILE] RECIPE";
+
+static void help(void)
+{
+    printf("usage: pertload recipe %s\n\n"
+           "Reads the gene list, alias tables and every edge source of RECIPE (YAML) and\n"
+           "prints per source: rows read, rows dropped by the format's filters, rows with\n"
+           "an unresolved gene name, duplicates removed by the pair policy, edges kept.\n\n"
+           "  --root DIR         base folder of the recipe's relative paths\n"
+           "  --strict           an unresolved gene name is an error (file:line:col)\n"
+           "  --unresolved FILE  write every unresolved name: source, name, count, first\n"
+           "                     file:line (tab-separated, one header line)\n",
+           usage_text);
+}
+
+static int write_unresolved(FILE *f, const pl_imp_source *s, const pl_unres *u)
+{
+    for (uint32_t i = 0; i < pl__unres_distinct(u); i++) {
+        uint64_t count, line;
+        const char *name = pl__unres_name(u, i, &count, &line);
+        if (fprintf(f, "%s\t%s\t%llu\t%s:%llu\n", s->name, name, (unsigned long long)count,
+                    s->file, (unsigned long long)line) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int check(const char *path, const char *root, int strict, const char *unres_path)
+{
+    pl_err err = {0};
+    pl_recipe *r;
+    int rc = pl__recipe_load(path, root, &r, &err);
+    if (rc < 0)
+        return pl_cli_fail("recipe", rc, &err);
+    pl_alias_stats ast[PL_RECIPE_MAX_ALIASES];
+    pl_names *nm = NULL;
+    FILE *uf = NULL;
+    int status = 0;
+    rc = pl__recipe_names(r, &nm, ast, &err);
+    if (rc < 0)
+        goto fail;
+    printf("recipe %s\n", path);
+    printf("genes %u file=%s\n", pl__names_count(nm), r->genes);
+    for (uint32_t i = 0; i < r->n_aliases; i++)
+        printf("aliases file=%s rows=%llu added=%llu gene_not_listed=%llu ambiguous=%llu\n",
+               r->aliases[i].path, (unsigned long long)ast[i].rows,
+               (unsigned long long)ast[i].added, (unsigned long long)ast[i].no_gene,
+               (unsigned long long)ast[i].ambiguous);
+    if (unres_path) {
+        uf = fopen(unres_path, "w");
+        if (!uf) {
+            rc = pl__err(&err, -errno, "%s: cannot create: %s", unres_path, strerror(errno));
+            goto fail;
+        }
+        fprintf(uf, "source\tname\tcount\tfirst_seen\n");
+    }
+    uint64_t kept = 0, unresolved = 0;
+    for (uint32_t i = 0; i < r->n_sources; i++) {
+        const pl_imp_source *s = &r->sources[i];
+        pl_imp_result res;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        rc = pl__imp_run(nm, s, strict, NULL, NULL, &res, &err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (rc < 0) {
+            pl__unres_free(&res.names);
+            goto fail;
+        }
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        printf("source %s format=%s rows=%llu filtered=%llu unresolved=%llu "
+               "unresolved_names=%u duplicates=%llu kept=%llu pairs=%s file=%s "
+               "(%.1f MB in %.2f s)\n",
+               s->name, s->fmt->name, (unsigned long long)res.read.rows,
+               (unsigned long long)res.read.filtered, (unsigned long long)res.unresolved,
+               pl__unres_distinct(&res.names), (unsigned long long)res.duplicates,
+               (unsigned long long)res.kept, s->undirected ? "unordered" : "as_listed", s->file,
+               (double)res.read.bytes / 1e6, secs);
+        kept += res.kept;
+        unresolved += res.unresolved;
+        if (uf && write_unresolved(uf, s, &res.names) < 0) {
+            pl__unres_free(&res.names);
+            rc = pl__err(&err, -EIO, "%s: write failed", unres_path);
+            goto fail;
+        }
+        pl__unres_free(&res.names);
+    }
+    printf("total sources=%u kept=%llu unresolved=%llu\n", r->n_sources,
+           (unsigned long long)kept, (unsigned long long)unresolved);
+    if (uf && fclose(uf) != 0) {
+        uf = NULL;
+        rc = pl__err(&err, -EIO, "%s: write failed", unres_path);
+        goto fail;
+    }
+    uf = NULL;
+    goto done;
+fail:
+    status = pl_cli_fail("recipe", rc, &err);
+    if (uf) {
+        fclose(uf);
+        remove(unres_path); /* no half-written list */
+    }
+done:
+    pl__names_free(nm);
+    pl__recipe_free(r);
+    fflush(stdout);
+    return status;
+}
+
+int pl_cmd_recipe(int argc, char **argv)
+{
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        help();
+        return 0;
+    }
+    if (argc < 2 || strcmp(argv[1], "check"))
+        return pl_cli_usage("recipe", usage_text, "expected the subcommand 'check'");
+    const char *root = NULL, *unres = NULL, *path = NULL;
+    int strict = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            help();
+            return 0;
+        } else if (!strcmp(argv[i], "--strict")) {
+            strict = 1;
+        } else if (!strcmp(argv[i], "--root") || !strcmp(argv[i], "--unresolved")) {
+            if (i + 1 >= argc)
+                return pl_cli_usage("recipe", usage_text, "%s needs a value", argv[i]);
+            *(argv[i][2] == 'r' ? &root : &unres) = argv[i + 1];
+            i++;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return pl_cli_usage("recipe", usage_text, "unknown option '%s'", argv[i]);
+        } else if (path) {
+            return pl_cli_usage("recipe", usage_text, "more than one recipe");
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path)
+        return pl_cli_usage("recipe", usage_text, "no recipe given");
+    return check(path, root, strict, unres);
+}

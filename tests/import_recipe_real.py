@@ -1,0 +1,184 @@
+"""`pertload recipe check` on the recipe for the real yeast files, against
+counts computed here, independently, from the same gzip'd files.
+
+usage: import_recipe_real.py PERTLOAD RECIPE
+The data folder is $PERTLOAD_REAL_DATA, else <source root>/tests/data
+($PERTLOAD_SOURCE_ROOT). The oracle implements the documented rules of
+preprocess/import (names.h, import.h, reader.h) on its own: exact gene name,
+alias by table precedence (ambiguous within a table -> unresolved), then the
+same on ASCII upper case; pairs 'unordered' keep the first of each {a, b}.
+"""
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+
+
+
+def main():
+    exe, recipe = sys.argv[1], sys.argv[2]
+    root = os.environ.get("PERTLOAD_REAL_DATA") or os.path.join(
+        os.environ["PERTLOAD_SOURCE_ROOT"], "tests", "data")
+    with tempfile.TemporaryDirectory() as tmp:
+        unres_path = os.path.join(tmp, "unresolved.tsv")
+        out = subprocess.run([exe, "recipe", "check", "--root", root, "--unresolved", unres_path,
+                              recipe], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        with open(unres_path) as f:
+            unres_lines = f.read().splitlines()
+    got = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("source "):
+            parts = line.split()
+            kv = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
+            got[parts[1]] = kv
+    assert unres_lines[0] == "source\tname\tcount\tfirst_seen", unres_lines[0]
+    listed = {}
+    for line in unres_lines[1:]:
+        src, name, count, where = line.split("\t")
+        listed.setdefault(src, {})[name] = int(count)
+
+    def lines(rel):
+        with gzip.open(os.path.join(root, rel), "rt", encoding="utf-8", newline="") as f:
+            for ln in f.read().split("\n"):
+                yield ln[:-1] if ln.endswith("\r") else ln
+
+    def upper(s):
+        return "".join(chr(ord(c) - 32) if "a" <= c <= "z" else c for c in s)
+
+    gene_list = [ln.split()[0] for ln in lines("real/dango-string/yeast_string_genes.txt.gz") if ln]
+    gi = {g: i for i, g in enumerate(gene_list)}
+    ug = {}
+    for g, i in gi.items():
+        u = upper(g)
+        ug[u] = i if u not in ug or ug[u] == i else None
+    alias, ualias = {}, {}
+
+    def put(d, key, g, prec):
+        cur = d.get(key)
+        if cur is None or cur[0] > prec:
+            d[key] = (prec, g)
+        elif cur[0] == prec and cur[1] != g:
+            d[key] = (prec, None)
+
+    def add(key, g, prec):
+        if not key or key in gi:
+            return
+        put(alias, key, g, prec)
+        put(ualias, upper(key), g, prec)
+
+    for ln in lines("real-raw/sgd_features/SGD_features.tab.gz"):
+        if not ln:
+            continue
+        f = ln.split("\t")
+        assert len(f) == 16
+        if f[3] in gi:
+            g = gi[f[3]]
+            add(f[4], g, 0)
+            add(f[0], g, 0)
+            for a in f[5].split("|"):
+                add(a, g, 1)
+    for prec, rel, gc, ac in ((2, "real/yeastract/orftogene.txt.gz", 1, 0),
+                              (4, "real/yeast-gem/SGDgeneNames.tsv.gz", 0, 1)):
+        for n, ln in enumerate(lines(rel)):
+            if n == 0 or not ln:
+                continue
+            f = ln.split("\t")
+            if f[gc] in gi:
+                add(f[ac], gi[f[gc]], prec)
+
+    def resolve(s):
+        if s in gi:
+            return gi[s]
+        if s in alias:
+            return alias[s][1]
+        u = upper(s)
+        if u in ug:
+            return ug[u]
+        return ualias.get(u, (0, None))[1]
+
+    def count(rows, unordered, keep=lambda r: True):
+        c = dict(rows=0, filtered=0, unresolved=0, duplicates=0, kept=0)
+        names = {}
+        seen = set()
+        for a, b, row in rows:
+            c["rows"] += 1
+            if not keep(row):
+                c["filtered"] += 1
+                continue
+            ga, gb = resolve(a), resolve(b)
+            for n, g in ((a, ga), (b, gb)):
+                if g is None:
+                    names[n] = names.get(n, 0) + 1
+            if ga is None or gb is None:
+                c["unresolved"] += 1
+                continue
+            if unordered:
+                k = (min(ga, gb), max(ga, gb))
+                if k in seen:
+                    c["duplicates"] += 1
+                    continue
+                seen.add(k)
+            c["kept"] += 1
+        c["unresolved_names"] = len(names)
+        return c, names
+
+    want = {}
+    for ch in ("neighborhood", "fusion", "cooccurence", "database"):
+        rows = []
+        for ln in lines(f"real/dango-string/yeast_string_{ch}_adjacency.txt.gz"):
+            if ln:
+                i, j, w = ln.split()
+                rows.append((gene_list[int(i) - 1], gene_list[int(j) - 1], float(w)))
+        want["string_" + ch] = count(rows, True)
+    rows = []
+    for n, ln in enumerate(lines("real-raw/string/4932.protein.physical.links.v12.0.txt.gz")):
+        if n and ln:
+            a, b, s = ln.split(" ")
+            rows.append((a.split(".", 1)[1], b.split(".", 1)[1], int(s)))
+    want["string_physical"] = count(rows, True, lambda s: s >= 400)
+    rows = [tuple(ln.split(";")) + (None,) for ln in
+            lines("real/yeastract/RegulationTwoColumnTable_both.tsv.gz") if ln]
+    want["regulatory"] = count(rows, False)
+    for name, rel in (("physical_bim", "real/scl-bioinfo/BIM.txt.gz"),
+                      ("physical_krogan", "real/bionic/Krogan-2006.txt.gz"),
+                      ("coexpression_hu", "real/bionic/Hu-2007.txt.gz"),
+                      ("genetic_similarity", "real/bionic/Costanzo-2016.txt.gz")):
+        rows = [tuple(ln.split()[:2]) + (None,) for ln in lines(rel) if ln.strip()]
+        want[name] = count(rows, True)
+    rows = []
+    hdr = None
+    for ln in lines("real-raw/biogrid/yeast.tab2.txt.gz"):
+        if not ln:
+            continue
+        f = ln.split("\t")
+        if hdr is None:
+            hdr = {c: k for k, c in enumerate(f)}
+            continue
+        rows.append((f[hdr["Systematic Name Interactor A"]], f[hdr["Systematic Name Interactor B"]],
+                     f))
+    want["biogrid_sample"] = count(rows, True, lambda f: f[hdr["Experimental System Type"]] ==
+                                   "physical" and f[hdr["Organism Interactor A"]] == "559292" and
+                                   f[hdr["Organism Interactor B"]] == "559292")
+
+    assert set(got) == set(want), (sorted(got), sorted(want))
+    bad = []
+    for src, (c, names) in want.items():
+        for k, v in c.items():
+            if int(got[src][k]) != v:
+                bad.append(f"{src}: {k} = {got[src][k]}, expected {v}")
+        if listed.get(src, {}) != names:
+            bad.append(f"{src}: the unresolved list differs from the expected one "
+                       f"({len(listed.get(src, {}))} vs {len(names)} names)")
+    # the figures of the provenance notes
+    assert want["string_physical"][0]["rows"] == 352606
+    assert want["regulatory"][0]["rows"] == 90895
+    assert want["string_neighborhood"][0]["rows"] == 91220
+    assert not bad, "\n".join(bad)
+    print(f"{len(want)} sources agree: " + ", ".join(
+        f"{s} kept {c['kept']}" for s, (c, _) in sorted(want.items())))
+
+
+if __name__ == "__main__":
+    main()

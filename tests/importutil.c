@@ -1,0 +1,109 @@
+#include "importutil.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+void *pl_test_compress(const void *text, size_t len, int codec, size_t *out_len)
+{
+    if (codec == PL_TEST_ZSTD) {
+        size_t cap = ZSTD_compressBound(len);
+        void *out = malloc(cap);
+        if (!out)
+            pl_test_die("out of memory");
+        size_t n = ZSTD_compress(out, cap, text, len, 3);
+        if (ZSTD_isError(n))
+            pl_test_die("ZSTD_compress: %s", ZSTD_getErrorName(n));
+        *out_len = n;
+        return out;
+    }
+    z_stream z = {0};
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        pl_test_die("deflateInit2 failed");
+    size_t cap = deflateBound(&z, len) + 64;
+    unsigned char *out = malloc(cap);
+    if (!out)
+        pl_test_die("out of memory");
+    z.next_in = (Bytef *)text;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    if (deflate(&z, Z_FINISH) != Z_STREAM_END)
+        pl_test_die("deflate did not finish");
+    *out_len = cap - z.avail_out;
+    deflateEnd(&z);
+    return out;
+}
+
+char *pl_test_write_codec(const char *dir, const char *name, const void *text, size_t len,
+                          int codec)
+{
+    char *path = pl_test_path(dir, name);
+    if (codec == PL_TEST_PLAIN) {
+        pl_test_write_bytes(path, text, len);
+        return path;
+    }
+    size_t n;
+    void *z = pl_test_compress(text, len, codec, &n);
+    pl_test_write_bytes(path, z, n);
+    free(z);
+    return path;
+}
+
+static int collect(void *ctx, const pl_imp_edge *e, const pl_src *src, pl_err *err)
+{
+    (void)src;
+    (void)err;
+    pl_test_text *t = ctx;
+    if (e->score == e->score)
+        pl_test_tprintf(t, "%.*s\t%.*s\t%.6g\n", (int)e->src.len, e->src.s, (int)e->dst.len,
+                        e->dst.s, e->score);
+    else
+        pl_test_tprintf(t, "%.*s\t%.*s\t-\n", (int)e->src.len, e->src.s, (int)e->dst.len,
+                        e->dst.s);
+    return 0;
+}
+
+int pl_test_imp_collect(const char *fmt, const char *path, const pl_imp_opts *o,
+                        pl_test_text *out, pl_imp_stats *st, pl_err *err)
+{
+    const pl_imp_format *f = pl__imp_format(fmt);
+    if (!f)
+        pl_test_die("no reader '%s'", fmt);
+    pl_imp_stats local;
+    memset(err, 0, sizeof *err);
+    return pl__imp_read_file(f, path, o, collect, out, st ? st : &local, err);
+}
+
+void pl_test_expect_at(int rc, int code, const pl_err *err, const char *path, unsigned long line,
+                       unsigned long col, const char *reason)
+{
+    cr_assert_eq(rc, code, "returned %d (%s), expected %d (%s); message: %s", rc,
+                 pl_errname(rc), code, pl_errname(code), err->msg);
+    char prefix[4200];
+    if (col > 0)
+        snprintf(prefix, sizeof prefix, "%s:%lu:%lu: ", path, line, col);
+    else
+        snprintf(prefix, sizeof prefix, "%s:%lu: ", path, line);
+    cr_assert(strncmp(err->msg, prefix, strlen(prefix)) == 0,
+              "message '%s' does not start with '%s'", err->msg, prefix);
+    cr_assert(strstr(err->msg, reason), "message '%s' does not say '%s'", err->msg, reason);
+}
+
+char *pl_test_real_data(void)
+{
+    const char *env = getenv("PERTLOAD_REAL_DATA");
+    if (env && *env)
+        return strdup(env);
+    const char *root = getenv("PERTLOAD_SOURCE_ROOT");
+    if (!root)
+        pl_test_die("neither PERTLOAD_REAL_DATA nor PERTLOAD_SOURCE_ROOT is set");
+    char *p = malloc(strlen(root) + 32);
+    if (!p)
+        pl_test_die("out of memory");
+    sprintf(p, "%s/tests/data", root);
+    return p;
+}

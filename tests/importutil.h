@@ -1,0 +1,39 @@
+/* Helpers of the import tests (tests/test_import_*.c): compressed copies of
+ * a text, the records a reader hands out as one text, and the check of a
+ * "file:line[:col]: reason" message. */
+#ifndef PL_IMPORTUTIL_H
+#define PL_IMPORTUTIL_H
+
+#include <stddef.h>
+
+#include "preprocess/import/reader.h"
+#include "testutil.h"
+
+/** Codecs of pl_test_write_codec(). */
+enum { PL_TEST_PLAIN = 0, PL_TEST_GZIP = 1, PL_TEST_ZSTD = 2 };
+
+/** Write `len` bytes of `text` to dir/name as plain text, gzip (one member)
+ *  or zstd (one frame); returns the malloc'd path. */
+char *pl_test_write_codec(const char *dir, const char *name, const void *text, size_t len,
+                          int codec);
+
+/** The gzip (one member) or zstd (one frame) image of `len` bytes; malloc'd,
+ *  `*out_len` its size. */
+void *pl_test_compress(const void *text, size_t len, int codec, size_t *out_len);
+
+/** Run reader `fmt` over `path` and append "src\tdst\tscore\n" per record
+ *  (score "%.6g", or "-" for none) to `out`. @return the reader's code. */
+int pl_test_imp_collect(const char *fmt, const char *path, const pl_imp_opts *o,
+                        pl_test_text *out, pl_imp_stats *st, pl_err *err);
+
+/** Assert that `rc` is `code` and that err->msg starts with "path:line:" (and
+ *  "col:" after it when col > 0) and contains `reason`. */
+void pl_test_expect_at(int rc, int code, const pl_err *err, const char *path, unsigned long line,
+                       unsigned long col, const char *reason);
+
+/** The directory of the real data files: $PERTLOAD_REAL_DATA, else
+ *  "<source root>/../shared/data" (given by meson as PERTLOAD_SOURCE_ROOT);
+ *  malloc'd. */
+char *pl_test_real_data(void);
+
+#endif

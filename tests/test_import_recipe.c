@@ -1,0 +1,270 @@
+/* Dataset recipes (preprocess/import/recipe.h) and `pertload recipe check`:
+ * a recipe using every key, malformed recipes named by recipe:line:col, and
+ * the command's report, --unresolved list and --strict mode on small files. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "importutil.h"
+#include "preprocess/import/recipe.h"
+
+static char *dir;
+static void setup(void)
+{
+    dir = pl_test_tmpdir();
+    free(pl_test_write(dir, "genes.txt", "YAL001C\nYAL002W\nYAL003W\n"));
+    free(pl_test_write(dir, "alias.tsv", "Name\tORF\nTFC3\tYAL001C\nVPS8\tYAL002W\n"));
+    const char *s = "protein1 protein2 combined_score\n4932.YAL001C 4932.YAL002W 500\n"
+                    "4932.YAL002W 4932.YAL001C 500\n4932.YAL001C 4932.NOPE 900\n";
+    free(pl_test_write_codec(dir, "links.txt.gz", s, strlen(s), PL_TEST_GZIP));
+    const char *y = "TFC3;VPS8\nTFC3;ADE5,7\nVPS8;yal003w\n";
+    free(pl_test_write_codec(dir, "reg.tsv.zst", y, strlen(y), PL_TEST_ZSTD));
+}
+static void teardown(void)
+{
+    pl_test_rmtree(dir);
+    free(dir);
+}
+TestSuite(import_recipe, .init = setup, .fini = teardown);
+
+static const char *good =
+    "version: 1\n"
+    "genes:\n"
+    "  file: genes.txt\n"
+    "  aliases:\n"
+    "    - {file: alias.tsv, format: table, header: true, gene_column: 2, alias_column: 1}\n"
+    "edges:\n"
+    "  - name: physical\n"
+    "    format: string\n"
+    "    file: links.txt.gz\n"
+    "    channel: combined_score\n"
+    "    min_score: 400\n"
+    "  - name: regulatory\n"
+    "    format: yeastract\n"
+    "    file: reg.tsv.zst\n"
+    "  - name: bg\n"
+    "    format: biogrid\n"
+    "    file: /abs/bg.tab3.txt\n"
+    "    system_type: physical\n"
+    "    systems: [Two-hybrid, Affinity Capture-MS]\n"
+    "    organisms: [559292, 4932]\n"
+    "    throughput: low\n"
+    "    id: symbol\n"
+    "    pairs: as_listed\n"
+    "  - name: tf\n"
+    "    format: tflink\n"
+    "    file: t.tsv\n"
+    "    id: uniprot\n"
+    "    small_scale: yes\n"
+    "  - name: d\n"
+    "    format: dango\n"
+    "    file: d.txt\n"
+    "    gene_list: genes.txt\n"
+    "  - name: g\n"
+    "    format: delim\n"
+    "    file: g.csv\n"
+    "    sep: ','\n"
+    "    header: true\n"
+    "    comment: '#'\n"
+    "    source: from\n"
+    "    target: to\n"
+    "    score: 3\n";
+
+Test(import_recipe, every_key)
+{
+    char *p = pl_test_write(dir, "r.yaml", good);
+    pl_recipe *r;
+    pl_err err = {0};
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    char want[4200];
+    snprintf(want, sizeof want, "%s/genes.txt", dir);
+    cr_assert_str_eq(r->genes, want);
+    cr_assert_eq(r->n_aliases, 1);
+    cr_assert_eq(r->aliases[0].gene_col, 2);
+    cr_assert_eq(r->aliases[0].alias_col, 1);
+    cr_assert_eq(r->aliases[0].header, 1);
+    cr_assert_eq(r->n_sources, 6);
+    pl_imp_source *s = r->sources;
+    cr_assert_str_eq(s[0].name, "physical");
+    cr_assert_eq(s[0].fmt, &pl__imp_string);
+    cr_assert_eq(s[0].undirected, 1); /* STRING's default */
+    cr_assert_eq(s[0].opts.min_score, 400);
+    cr_assert_eq(s[0].line, 7);
+    cr_assert_eq(s[1].undirected, 0);
+    cr_assert(isnan(s[1].opts.min_score));
+    cr_assert_str_eq(s[2].file, "/abs/bg.tab3.txt");
+    cr_assert_eq(s[2].undirected, 0);
+    cr_assert_eq(s[2].opts.n_systems, 2);
+    cr_assert_str_eq(s[2].opts.systems[1], "Affinity Capture-MS");
+    cr_assert_eq(s[2].opts.n_organisms, 2);
+    cr_assert_eq(s[2].opts.organisms[1], 4932);
+    cr_assert_str_eq(s[2].opts.id, "symbol");
+    cr_assert_eq(s[3].opts.small_scale, 1);
+    cr_assert_str_eq(s[4].opts.gene_list, want);
+    cr_assert_eq(s[5].opts.sep, ',');
+    cr_assert_str_eq(s[5].opts.col_src, "from");
+    cr_assert_str_eq(s[5].opts.col_score, "3");
+    pl__recipe_free(r);
+    /* --root replaces the base folder of relative paths */
+    cr_assert_eq(pl__recipe_load(p, "/data", &r, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(r->genes, "/data/genes.txt");
+    pl__recipe_free(r);
+    free(p);
+}
+
+/* Load `text` as a recipe: fails with `reason` at line:col of the recipe. */
+static void expect_bad(const char *text, unsigned long line, unsigned long col,
+                       const char *reason)
+{
+    char *p = pl_test_write(dir, "bad.yaml", text);
+    pl_recipe *r = (pl_recipe *)1;
+    pl_err err = {0};
+    int rc = pl__recipe_load(p, NULL, &r, &err);
+    cr_assert_null(r);
+    pl_test_expect_at(rc, PL_EPARSE, &err, p, line, col, reason);
+    free(p);
+}
+
+#define HEAD "version: 1\ngenes:\n  file: genes.txt\nedges:\n"
+
+Test(import_recipe, bad_keys)
+{
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nsampels: 3\n", 6, 1,
+               "unknown key 'sampels' (version, root, genes, edges)");
+    expect_bad(HEAD "  - name: a\n    format: yeastract\n    file: x\n    fiel: y\n", 8, 5,
+               "unknown key 'fiel' in an edge source");
+    expect_bad(HEAD "  - name: a\n    format: biogrid\n    file: x\n    channel: fusion\n", 8, 5,
+               "key 'channel' does not apply to format 'biogrid'");
+    expect_bad(HEAD "  - name: a\n    format: yeastract\n    file: x\n    file: y\n", 8, 5,
+               "key 'file' given twice in an edge source (first on line 7)");
+    expect_bad("version: 1\ngenes:\n  file: g\n  alias: []\nedges: []\n", 4, 3,
+               "unknown key 'alias' in 'genes'");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmetabolism: {}\n", 6, 1,
+               "'metabolism' sources are not read from recipes yet");
+}
+
+Test(import_recipe, bad_sources)
+{
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "  - {name: a, format: yeastract, file: y}\n", 6, 5,
+               "edge type 'a' named twice (first on line 5)");
+    expect_bad(HEAD "  - {name: a, format: strings, file: x}\n", 5, 23,
+               "unknown format 'strings'");
+    expect_bad(HEAD "  - {name: a, format: string, file: x, channel: experimentz}\n", 5, 5,
+               "edge source 'a': unknown STRING channel 'experimentz'");
+    expect_bad(HEAD "  - name: a\n    format: biogrid\n    file: x\n"
+               "    systems: [Two-hybrid, Synthetic Lethal]\n", 5, 5,
+               "edge source 'a': unknown BioGRID Experimental System 'Synthetic Lethal'");
+    expect_bad(HEAD "  - {name: a, format: string, file: x, min_score: high}\n", 5, 51,
+               "'min_score' must be a number, not 'high'");
+    expect_bad(HEAD "  - {name: a, format: biogrid, file: x, organisms: [yeast]}\n", 5, 53,
+               "'organisms' must be a non-negative integer, not 'yeast'");
+    expect_bad(HEAD "  - {name: a, format: dango, file: x}\n", 5, 5,
+               "the dango format needs 'gene_list'");
+    expect_bad(HEAD "  - {name: 'a b', format: yeastract, file: x}\n", 5, 5,
+               "edge-type name 'a b' must be");
+    expect_bad(HEAD "  - {name: a, format: yeastract}\n", 5, 5, "edge source 'a' without 'file'");
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, HEAD);
+    for (int i = 0; i <= PL_MAX_TYPES; i++)
+        pl_test_tprintf(&t, "  - {name: e%d, format: yeastract, file: x}\n", i);
+    expect_bad(t.s, 5, 3, "65 edge sources; a database holds at most 64 edge types");
+    free(t.s);
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x, pairs: both}\n", 5, 50,
+               "'pairs' must be unordered or as_listed, not 'both'");
+}
+
+Test(import_recipe, bad_documents)
+{
+    expect_bad("version: 2\n", 1, 10, "recipe version 2 is not supported");
+    expect_bad("version: 1\ngenes: [\n", 3, 1, "did not find expected node content");
+    expect_bad("- a\n- b\n", 1, 1, "a recipe is a mapping");
+    expect_bad("version: 1\nedges:\n  - {name: a, format: yeastract, file: x}\n", 1, 1,
+               "the recipe has no 'genes' with a 'file'");
+    char *p = pl_test_write(dir, "empty.yaml", "");
+    pl_recipe *r;
+    pl_err err = {0};
+    pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, 1, 1, "empty recipe");
+    free(p);
+}
+
+/* Run the program; stdout into *out (malloc'd). @return the exit status. */
+static int run(const char *args, char **out)
+{
+    const char *bin = getenv("PERTLOAD_BIN");
+    cr_assert_not_null(bin);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' recipe check %s 2>&1", bin, args);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    pl_test_text t = {0};
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        pl_test_tprintf(&t, "%.*s", (int)n, buf);
+    int st = pclose(f);
+    *out = t.s ? t.s : strdup("");
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *small =
+    "version: 1\n"
+    "genes:\n"
+    "  file: genes.txt\n"
+    "  aliases:\n"
+    "    - {file: alias.tsv, format: table, header: true, gene_column: 2, alias_column: 1}\n"
+    "edges:\n"
+    "  - {name: physical, format: string, file: links.txt.gz, min_score: 400}\n"
+    "  - {name: regulatory, format: yeastract, file: reg.tsv.zst}\n";
+
+Test(import_recipe, check_reports_lists_and_strict)
+{
+    char *p = pl_test_write(dir, "small.yaml", small);
+    char *u = pl_test_path(dir, "unresolved.tsv");
+    char args[8192], *out;
+    snprintf(args, sizeof args, "--unresolved '%s' '%s'", u, p);
+    cr_assert_eq(run(args, &out), 0, "%s", out);
+    cr_assert(strstr(out, "genes 3 "), "%s", out);
+    cr_assert(strstr(out, "source physical format=string rows=3 filtered=0 unresolved=1 "
+                          "unresolved_names=1 duplicates=1 kept=1 pairs=unordered"), "%s", out);
+    cr_assert(strstr(out, "source regulatory format=yeastract rows=3 filtered=0 unresolved=1 "
+                          "unresolved_names=1 duplicates=0 kept=2 pairs=as_listed"), "%s", out);
+    cr_assert(strstr(out, "total sources=2 kept=3 unresolved=2"), "%s", out);
+    free(out);
+    size_t len;
+    char *list = pl_test_read_file(u, &len);
+    char want[8192];
+    snprintf(want, sizeof want, "source\tname\tcount\tfirst_seen\nphysical\tNOPE\t1\t%s/links.txt.gz:4\n"
+             "regulatory\tADE5,7\t1\t%s/reg.tsv.zst:2\n", dir, dir);
+    cr_assert_str_eq(list, want);
+    free(list);
+    /* strict: the first unresolved name fails the check, at its file:line:col */
+    snprintf(args, sizeof args, "--strict '%s'", p);
+    cr_assert_eq(run(args, &out), 1, "%s", out);
+    snprintf(want, sizeof want, "pertload recipe: %s/links.txt.gz:4:19: unresolved gene name "
+             "'NOPE' (strict mode)", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    free(out);
+    /* a recipe error: exit 1 and recipe:line:col; usage errors: exit 2 */
+    char *b = pl_test_write(dir, "b.yaml", HEAD "  - {name: a, format: nope, file: x}\n");
+    snprintf(args, sizeof args, "'%s'", b);
+    cr_assert_eq(run(args, &out), 1, "%s", out);
+    snprintf(want, sizeof want, "%s:5:23: unknown format 'nope'", b);
+    cr_assert(strstr(out, want), "%s", out);
+    free(out);
+    cr_assert_eq(run("--bogus x", &out), 2, "%s", out);
+    free(out);
+    /* a missing data file: named, exit 1, no unresolved list left behind */
+    char *m = pl_test_write(dir, "m.yaml", HEAD "  - {name: a, format: yeastract, file: gone.txt}\n");
+    remove(u);
+    snprintf(args, sizeof args, "--unresolved '%s' '%s'", u, m);
+    cr_assert_eq(run(args, &out), 1, "%s", out);
+    snprintf(want, sizeof want, "%s/gone.txt: cannot open", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    FILE *f = fopen(u, "r");
+    cr_assert_null(f, "a half-written unresolved list was left behind");
+    free(out), free(p), free(u), free(b), free(m);
+}
