@@ -136,6 +136,8 @@ int pl__tmpdir_create(pl__tmpdir *t, const char *out, pl_err *err)
         t->name = t->path + (base - out);
         if (t->parent < 0) {
             t->parent = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (t->parent < 0 && errno == EACCES) /* write and search only: no sweep */
+                t->parent = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
             if (t->parent < 0) {
                 rc = pl__err(err, -errno, "%s: cannot create: %s", t->path, strerror(errno));
                 break;

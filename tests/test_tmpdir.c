@@ -10,7 +10,8 @@
  *    from another pid namespace where its pid means nothing here; once the
  *    build is killed, a later build removes it;
  *  - an abandoned directory that holds a link or a subdirectory, or whose
- *    directory or marker belongs to another user, is left alone.
+ *    directory or marker belongs to another user, is left alone;
+ *  - a build into a directory it may write but not list still works.
  * A live build is a real pl_build() in a child, blocked opening a FIFO given
  * as its gene list (after its temporary directory is made). Another user is a
  * forked child that drops to nobody (uid 65534): those cases need root. */
@@ -642,4 +643,39 @@ Test(tmpdir, abandoned_with_another_users_marker_left_alone)
 {
     need_root();
     expect_left_alone(give_marker_away);
+}
+
+/* A directory its owner may write and search but not list (a drop box):
+ * the build goes ahead, without a sweep. */
+Test(tmpdir, build_into_an_unlistable_directory)
+{
+    need_root();
+    char *drop = pl_test_path(F.dir, "drop"), *out = pl_test_path(drop, "db");
+    cr_assert_eq(mkdir(drop, 0755), 0);
+    cr_assert_eq(chown(drop, PL_TEST_NOBODY, PL_TEST_NOBODY), 0);
+    cr_assert_eq(chmod(drop, 0333), 0);
+    int fd;
+    pid_t pid = pl_test_fork_piped(&fd);
+    if (pid == 0) {
+        pl_test_become_nobody();
+        pl_err err;
+        int rc = build_from(out, F.genes, &err);
+        pl_test_send(fd, &rc, sizeof rc);
+        pl_test_send(fd, &err, sizeof err);
+        _exit(0);
+    }
+    track(pid, 1);
+    int rc = -1;
+    pl_err err = {0};
+    pl_test_recv(fd, &rc, sizeof rc);
+    pl_test_recv(fd, &err, sizeof err);
+    close(fd);
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+    untrack(pid);
+    cr_assert_eq(rc, 0, "building %s as nobody: %d (%s): %s", out, rc, pl_errname(rc), err.msg);
+    struct stat st;
+    cr_assert_eq(stat(out, &st), 0);
+    cr_expect(S_ISDIR(st.st_mode) && st.st_uid == PL_TEST_NOBODY);
+    free(drop);
+    free(out);
 }
