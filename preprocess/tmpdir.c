@@ -158,6 +158,7 @@ int pl__tmpdir_create(pl__tmpdir *t, const char *out, pl_err *err)
     t->fd = openat(t->parent, t->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (t->fd < 0 || fstat(t->fd, &t->st) < 0) {
         rc = pl__err(err, -errno, "%s: cannot open: %s", t->path, strerror(errno));
+        unlinkat(t->parent, t->name, AT_REMOVEDIR); /* only ever an empty directory */
         release(t);
         return rc;
     }
