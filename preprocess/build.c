@@ -1,15 +1,20 @@
 /* pl_build: input files -> database directory (DESIGN sections 3 and 4).
  *
- * Everything is written into "<out>.tmp-<pid>" beside the output and renamed
- * into place at the end; a failed build removes its temporary directory, and a
- * later build removes those of builds that were killed. */
-#include <dirent.h>
+ * Everything is written into a temporary directory beside the output,
+ * "<out>.tmp-<16 random hex digits>", made with mkdir (never a path that
+ * exists already), and renamed into place at the end. It holds a marker file,
+ * ".pertload-build", created with O_CREAT | O_EXCL and flock()ed for the
+ * build's whole life. A failed build removes its own directory; a later build
+ * of the same output removes the directories of builds that were killed, and
+ * only those it can prove abandoned: its own user's directory and marker, the
+ * marker's text in place, the lock free (a live build holds it, whatever pid
+ * namespace it runs in), nothing but its own regular files inside. Every
+ * removal goes through descriptors and never follows a symbolic link
+ * (preprocess/tmpdir.h, pl__rmtree_at). */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <roaring/roaring.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,7 @@
 #include "src/core/strtab.h"
 #include "src/core/vec.h"
 #include "text.h"
+#include "tmpdir.h"
 
 #define MAX_FIELDS 256
 
@@ -38,8 +44,7 @@ typedef struct builder {
     const pl_build_opts *o;
     pl_build_stats st;
     pl_err *err;
-    char tmp[4096];
-    int tmp_made;
+    pl__tmpdir tmp;
     pl_strtab genes, reactions, metabolites;
     uint64_t n_genes;
     int32_t *src[PL_MAX_TYPES], *dst[PL_MAX_TYPES];
@@ -395,7 +400,8 @@ static int read_samples(builder *b, const char *path)
     if (rc == 0)
         rc = read_samples_header(b, &tx, &c);
     if (rc == 0)
-        rc = pl__sstore_create(&b->sw, pl__path_join(sp, sizeof sp, b->tmp, PL_FILE_SAMPLES),
+        rc = pl__sstore_create(&b->sw,
+                               pl__path_join(sp, sizeof sp, b->tmp.path, PL_FILE_SAMPLES),
                                b->n_labels, b->err);
     pl__progress_start(&pg, b->o->progress, "samples", 0);
     while (rc == 0 && (rc = pl__text_next(&tx, b->err)) == 1) {
@@ -552,7 +558,7 @@ static int copy_payload(builder *b, const char *path, chunker *c)
     memcpy(shape, n.shape, sizeof shape);
     shape[0] = b->n_rows_in - b->n_dropped;
     size_t hlen = pl__npy_header(hdr, sizeof hdr, n.descr, shape, n.ndim, PL_PAYLOAD_ALIGN);
-    c->path = pl__path_join(out, sizeof out, b->tmp, PL_FILE_PAYLOAD);
+    c->path = pl__path_join(out, sizeof out, b->tmp.path, PL_FILE_PAYLOAD);
     if (rc == 0) {
         c->fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (c->fd < 0)
@@ -749,17 +755,17 @@ static int write_lmdb(builder *b, const chunker *payload)
 {
     char p[4096];
     int rc = mdb_env_create(&b->env);
-    PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: %s", b->tmp, mdb_strerror(rc));
+    PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: %s", b->tmp.path, mdb_strerror(rc));
     mdb_env_set_maxdbs(b->env, PL_DBI_COUNT);
     mdb_env_set_mapsize(b->env, PL_DB_MAPSIZE);
-    rc = mdb_env_open(b->env, b->tmp, MDB_NOSYNC, 0644);
+    rc = mdb_env_open(b->env, b->tmp.path, MDB_NOSYNC, 0644);
     PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: %s",
-               pl__path_join(p, sizeof p, b->tmp, PL_FILE_LMDB), mdb_strerror(rc));
+               pl__path_join(p, sizeof p, b->tmp.path, PL_FILE_LMDB), mdb_strerror(rc));
     rc = mdb_txn_begin(b->env, NULL, 0, &b->txn);
-    PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: %s", b->tmp, mdb_strerror(rc));
+    PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: %s", b->tmp.path, mdb_strerror(rc));
     for (int i = 0; i < PL_DBI_COUNT; i++) {
         rc = mdb_dbi_open(b->txn, pl__dbi_names[i], MDB_CREATE, &b->dbi[i]);
-        PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: %s", b->tmp, mdb_strerror(rc));
+        PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: %s", b->tmp.path, mdb_strerror(rc));
     }
     struct pl__meta *m = &b->meta;
     PL_TRY(put_names(b, "genes", b->genes.names, b->n_genes));
@@ -806,7 +812,7 @@ static int write_lmdb(builder *b, const chunker *payload)
     char why[256];
     rc = mdb_txn_commit(b->txn);
     b->txn = NULL;
-    pl__path_join(p, sizeof p, b->tmp, PL_FILE_LMDB);
+    pl__path_join(p, sizeof p, b->tmp.path, PL_FILE_LMDB);
     if (rc > 0 && rc < 4096)
         return pl__err(b->err, pl__write_error(p, rc, why, sizeof why), "%s: commit: %s", p,
                        why);
@@ -818,7 +824,7 @@ static int write_lmdb(builder *b, const chunker *payload)
     PL_FAIL_IF(rc, b->err, pl__lmdb_code(rc), "%s: sync: %s", p, mdb_strerror(rc));
     mdb_env_close(b->env);
     b->env = NULL;
-    unlink(pl__path_join(p, sizeof p, b->tmp, "lock.mdb"));
+    unlink(pl__path_join(p, sizeof p, b->tmp.path, "lock.mdb"));
     return 0;
 }
 
@@ -847,39 +853,6 @@ static int check_type_names(const pl_build_opts *o, pl_err *err)
     return 0;
 }
 
-/* Remove "<base>.tmp-<pid>" directories left by builds that were killed. */
-static void remove_stale(const char *out)
-{
-    char dir[4096], base[4096], prefix[4200], path[8400];
-    snprintf(dir, sizeof dir, "%s", out);
-    snprintf(base, sizeof base, "%s", out);
-    const char *d = dirname(dir), *bn = basename(base);
-    snprintf(prefix, sizeof prefix, "%s.tmp-", bn);
-    DIR *dh = opendir(d);
-    if (!dh)
-        return;
-    for (struct dirent *e; (e = readdir(dh));) {
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-            continue;
-        char *end;
-        long pid = strtol(e->d_name + strlen(prefix), &end, 10);
-        if (*end || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", d, e->d_name);
-        pl__rmtree(path);
-    }
-    closedir(dh);
-}
-
-static int sync_dir(const char *path, pl_err *err)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    PL_FAIL_IF(fd < 0, err, -errno, "%s: %s", path, strerror(errno));
-    int rc = fsync(fd) < 0 ? pl__err(err, -errno, "%s: fsync: %s", path, strerror(errno)) : 0;
-    close(fd);
-    return rc;
-}
-
 static int run(builder *b)
 {
     const pl_build_opts *o = b->o;
@@ -893,12 +866,7 @@ static int run(builder *b)
     struct stat st;
     PL_FAIL_IF(lstat(o->out, &st) == 0, b->err, PL_EEXIST,
                "%s: already exists (remove it or choose another output)", o->out);
-    remove_stale(o->out);
-    snprintf(b->tmp, sizeof b->tmp, "%s.tmp-%ld", o->out, (long)getpid());
-    pl__rmtree(b->tmp);
-    PL_FAIL_IF(mkdir(b->tmp, 0755) < 0, b->err, -errno, "%s: cannot create: %s", b->tmp,
-               strerror(errno));
-    b->tmp_made = 1;
+    PL_TRY(pl__tmpdir_create(&b->tmp, o->out, b->err));
 
     if (pl__strtab_init(&b->genes) < 0 || pl__strtab_init(&b->reactions) < 0 ||
         pl__strtab_init(&b->metabolites) < 0)
@@ -947,16 +915,9 @@ static int run(builder *b)
     PL_TRY(rc);
     /* data.mdb is final: its size and checksum go into the store's header. */
     char lmdb[4096];
-    pl__path_join(lmdb, sizeof lmdb, b->tmp, PL_FILE_LMDB);
+    pl__path_join(lmdb, sizeof lmdb, b->tmp.path, PL_FILE_LMDB);
     PL_TRY(pl__sstore_seal(b->sw.path, lmdb, b->err));
-    PL_TRY(sync_dir(b->tmp, b->err));
-    PL_FAIL_IF(rename(b->tmp, o->out) < 0, b->err, -errno, "%s: cannot move into place: %s",
-               o->out, strerror(errno));
-    b->tmp_made = 0;
-    char parent[4096];
-    snprintf(parent, sizeof parent, "%s", o->out);
-    sync_dir(dirname(parent), NULL);
-    return 0;
+    return pl__tmpdir_commit(&b->tmp, o->out, b->err);
 }
 
 PL_API int pl_build(const pl_build_opts *opts, pl_build_stats *stats, pl_err *err)
@@ -974,8 +935,7 @@ PL_API int pl_build(const pl_build_opts *opts, pl_build_stats *stats, pl_err *er
     if (b->env)
         mdb_env_close(b->env);
     pl__sstore_writer_free(&b->sw);
-    if (b->tmp_made)
-        pl__rmtree(b->tmp);
+    pl__tmpdir_discard(&b->tmp);
     if (rc == 0 && stats) {
         char p[4096];
         *stats = b->st;

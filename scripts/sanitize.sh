@@ -28,7 +28,9 @@
 # through a PERTLOAD_BIN wrapper that restores it; off again in the Python of
 # `pertload bench`'s report, through PERTLOAD_PYTHON), and the library calls the
 # client makes in-process (open, graph, ring attach/detach) are leak-checked
-# by the C suite, which makes the same calls.
+# by the C suite, which makes the same calls. So are the usage errors of every
+# subcommand: tests/test_cli_usage.c runs the ASan-built pertload with bad
+# arguments (a leak at exit fails the test and leaves a report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "pertload.h"
+#include "preprocess/tmpdir.h"
 #include "src/core/dbformat.h"
 #include "testutil.h"
 
@@ -106,11 +107,9 @@ static int build(void)
     return pl_build(&F.o, &F.st, &F.err);
 }
 
-/* Neither `out` nor "<out>.tmp-*" beside it exists. */
-static void expect_clean_at(const char *out)
+/* No "<out>.tmp-*" directory beside `out`. */
+static void expect_no_tmp(const char *out)
 {
-    struct stat st;
-    cr_assert(lstat(out, &st) < 0 && errno == ENOENT, "%s exists after a failed build", out);
     char dir[4096], prefix[4200];
     snprintf(dir, sizeof dir, "%s", out);
     char *slash = strrchr(dir, '/');
@@ -123,6 +122,30 @@ static void expect_clean_at(const char *out)
         cr_expect(strncmp(e->d_name, prefix, strlen(prefix)) != 0,
                   "temporary directory %s/%s left behind", dir, e->d_name);
     closedir(d);
+}
+
+/* Neither `out` nor "<out>.tmp-*" beside it exists. */
+static void expect_clean_at(const char *out)
+{
+    struct stat st;
+    cr_assert(lstat(out, &st) < 0 && errno == ENOENT, "%s exists after a failed build", out);
+    expect_no_tmp(out);
+}
+
+/* `msg` names a file of a temporary directory of `out`:
+ * "<out>.tmp-<16 hex digits>/<tail>". */
+static void expect_tmp_msg(const char *msg, const char *out, const char *tail)
+{
+    char prefix[4200];
+    snprintf(prefix, sizeof prefix, "%s.tmp-", out);
+    const char *at = strstr(msg, prefix);
+    cr_assert_not_null(at, "message '%s' lacks '%s'", msg, prefix);
+    at += strlen(prefix);
+    for (int i = 0; i < 16; i++)
+        cr_assert(at[i] && strchr("0123456789abcdef", at[i]),
+                  "message '%s': no 16 hex digits after '%s'", msg, prefix);
+    cr_expect(at[16] == '/' && !strncmp(at + 17, tail, strlen(tail)),
+              "message '%s' lacks '%s.../%s'", msg, prefix, tail);
 }
 
 static void expect_clean(void) { expect_clean_at(F.out); }
@@ -166,10 +189,10 @@ Test(build_errors, valid_inputs_build)
     cr_expect_eq(F.st.n_samples, 2);
     cr_expect_eq(F.st.n_labels, 1);
     cr_expect_eq(F.st.dropped_edges + F.st.dropped_gpr + F.st.dropped_samples, 0);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", F.out, (long)getpid());
+    expect_no_tmp(F.out);
+    char *marker = path_in(F.out, PL__TMP_MARKER);
     struct stat st;
-    cr_expect(stat(tmp, &st) < 0, "%s left beside a successful build", tmp);
+    cr_expect(lstat(marker, &st) < 0 && errno == ENOENT, "%s left in the database", marker);
 }
 
 /* ------------------------------------------------------------- UTF-8 */
@@ -905,23 +928,6 @@ Test(build_errors, output_parent_missing)
     cr_expect(strstr(F.err.msg, "missing-parent/db.tmp-") != NULL, "%s", F.err.msg);
 }
 
-/* A temporary directory of a killed build (dead pid) is removed by the next
- * build, even one that fails. */
-Test(build_errors, stale_tmp_removed)
-{
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0)
-        _exit(0);
-    cr_assert_eq(waitpid(pid, NULL, 0), pid);
-    char stale[4200];
-    snprintf(stale, sizeof stale, "%s.tmp-%ld", F.out, (long)pid);
-    cr_assert_eq(mkdir(stale, 0755), 0);
-    own(pl_test_write(stale, "samples.pls", "partial"));
-    F.o.genes = put("genes.txt", "g1\ng1\n");
-    expect_fail(PL_EPARSE, F.o.genes, 2, 1, "duplicate gene name 'g1'");
-}
-
 /* ---------------------------------------------------------- metabolism */
 
 Test(build_errors, gpr_reaction_not_in_list)
@@ -1159,10 +1165,7 @@ Test(build_errors, write_failure_file_size_limit, .timeout = 120)
     cr_assert_eq(r.stage, 1, "%s: %s", r.setup_what, strerror(r.setup_errno));
     cr_assert_eq(r.rc, -EFBIG, "rc %d (%s): %s", r.rc, pl_errname(r.rc), r.err.msg);
     cr_expect_eq(r.err.code, -EFBIG);
-    char want[4300];
-    snprintf(want, sizeof want, "%s.tmp-%ld/%s: write failed", F.out, (long)pid,
-             PL_FILE_SAMPLES);
-    cr_expect(strstr(r.err.msg, want) != NULL, "message '%s' lacks '%s'", r.err.msg, want);
+    expect_tmp_msg(r.err.msg, F.out, PL_FILE_SAMPLES ": write failed");
     expect_clean();
 }
 
@@ -1204,10 +1207,9 @@ Test(build_errors, write_failure_no_space, .timeout = 120)
     }
     cr_assert_eq(r.rc, -ENOSPC, "rc %d (%s): %s", r.rc, pl_errname(r.rc), r.err.msg);
     cr_expect_eq(r.err.code, -ENOSPC);
-    char want[4300];
-    snprintf(want, sizeof want, "%s.tmp-%ld/%s: write failed: %s", out, (long)pid,
-             PL_FILE_SAMPLES, strerror(ENOSPC));
-    cr_expect(strstr(r.err.msg, want) != NULL, "message '%s' lacks '%s'", r.err.msg, want);
+    char tail[256];
+    snprintf(tail, sizeof tail, "%s: write failed: %s", PL_FILE_SAMPLES, strerror(ENOSPC));
+    expect_tmp_msg(r.err.msg, out, tail);
     cr_expect(!r.out_exists, "%s exists after the failed build", out);
     cr_expect_str_eq(r.leftover, "", "'%s' left on the full file system", r.leftover);
 }

@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,7 +28,7 @@
 #include "testdb.h"
 #include "testutil.h"
 
-#define NOBODY 65534
+#define NOBODY PL_TEST_NOBODY
 
 static const char *ring_name(const char *tag)
 {
@@ -46,15 +45,6 @@ static void shm_file(char *buf, size_t cap, const char *name)
 static void expect_msg(const pl_err *e, const char *want)
 {
     cr_expect(strstr(e->msg, want) != NULL, "message '%s' lacks '%s'", e->msg, want);
-}
-
-/* Drop to nobody in a forked child; _exit(90) when that fails. */
-static void become_nobody(void)
-{
-    if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0) {
-        fprintf(stderr, "cannot drop to uid %d: %s\n", NOBODY, strerror(errno));
-        _exit(90);
-    }
 }
 
 static void need_root(void)
@@ -106,7 +96,7 @@ static pid_t spawn_foreign(const char *name, int stale, int *go)
     if (pid == 0) {
         close(ready[0]);
         close(gopipe[1]);
-        become_nobody();
+        pl_test_become_nobody();
         pl_ring *r;
         pl_err err = {0};
         char ok = pl_ring_create(name, 2, 4096, 0, &r, &err) == 0 ? 'y' : 'n';
@@ -429,7 +419,7 @@ Test(security, serve_a_read_only_database_as_another_user)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         if (geteuid() == 0)
-            become_nobody();
+            pl_test_become_nobody();
         _exit(serve_read_only(ro, t.n_samples));
     }
     int st;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,14 @@ char *pl_test_tmpdir(void)
 }
 
 void pl_test_rmtree(const char *path) { pl__rmtree(path); }
+
+void pl_test_become_nobody(void)
+{
+    if (setgroups(0, NULL) < 0 || setgid(PL_TEST_NOBODY) < 0 || setuid(PL_TEST_NOBODY) < 0) {
+        fprintf(stderr, "cannot drop to uid %d: %s\n", PL_TEST_NOBODY, strerror(errno));
+        _exit(90);
+    }
+}
 
 char *pl_test_path(const char *dir, const char *name)
 {

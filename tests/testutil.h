@@ -17,8 +17,16 @@ void pl_test_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), nore
  *  frees the string and removes the tree with pl_test_rmtree(). */
 char *pl_test_tmpdir(void);
 
-/** Remove a directory tree. */
+/** Remove a directory tree (pl__rmtree: whatever the owners, never through a
+ *  symbolic link). */
 void pl_test_rmtree(const char *path);
+
+/** The uid and gid of "another user" in the tests that need one (nobody). */
+#define PL_TEST_NOBODY 65534
+
+/** In a forked child: drop to uid and gid PL_TEST_NOBODY with no
+ *  supplementary groups; _exit(90) with a message when that fails. */
+void pl_test_become_nobody(void);
 
 /** "dir/name", malloc'd. */
 char *pl_test_path(const char *dir, const char *name);

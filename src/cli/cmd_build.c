@@ -12,18 +12,16 @@ static const char usage[] =
     "       [--gpr F] [--rmr F] --samples F [--payload F.npy] [--drop-unknown-genes]\n"
     "       [--quiet]";
 
-/* The command; `names` (zeroed, PL_MAX_TYPES) receives the edge type names
- * it allocates, freed by the caller on every path. */
-static int build_main(int argc, char **argv, char **names)
+/* Parse the arguments into `o`, `min_score` and `quiet`: -1 to go on, else
+ * the exit status. The edge type names are strndup'ed into `names`, o->n_types
+ * of them, which the caller frees whatever the outcome. */
+static int parse(int argc, char **argv, pl_build_opts *o, const char **names,
+                 const char **files, double *min_score, int *quiet)
 {
     const char *cmd = "build";
-    pl_build_opts o = {0};
-    const char *files[PL_MAX_TYPES];
-    double min_score[PL_MAX_TYPES];
     const char *score_spec[PL_MAX_TYPES];
     size_t n_scores = 0;
-    int quiet = 0;
-    o.progress = -1;
+    o->progress = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **target = NULL;
@@ -31,30 +29,30 @@ static int build_main(int argc, char **argv, char **names)
             printf("usage: pertload build %s\n", usage);
             return 0;
         } else if (!strcmp(a, "--drop-unknown-genes")) {
-            o.drop_unknown_genes = 1;
+            o->drop_unknown_genes = 1;
             continue;
         } else if (!strcmp(a, "--quiet")) {
-            quiet = 1;
-            o.progress = 0;
+            *quiet = 1;
+            o->progress = 0;
             continue;
         }
         if (i + 1 >= argc)
             return pl_cli_usage(cmd, usage, "%s needs a value", a);
         const char *v = argv[++i];
         if (!strcmp(a, "-o") || !strcmp(a, "--out"))
-            target = &o.out;
+            target = &o->out;
         else if (!strcmp(a, "--genes"))
-            target = &o.genes;
+            target = &o->genes;
         else if (!strcmp(a, "--reactions"))
-            target = &o.reactions;
+            target = &o->reactions;
         else if (!strcmp(a, "--gpr"))
-            target = &o.gpr;
+            target = &o->gpr;
         else if (!strcmp(a, "--rmr"))
-            target = &o.rmr;
+            target = &o->rmr;
         else if (!strcmp(a, "--samples"))
-            target = &o.samples;
+            target = &o->samples;
         else if (!strcmp(a, "--payload"))
-            target = &o.payload;
+            target = &o->payload;
         if (target) {
             *target = v;
             continue;
@@ -63,12 +61,11 @@ static int build_main(int argc, char **argv, char **names)
         if (!strcmp(a, "--edges")) {
             if (!eq || eq == v || !eq[1])
                 return pl_cli_usage(cmd, usage, "--edges wants NAME=FILE, got '%s'", v);
-            if (o.n_types == PL_MAX_TYPES)
+            if (o->n_types == PL_MAX_TYPES)
                 return pl_cli_usage(cmd, usage, "at most %d edge types", PL_MAX_TYPES);
-            names[o.n_types] = strndup(v, (size_t)(eq - v));
-            if (!names[o.n_types])
+            if (!(names[o->n_types] = strndup(v, (size_t)(eq - v))))
                 return pl_cli_fail(cmd, -ENOMEM, NULL);
-            files[o.n_types++] = eq + 1;
+            files[o->n_types++] = eq + 1;
         } else if (!strcmp(a, "--min-score")) {
             if (!eq || eq == v || !eq[1] || n_scores == PL_MAX_TYPES)
                 return pl_cli_usage(cmd, usage, "--min-score wants NAME=X, got '%s'", v);
@@ -77,25 +74,32 @@ static int build_main(int argc, char **argv, char **names)
             return pl_cli_usage(cmd, usage, "unknown option '%s'", a);
         }
     }
-    if (!o.out || !o.genes || !o.samples || o.n_types == 0)
+    if (!o->out || !o->genes || !o->samples || o->n_types == 0)
         return pl_cli_usage(cmd, usage, "-o, --genes, --edges and --samples are required");
-    for (size_t t = 0; t < o.n_types; t++)
+    for (size_t t = 0; t < o->n_types; t++)
         min_score[t] = NAN;
     for (size_t s = 0; s < n_scores; s++) {
         const char *eq = strchr(score_spec[s], '=');
         size_t t = 0;
-        while (t < o.n_types && (strlen(names[t]) != (size_t)(eq - score_spec[s]) ||
-                                 strncmp(names[t], score_spec[s], (size_t)(eq - score_spec[s]))))
+        while (t < o->n_types && (strlen(names[t]) != (size_t)(eq - score_spec[s]) ||
+                                  strncmp(names[t], score_spec[s], (size_t)(eq - score_spec[s]))))
             t++;
-        if (t == o.n_types)
+        if (t == o->n_types)
             return pl_cli_usage(cmd, usage, "--min-score %s: no such edge type", score_spec[s]);
         if (pl_cli_f64(eq + 1, &min_score[t]) < 0)
             return pl_cli_usage(cmd, usage, "--min-score %s: '%s' is not a number",
                                 score_spec[s], eq + 1);
     }
-    o.type_names = (const char **)names;
-    o.type_files = files;
-    o.min_score = min_score;
+    o->type_names = names;
+    o->type_files = files;
+    o->min_score = min_score;
+    return -1;
+}
+
+/* Build with the parsed options; the exit status. */
+static int build(pl_build_opts *o, int argc, char **argv, int quiet)
+{
+    const char *cmd = "build";
     size_t plen = 1;
     for (int i = 1; i < argc; i++)
         plen += strlen(argv[i]) + 1;
@@ -105,11 +109,11 @@ static int build_main(int argc, char **argv, char **names)
         if (i + 1 < argc)
             strcat(params, " ");
     }
-    o.params = params;
+    o->params = params;
 
     pl_err err = {0};
     pl_build_stats st;
-    int rc = pl_build(&o, &st, &err);
+    int rc = pl_build(o, &st, &err);
     free(params);
     if (rc < 0)
         return pl_cli_fail(cmd, rc, &err);
@@ -124,7 +128,7 @@ static int build_main(int argc, char **argv, char **names)
         pl_cli_bytes(p, sizeof p, st.payload_bytes);
         printf("built %s in %.2f s: %llu genes, %llu edges (%llu under min score), "
                "%llu reactions, %llu metabolites, %llu GPR, %llu RMR, %llu samples, "
-               "%llu labels\n", o.out, st.seconds, (unsigned long long)st.n_genes,
+               "%llu labels\n", o->out, st.seconds, (unsigned long long)st.n_genes,
                (unsigned long long)st.n_edges, (unsigned long long)st.filtered_edges,
                (unsigned long long)st.n_reactions, (unsigned long long)st.n_metabolites,
                (unsigned long long)st.n_gpr, (unsigned long long)st.n_rmr,
@@ -136,9 +140,14 @@ static int build_main(int argc, char **argv, char **names)
 
 int pl_cmd_build(int argc, char **argv)
 {
-    char *names[PL_MAX_TYPES] = {0};
-    int status = build_main(argc, argv, names);
-    for (size_t t = 0; t < PL_MAX_TYPES; t++)
-        free(names[t]);
+    pl_build_opts o = {0};
+    const char *names[PL_MAX_TYPES], *files[PL_MAX_TYPES];
+    double min_score[PL_MAX_TYPES];
+    int quiet = 0;
+    int status = parse(argc, argv, &o, names, files, min_score, &quiet);
+    if (status < 0)
+        status = build(&o, argc, argv, quiet);
+    for (size_t t = 0; t < o.n_types; t++)
+        free((char *)names[t]);
     return status;
 }

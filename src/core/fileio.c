@@ -1,8 +1,8 @@
 #include "fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -118,18 +118,111 @@ int pl__open_regular(const char *path, int flags, pl_err *err)
     return fd;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* ------------------------------------------------------------- removal
+ *
+ * Every step is relative to an open directory and never follows a symbolic
+ * link: a directory is entered through openat(O_NOFOLLOW | O_DIRECTORY) and
+ * only when the descriptor is the very directory that was lstat'ed (same
+ * st_dev and st_ino), so that swapping a name for a link, or for another
+ * directory, between the look and the step cannot lead the removal out of
+ * the tree. Other file systems mounted inside are not entered. */
+
+#define RM_MAX_DEPTH 128
+
+static int rm_dir_at(int parent, const char *name, const struct stat *st, uid_t owner,
+                     int depth);
+
+/* Remove every entry of the open directory `fd`, which lies on `dev`. */
+static int rm_entries(int fd, dev_t dev, uid_t owner, int depth)
 {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
+    int list = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = list < 0 ? NULL : fdopendir(list);
+    if (!d) {
+        int e = errno;
+        if (list >= 0)
+            close(list);
+        return -e;
+    }
+    int rc = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        struct stat st;
+        int r = 0;
+        if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            r = errno == ENOENT ? 0 : -errno;
+        else if (!S_ISDIR(st.st_mode))
+            r = unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT ? -errno : 0;
+        else if (st.st_dev != dev)
+            r = -EXDEV;
+        else
+            r = rm_dir_at(fd, e->d_name, &st, owner, depth + 1);
+        if (r < 0 && rc == 0)
+            rc = r;
+    }
+    closedir(d);
+    return rc;
 }
 
-void pl__rmtree(const char *path)
+/* Remove the directory `name` of `parent`, lstat'ed as `st`, and its tree. */
+static int rm_dir_at(int parent, const char *name, const struct stat *st, uid_t owner,
+                     int depth)
 {
-    nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (owner != (uid_t)-1 && st->st_uid != owner)
+        return -EPERM;
+    if (depth > RM_MAX_DEPTH)
+        return -ELOOP;
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat now;
+    int rc = 0;
+    if (fstat(fd, &now) < 0)
+        rc = -errno;
+    else if (now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+        rc = -ESTALE; /* the name was swapped after the look */
+    if (rc == 0)
+        rc = rm_entries(fd, st->st_dev, owner, depth);
+    close(fd);
+    if (rc == 0 && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        rc = -errno;
+    return rc;
+}
+
+int pl__rmtree_at(int parent, const char *name, uid_t owner, const struct stat *want)
+{
+    struct stat st;
+    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (want && (st.st_dev != want->st_dev || st.st_ino != want->st_ino))
+        return -ESTALE;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+    return rm_dir_at(parent, name, &st, owner, 0);
+}
+
+int pl__rmtree(const char *path)
+{
+    char dir[4096];
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    if (len == 0 || len >= sizeof dir)
+        return -EINVAL;
+    memcpy(dir, path, len);
+    dir[len] = '\0';
+    char *slash = strrchr(dir, '/'), *name = slash ? slash + 1 : dir;
+    if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+        return -EINVAL;
+    const char *parent = !slash ? "." : slash == dir ? "/" : dir;
+    if (slash && slash != dir)
+        *slash = '\0';
+    int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = pl__rmtree_at(fd, name, (uid_t)-1, NULL);
+    close(fd);
+    return rc;
 }
 
 char *pl__path_join(char *buf, size_t cap, const char *dir, const char *name)

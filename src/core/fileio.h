@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "pertload.h"
 
@@ -31,8 +33,22 @@ int pl__read_all(int fd, void *p, size_t len, uint64_t off, const char *path, pl
  *  -errno from open, PL_ECORRUPT for a file of the wrong type. */
 int pl__open_regular(const char *path, int flags, pl_err *err);
 
-/** Remove a directory tree (best effort; used to clean up failed builds). */
-void pl__rmtree(const char *path);
+/** Remove the entry `name` of the open directory `parent` and, when it is a
+ *  directory, the tree under it, with descriptor-relative calls that never
+ *  follow a symbolic link (a link is removed, not its target). A directory
+ *  is entered only when the descriptor openat(O_NOFOLLOW | O_DIRECTORY) gives
+ *  is the directory lstat'ed (same st_dev and st_ino), lies on the same file
+ *  system as `name`, and, unless `owner` is (uid_t)-1, is owned by `owner`;
+ *  with `want`, `name` itself must be that file (st_dev and st_ino). Goes on
+ *  past what it may not remove. @return 0, or the first failure as -errno
+ *  (-EPERM: a directory of another owner, -ESTALE: a name swapped during
+ *  the walk, -EXDEV: another file system). */
+int pl__rmtree_at(int parent, const char *name, uid_t owner, const struct stat *want);
+
+/** pl__rmtree_at() of a path, whatever the owners: the directory part may
+ *  go through links, the last component and everything under it never do.
+ *  @return as pl__rmtree_at(); -EINVAL for an empty, "." or ".." name. */
+int pl__rmtree(const char *path);
 
 /** Join a directory and a file name into `buf`. @return buf. */
 char *pl__path_join(char *buf, size_t cap, const char *dir, const char *name);
