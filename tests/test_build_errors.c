@@ -136,16 +136,10 @@ static void expect_clean_at(const char *out)
  * "<out>.tmp-<16 hex digits>/<tail>". */
 static void expect_tmp_msg(const char *msg, const char *out, const char *tail)
 {
-    char prefix[4200];
-    snprintf(prefix, sizeof prefix, "%s.tmp-", out);
-    const char *at = strstr(msg, prefix);
-    cr_assert_not_null(at, "message '%s' lacks '%s'", msg, prefix);
-    at += strlen(prefix);
-    for (int i = 0; i < 16; i++)
-        cr_assert(at[i] && strchr("0123456789abcdef", at[i]),
-                  "message '%s': no 16 hex digits after '%s'", msg, prefix);
-    cr_expect(at[16] == '/' && !strncmp(at + 17, tail, strlen(tail)),
-              "message '%s' lacks '%s.../%s'", msg, prefix, tail);
+    const char *at = pl_test_tmp_tail(msg, out);
+    cr_assert_not_null(at, "message '%s' lacks '%s.tmp-<16 hex digits>/'", msg, out);
+    cr_expect(!strncmp(at, tail, strlen(tail)), "message '%s' lacks '%s.tmp-.../%s'", msg,
+              out, tail);
 }
 
 static void expect_clean(void) { expect_clean_at(F.out); }

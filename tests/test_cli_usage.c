@@ -110,10 +110,10 @@ Test(cli_usage, build)
     USAGE("--min-score c=1: no such edge type", "build", "-o", "db", "--genes", "g.txt",
           "--samples", "s.tsv", "--edges", "a=a.tsv", "--edges", "b=b.tsv", "--min-score",
           "a=0.5", "--min-score", "c=1");
-    USAGE("--min-score b=high: not a number", "build", "-o", "db", "--genes", "g.txt",
+    USAGE("--min-score b=high: 'high' is not a number", "build", "-o", "db", "--genes", "g.txt",
           "--samples", "s.tsv", "--edges", "a=a.tsv", "--edges", "b=b.tsv", "--min-score",
           "a=0.5", "--min-score", "b=high");
-    USAGE("--min-score a=nan: not a number", "build", "-o", "db", "--genes", "g.txt",
+    USAGE("--min-score a=nan: 'nan' is not a number", "build", "-o", "db", "--genes", "g.txt",
           "--samples", "s.tsv", "--edges", "a=a.tsv", "--min-score", "a=nan");
     /* one edge type too many */
     const char *args[MAX_ARGS + 1] = {"build"};
@@ -137,7 +137,7 @@ Test(cli_usage, synth)
     USAGE("more than one OUT ('a', 'b')", "synth", "a", "b");
     USAGE("--genes needs a value", "synth", "out", "--genes");
     BAD("--genes: 'ten' is not a non-negative integer", "synth", "out", "--genes", "ten");
-    BAD("--samples needs a non-negative integer", "synth", "out", "--samples=-5");
+    BAD("--samples: '-5' is not a non-negative integer", "synth", "out", "--samples=-5");
     BAD("--seed: '1x' is not a non-negative integer", "synth", "out", "--seed", "1x");
     USAGE("--scale: 'big' is not a number >= 0", "synth", "out", "--scale", "big");
     USAGE("--scale: '-1' is not a number >= 0", "synth", "out", "--scale=-1");
@@ -179,7 +179,8 @@ Test(cli_usage, serve)
     USAGE("--threads 257 is out of range", "serve", "db", "--ring", "r", "--threads", "257");
     BAD("--slots: 'many' is not a non-negative integer", "serve", "db", "--ring", "r",
         "--slots", "many");
-    BAD("--seed needs a non-negative integer", "serve", "db", "--ring", "r", "--seed", "-1");
+    BAD("--seed: '-1' is not a non-negative integer", "serve", "db", "--ring", "r",
+        "--seed", "-1");
     USAGE("--dense is bits or bool, not 'bytes'", "serve", "db", "--ring", "r", "--dense",
           "bytes");
     USAGE("--io is auto, uring or pread, not 'mmap'", "serve", "db", "--ring", "r", "--io",

@@ -12,20 +12,26 @@
  *  - an abandoned directory that holds a link or a subdirectory, or whose
  *    directory or marker belongs to another user, is left alone;
  *  - a build into a directory it may write but not list still works.
- * A live build is a real pl_build() in a child, blocked opening a FIFO given
- * as its gene list (after its temporary directory is made). Another user is a
+ * A live build is a real pl_build() in a child that blocks in its first
+ * fsync(), which comes after its temporary directory, marker and lock are
+ * made: a seccomp filter hands fsync to a supervisor that never answers. Another user is a
  * forked child that drops to nobody (uid 65534): those cases need root. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,7 +47,7 @@
 typedef struct fx {
     char *dir;   /* 0755, root's */
     char *in;    /* inputs */
-    char *genes, *bad_genes, *edges, *samples, *fifo;
+    char *genes, *bad_genes, *edges, *samples;
     char *victim; /* root's files outside every output's directory */
     const char *names[1], *files[1];
     /* processes a failed assertion would leave running: killed in fx_fini */
@@ -84,8 +90,6 @@ static void fx_init(void)
     F.bad_genes = pl_test_write(F.in, "bad-genes.txt", "g1\ng1\n");
     F.edges = pl_test_write(F.in, "phys.tsv", "g1\tg2\t0.9\ng2\tg3\t0.4\n");
     F.samples = pl_test_write(F.in, "samples.tsv", "genes\tid\tfitness\ng1\t1\t0.5\n");
-    F.fifo = pl_test_path(F.in, "genes.fifo");
-    cr_assert_eq(mkfifo(F.fifo, 0644), 0);
     F.names[0] = "phys";
     F.files[0] = F.edges;
     F.victim = pl_test_path(F.dir, "victim");
@@ -108,7 +112,7 @@ static void fx_fini(void)
             }
     if (F.dir)
         pl_test_rmtree(F.dir);
-    char **p[] = {&F.dir, &F.in, &F.genes, &F.bad_genes, &F.edges, &F.samples, &F.fifo,
+    char **p[] = {&F.dir, &F.in, &F.genes, &F.bad_genes, &F.edges, &F.samples,
                   &F.victim};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         free(*p[i]);
@@ -420,7 +424,7 @@ Test(tmpdir, planted_directory_at_a_build_name_survives)
 
 /* ------------------------------------------------------ live builds */
 
-/* Wait until `pid` sleeps (blocked opening the FIFO) with a temporary
+/* Wait until `pid` sleeps (blocked in its fsync) with a temporary
  * directory of `base` in F.dir; its name into `name`. */
 static void wait_blocked(pid_t pid, const char *base, char *name, size_t cap)
 {
@@ -439,10 +443,30 @@ static void wait_blocked(pid_t pid, const char *base, char *name, size_t cap)
             return;
         usleep(1000);
     }
-    cr_assert_fail("build %ld never blocked on its FIFO", (long)pid);
+    cr_assert_fail("build %ld never blocked in its fsync", (long)pid);
 }
 
-/* A child that builds `out` from the FIFO: it blocks, its temporary
+/* In a child: from now on fsync() waits for a seccomp supervisor that never
+ * answers (the listener stays open, unread), so a build blocks in its first
+ * fsync with its temporary directory, marker and lock in place. */
+static void block_in_fsync(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fsync, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                &prog) < 0) {
+        fprintf(stderr, "seccomp user notification: %s\n", strerror(errno));
+        _exit(9);
+    }
+}
+
+/* A child that builds `out`: it blocks in fsync, its temporary
  * directory made, until killed. */
 static pid_t start_blocked_build(const char *out)
 {
@@ -450,7 +474,8 @@ static pid_t start_blocked_build(const char *out)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         pl_err err;
-        build_from(out, F.fifo, &err);
+        block_in_fsync();
+        build_from(out, F.genes, &err);
         _exit(0);
     }
     track(pid, 1);
@@ -530,7 +555,8 @@ static pid_t start_build_in_pid_namespace(const char *out, pid_t want, int *fd)
             pl_test_send(*fd, &r, sizeof r);
             close(*fd);
             pl_err err;
-            build_from(out, F.fifo, &err);
+            block_in_fsync();
+            build_from(out, F.genes, &err);
             _exit(0);
         }
         close(*fd);

@@ -331,3 +331,20 @@ uint64_t pl_test_rand(uint64_t *s)
 }
 
 uint64_t pl_test_below(uint64_t *s, uint64_t n) { return n ? pl_test_rand(s) % n : 0; }
+
+const char *pl_test_tmp_tail(const char *msg, const char *out)
+{
+    size_t n = strlen(out);
+    for (const char *at = strstr(msg, out); at; at = strstr(at + 1, out)) {
+        const char *h = at + n;
+        if (strncmp(h, ".tmp-", 5) != 0)
+            continue;
+        h += 5;
+        int i = 0;
+        while (i < 16 && h[i] && strchr("0123456789abcdef", h[i]))
+            i++;
+        if (i == 16 && h[16] == '/')
+            return h + 17;
+    }
+    return NULL;
+}

@@ -135,4 +135,9 @@ uint64_t pl_test_rand(uint64_t *state);
 /** Uniform integer in [0, n). */
 uint64_t pl_test_below(uint64_t *state, uint64_t n);
 
+/** Where `msg` names a file of a temporary build directory of `out`,
+ *  "<out>.tmp-<16 hex digits>/<tail>": a pointer to <tail>; NULL when it does
+ *  not. */
+const char *pl_test_tmp_tail(const char *msg, const char *out);
+
 #endif
