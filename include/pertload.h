@@ -67,10 +67,17 @@ PL_API const char *pl_errname(int code);
 /* ---------------------------------------------------------------- database */
 
 /** Format version written by this build and the only one it opens. */
-#define PL_FORMAT_VERSION 3
+#define PL_FORMAT_VERSION 4
 
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
+
+/** When a reaction is removed (DESIGN section 2), chosen at build. */
+enum {
+    PL_REACTION_DEFAULT = 0, /**< pl_build_opts: GPR with rules, else ANY */
+    PL_REACTION_ANY = 1,     /**< any of its GPR genes is deleted */
+    PL_REACTION_GPR = 2,     /**< its gene-reaction rule is false */
+};
 
 /** Options of pl_build(); zero-initialise, then fill. */
 typedef struct pl_build_opts {
@@ -88,6 +95,10 @@ typedef struct pl_build_opts {
     int drop_unknown_genes;   /**< drop records naming unknown genes, count them */
     int progress;             /**< 1: progress on stderr; 0: quiet; -1: if a tty */
     const char *params;       /**< free text stored as the build parameters */
+    /** optional TSV `reaction rule` of gene-reaction rules, or NULL; its
+     *  genes give the GPR edges, so it excludes `gpr` */
+    const char *rules;
+    int reaction_rule;        /**< PL_REACTION_*; GPR needs `rules` */
 } pl_build_opts;
 
 /** What pl_build() did; all counts after filtering and dropping. */
@@ -101,6 +112,7 @@ typedef struct pl_build_stats {
     uint64_t sample_bytes;     /**< size of the sample store */
     uint64_t payload_bytes;    /**< size of the payload file, 0 if none */
     double seconds;
+    uint64_t n_rules;          /**< reactions with a gene-reaction rule */
 } pl_build_stats;
 
 /** Build a database from input files (see DESIGN section 3).
@@ -137,6 +149,9 @@ typedef struct pl_db_info {
     uint64_t graph_bytes;             /**< size of data.mdb */
     uint64_t samples_bytes;           /**< size of the sample store */
     uint64_t payload_bytes;           /**< size of payload.npy, 0 if none */
+    uint32_t reaction_rule;           /**< PL_REACTION_ANY or PL_REACTION_GPR */
+    uint32_t reserved;
+    uint64_t n_rules;                 /**< reactions with a gene-reaction rule */
 } pl_db_info;
 
 /** Open a database read-only. Checks the format version and the metadata
