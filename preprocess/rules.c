@@ -30,6 +30,7 @@ typedef struct parser {
     char *why;
     size_t why_cap;
     uint32_t err_col;
+    uint32_t col0;           /* column of s[0] in its line, for messages */
     node *nodes;
     uint64_t n_nodes, cap_nodes;
     uint32_t *kids, *stack;
@@ -77,6 +78,18 @@ static int is_word(const char *s, size_t n, const char *w)
 {
     return n == strlen(w) && strncasecmp(s, w, n) == 0;
 }
+
+/* Operators of other languages, which COBRApy's rules do not have. */
+static int is_bad_token(const char *t, size_t n)
+{
+    static const char *const bad[] = {"not", "&", "&&", "|", "||", "!", "~"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (is_word(t, n, bad[i]))
+            return 1;
+    return 0;
+}
+
+#define BAD_TOKEN "unknown token '%.*s' (a rule has genes, 'and', 'or' and parentheses)"
 
 static int new_node(parser *p, uint32_t kind, uint32_t gene, uint32_t *id)
 {
@@ -197,17 +210,14 @@ static int parse_factor(parser *p, uint32_t *id)
         size_t cat, cn;
         peek(p, &cat, &cn);
         if (cn == 0 || p->s[cat] != ')')
-            return fail(p, cat, "expected ')' to close the '(' at column %zu%s", at + 1,
+            return fail(p, cat, "expected ')' to close the '(' at column %zu%s", at + p->col0,
                         cn ? "" : ", found the end of the rule");
         p->pos = cat + 1;
         p->depth--;
         return 0;
     }
-    static const char *const bad[] = {"not", "&", "&&", "|", "||", "!", "~"};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-        if (is_word(t, n, bad[i]))
-            return fail(p, at, "unknown token '%.*s' (a rule has genes, 'and', 'or' and "
-                        "parentheses)", (int)n, t);
+    if (is_bad_token(t, n))
+        return fail(p, at, BAD_TOKEN, (int)n, t);
     int64_t g = p->resolve(p->ctx, t, n);
     if (g == -1)
         return fail(p, at, "unknown gene '%.*s'", (int)n, t);
@@ -314,8 +324,8 @@ static int emit(parser *p, uint32_t id)
     return 0;
 }
 
-int pl__rule_compile(const char *s, size_t len, pl__gene_resolver resolve, void *ctx,
-                     pl__rule *out, uint32_t *col, char *why, size_t cap)
+int pl__rule_compile(const char *s, size_t len, uint32_t col0, pl__gene_resolver resolve,
+                     void *ctx, pl__rule *out, uint32_t *col, char *why, size_t cap)
 {
     parser *p = out->scratch;
     if (!p) {
@@ -325,6 +335,7 @@ int pl__rule_compile(const char *s, size_t len, pl__gene_resolver resolve, void 
     }
     p->s = s;
     p->len = len;
+    p->col0 = col0;
     p->pos = 0;
     p->resolve = resolve;
     p->ctx = ctx;
@@ -346,6 +357,8 @@ int pl__rule_compile(const char *s, size_t len, pl__gene_resolver resolve, void 
         peek(p, &at, &n);
         if (n && p->s[at] == ')')
             rc = fail(p, at, "unbalanced ')': no '(' to close");
+        else if (is_bad_token(p->s + at, n))
+            rc = fail(p, at, BAD_TOKEN, (int)n, p->s + at);
         else if (n)
             rc = fail(p, at, "expected 'and', 'or' or the end of the rule, found '%.*s'",
                       (int)n, p->s + at);

@@ -46,13 +46,15 @@ typedef struct pl__rule {
 } pl__rule;
 
 /** Compile `s[0..len)`.
+ *  @param col0 the 1-based column of s[0] in its line, for the messages that
+ *  name another position (a '(' left open).
  *  @param col on a parse error, set to the 0-based byte offset in `s` where
  *  the problem is (the end of the text for a missing operand or ')').
  *  @param why on a parse error, the reason ("unknown gene 'X'", "expected
  *  ')' to close the '(' at column N", ...), NUL-terminated in `cap` bytes.
  *  @return 0, PL_EPARSE, or -ENOMEM. */
-int pl__rule_compile(const char *s, size_t len, pl__gene_resolver resolve, void *ctx,
-                     pl__rule *out, uint32_t *col, char *why, size_t cap);
+int pl__rule_compile(const char *s, size_t len, uint32_t col0, pl__gene_resolver resolve,
+                     void *ctx, pl__rule *out, uint32_t *col, char *why, size_t cap);
 
 /** Free what pl__rule_compile() allocated; the struct can be reused. */
 void pl__rule_free(pl__rule *r);

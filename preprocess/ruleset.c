@@ -115,7 +115,8 @@ static int read_line(pl__ruleset *rs, pl__text *tx, int first, resolve_ctx *rc_c
                              (unsigned long long)rs->line_of[r]);
     uint32_t col = 0;
     char why[512];
-    rc = pl__rule_compile(rule, rlen, resolve_gene, rc_ctx, &rs->rule, &col, why, sizeof why);
+    rc = pl__rule_compile(rule, rlen, rcol, resolve_gene, rc_ctx, &rs->rule, &col, why,
+                          sizeof why);
     if (rc == PL_EPARSE)
         return pl__text_fail(tx, rcol + col, err, "reaction '%.*s': %s", (int)f[0].len,
                              f[0].s, why);
