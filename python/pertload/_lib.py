@@ -63,6 +63,9 @@ class DbInfo(ctypes.Structure):
         ("graph_bytes", ctypes.c_uint64),
         ("samples_bytes", ctypes.c_uint64),
         ("payload_bytes", ctypes.c_uint64),
+        ("reaction_rule", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("n_rules", ctypes.c_uint64),
     ]
 
 

@@ -16,6 +16,8 @@ class Graph:
     gene_names, type_names, label_names, reaction_names, metabolite_names
     n_genes, n_edges (dict), n_reactions, n_metabolites, n_gpr, n_rmr,
     n_samples, n_labels, has_metabolism
+    reaction_rule     "gpr" (a reaction is removed when its gene-reaction rule
+                      is false) or "any" (when any of its GPR genes is deleted)
     payload_dtype ("" without payload), payload_shape (after the sample axis)
     """
 
@@ -29,6 +31,7 @@ class Graph:
         self.n_metabolites = int(info.n_metabolites)
         self.n_gpr = int(info.n_gpr)
         self.n_rmr = int(info.n_rmr)
+        self.reaction_rule = "gpr" if info.reaction_rule == 2 else "any"
         self.type_names = _lib.names(info.type_names, info.n_types)
         self.gene_names = _lib.names(info.gene_names, self.n_genes)
         self.label_names = _lib.names(info.label_names, self.n_labels)
