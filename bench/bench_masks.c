@@ -41,13 +41,19 @@ typedef struct peer_ctx {
     uint64_t n_rx, cap;
 } peer_ctx;
 
-/* Keep the reaction kind's result `v[0..n)`, which the RMR kind starts from. */
-static void keep_reactions(peer_ctx *p, uint32_t kind, const uint32_t *v, uint64_t n)
+/* The reaction kind's union `v[0..n)` of the sample genes gs[0..k): under
+ * rule gpr filtered by the rules as the engine does (pl__masks_rules; `v`
+ * has room for the pad), then kept for the RMR kind. Returns its length. */
+static uint64_t keep_reactions(peer_ctx *p, uint32_t kind, uint32_t *v, uint64_t n,
+                               const int32_t *gs, uint32_t k)
 {
     if (kind == p->g->n_types + PL_LIST_REACTION) {
+        if (kind == p->g->rules_kind)
+            n = pl__masks_rules(p->g, gs, k, (int32_t *)v, n);
         memcpy(p->rx, v, n * sizeof *v);
         p->n_rx = n;
     }
+    return n;
 }
 
 /* The bitmaps the roaring peers OR for list `kind` of the sample genes
@@ -160,7 +166,7 @@ static uint64_t run_or_many(peer_ctx *p, const samples *s, uint64_t n)
             roaring_bitmap_t *u = roaring_bitmap_or_many(m, in);
             roaring_bitmap_to_uint32_array(u, p->out);
             uint64_t c = roaring_bitmap_get_cardinality(u);
-            keep_reactions(p, kind, p->out, c);
+            c = keep_reactions(p, kind, p->out, c, gs, k);
             total += c;
             roaring_bitmap_free(u);
         }
@@ -186,7 +192,7 @@ static uint64_t run_or_pairwise(peer_ctx *p, const samples *s, uint64_t n)
             }
             roaring_bitmap_to_uint32_array(u, p->out);
             uint64_t c = roaring_bitmap_get_cardinality(u);
-            keep_reactions(p, kind, p->out, c);
+            c = keep_reactions(p, kind, p->out, c, gs, k);
             total += c;
             roaring_bitmap_free(u);
         }
@@ -238,7 +244,7 @@ static uint64_t run_plain_merge(peer_ctx *p, const samples *s, uint64_t n)
                 p->out = p->tmp;
                 p->tmp = t;
             }
-            keep_reactions(p, kind, p->out, len);
+            len = keep_reactions(p, kind, p->out, len, gs, k);
             total += len;
         }
     }

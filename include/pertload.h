@@ -152,6 +152,7 @@ typedef struct pl_db_info {
     uint32_t reaction_rule;           /**< PL_REACTION_ANY or PL_REACTION_GPR */
     uint32_t reserved;
     uint64_t n_rules;                 /**< reactions with a gene-reaction rule */
+    uint64_t n_rule_words;            /**< words of their programs (PL_ARRAY_RULES) */
 } pl_db_info;
 
 /** Open a database read-only. Checks the format version and the metadata
@@ -179,6 +180,12 @@ enum {
     PL_ARRAY_GPR = -1,        /**< int32 [2, n_gpr]: gene row, reaction row */
     PL_ARRAY_RMR = -2,        /**< int32 [2, n_rmr]: reaction row, metabolite row */
     PL_ARRAY_RMR_STOICH = -3, /**< float32 [n_rmr] stoichiometry */
+    /** uint32 [n_reactions + 1 + words]: the gene-reaction rules (when
+     *  n_rules > 0), offsets then postfix programs: reaction r's rule is
+     *  words off[r] .. off[r+1] after the offsets; a word below 0xFFFFFFFD
+     *  pushes "that gene is not deleted", 0xFFFFFFFF is and, 0xFFFFFFFE is
+     *  or, 0xFFFFFFFD pushes true; an empty rule is no rule. */
+    PL_ARRAY_RULES = -4,
 };
 
 /** Copy a graph array into `out` (`cap` bytes). `which` >= 0 is an edge type:

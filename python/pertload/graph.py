@@ -18,6 +18,8 @@ class Graph:
     n_samples, n_labels, has_metabolism
     reaction_rule     "gpr" (a reaction is removed when its gene-reaction rule
                       is false) or "any" (when any of its GPR genes is deleted)
+    rules             (off uint32 [n_reactions + 1], code uint32 [words]): the
+                      compiled rules (PL_ARRAY_RULES in pertload.h), or None
     payload_dtype ("" without payload), payload_shape (after the sample axis)
     """
 
@@ -45,7 +47,13 @@ class Graph:
             return db.graph_array(which, np.empty((2, n), np.int32)).astype(np.int64)
 
         self.edge_index = {t: pairs(k, self.n_edges[t]) for k, t in enumerate(self.type_names)}
-        self.gpr = self.rmr = self.rmr_stoich = None
+        self.gpr = self.rmr = self.rmr_stoich = self.rules = None
+        n_rules = int(info.n_rules)
+        if n_rules:
+            n = self.n_reactions + 1 + int(info.n_rule_words)
+            words = db.graph_array(_lib.PL_ARRAY_RULES, np.empty(n, np.uint32))
+            off = words[:self.n_reactions + 1].copy()
+            self.rules = (off, words[self.n_reactions + 1:].copy())
         if self.has_metabolism:
             self.gpr = pairs(_lib.PL_ARRAY_GPR, self.n_gpr)
             self.rmr = pairs(_lib.PL_ARRAY_RMR, self.n_rmr)

@@ -161,6 +161,7 @@ static void fill_info(pl_db *db)
     i->payload_bytes = m->payload_bytes;
     i->reaction_rule = m->reaction_rule;
     i->n_rules = m->n_rules;
+    i->n_rule_words = m->n_rule_words;
     char p[4096];
     i->graph_bytes = pl__file_size(pl__path_join(p, sizeof p, db->path, PL_FILE_LMDB));
 }
@@ -329,6 +330,10 @@ PL_API int64_t pl_db_graph_array(pl_db *db, int which, void *out, size_t cap, pl
         want = 12 * m->n_rmr;
         len = which == PL_ARRAY_RMR ? 8 * m->n_rmr : 4 * m->n_rmr;
         skip = which == PL_ARRAY_RMR ? 0 : 8 * m->n_rmr;
+    } else if (which == PL_ARRAY_RULES && m->n_rules) {
+        key = "rules";
+        klen = 5;
+        want = len = 4 * (m->n_reactions + 1 + m->n_rule_words);
     } else {
         return pl__err(err, PL_ERANGE, "no graph array %d in this database", which);
     }
