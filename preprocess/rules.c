@@ -266,12 +266,11 @@ static int parse_or(parser *p, uint32_t *id)
 
 /* ---------------------------------------------------------------- emitting */
 
-static const node *sort_nodes; /* qsort has no context argument */
-
-static int by_need(const void *a, const void *b)
+static int by_need(const void *a, const void *b, void *ctx)
 {
+    const node *nodes = ctx;
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    uint32_t nx = sort_nodes[x].need, ny = sort_nodes[y].need;
+    uint32_t nx = nodes[x].need, ny = nodes[y].need;
     if (nx != ny)
         return nx > ny ? -1 : 1;
     return (x > y) - (x < y);
@@ -288,8 +287,7 @@ static void measure(parser *p, uint32_t id)
     }
     for (uint32_t i = 0; i < v->n_kids; i++)
         measure(p, p->kids[v->first + i]);
-    sort_nodes = p->nodes;
-    qsort(p->kids + v->first, v->n_kids, sizeof *p->kids, by_need);
+    qsort_r(p->kids + v->first, v->n_kids, sizeof *p->kids, by_need, p->nodes);
     uint32_t need = 0;
     for (uint32_t i = 0; i < v->n_kids; i++) {
         uint32_t k = p->nodes[p->kids[v->first + i]].need + (i > 0);
