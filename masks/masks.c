@@ -22,6 +22,11 @@
  *   running union costs positions * n / 2: 3.3 times more for 32 genes). A
  *   set whose lists cover much of a kind marks a bitmap of the kind's
  *   positions instead; three lists, or more than TREE_RUNS * 2, are folded.
+ * Under reaction rule gpr the reaction kind's union, the reactions of a
+ * deleted gene (typically a few), is filtered in place by their compiled
+ * rules (src/core/rule.h): a reaction stays in the removed list when its rule
+ * is false with the set deleted. Other reactions' rules hold, as rules have
+ * no negation, so nothing else is evaluated.
  * The RMR kind is not a union of gene lists: its positions are those of the
  * removed reactions, whose RMR sets are disjoint, copied end to end in
  * reaction order (ascending when the input lists RMR rows in reaction order),
