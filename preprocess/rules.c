@@ -52,7 +52,10 @@ static int fail(parser *p, size_t at, const char *fmt, ...)
     return PL_EPARSE;
 }
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
 
 /* The next token: '(' , ')', a word, or the end (len 0 at p->len). */
 static void peek(parser *p, size_t *at, size_t *tlen)
