@@ -138,8 +138,11 @@ int pl__metab_rule(pl_metab *m, int64_t r, const char *file, uint64_t line, uint
     uint32_t at = 0;
     char why[512];
     m->rule_line = line;
-    int rc = pl__rule_compile(s, len, (uint32_t)col, resolve, m, &m->rules.rule, &at, why,
+    int rc = pl__rule_compile(s, len, (uint32_t)(col ? col : 1), resolve, m, &m->rules.rule, &at, why,
                               sizeof why);
+    if (rc == PL_EPARSE && col == 0)
+        return pl__err(err, PL_EPARSE, "%s:%llu: reaction '%s': %s", file,
+                       (unsigned long long)line, m->reactions.names[r], why);
     if (rc == PL_EPARSE)
         return pl__err(err, PL_EPARSE, "%s:%llu:%llu: reaction '%s': %s", file,
                        (unsigned long long)line, (unsigned long long)(col + at),

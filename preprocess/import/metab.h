@@ -72,7 +72,8 @@ int pl__metab_rmr(pl_metab *m, const char *file, uint64_t line, uint64_t col, in
 
 /** Compile reaction r's rule `s[0..len)` (its first byte at file:line:col)
  *  and add it with its GPR edges; an empty rule adds nothing. Errors:
- *  "file:line:col: reaction 'R': reason". */
+ *  "file:line:col: reaction 'R': reason" ("file:line: ..." when col is 0:
+ *  a rule written out from another form). */
 int pl__metab_rule(pl_metab *m, int64_t r, const char *file, uint64_t line, uint64_t col,
                    const char *s, size_t len, pl_err *err);
 
@@ -81,7 +82,12 @@ int pl__metab_rule(pl_metab *m, int64_t r, const char *file, uint64_t line, uint
  *  metabolites"), at least one reaction. */
 int pl__metab_done(pl_metab *m, const char *file, pl_err *err);
 
-/** Read a yeast-GEM / COBRApy YAML model (yeastgem.c). */
+/** Read a yeast-GEM / COBRApy YAML model (yeastgem.c) into `m` (after
+ *  pl__metab_init()). @return 0 or a negative code, the message naming
+ *  "file:line:col: reason". */
 int pl__metab_read_yeastgem(pl_metab *m, const char *path, pl_err *err);
+
+/** Read an SBML Level 3 FBC model (sbml.c) into `m`, likewise. */
+int pl__metab_read_sbml(pl_metab *m, const char *path, pl_err *err);
 
 #endif
