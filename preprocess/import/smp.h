@@ -1,0 +1,58 @@
+/* What the sample readers (smp_table.c, smp_sga.c) share: one row's genes,
+ * labels and categories, and the result's names. */
+#ifndef PL_IMPORT_SMP_H
+#define PL_IMPORT_SMP_H
+
+#include "samples.h"
+#include "source.h"
+
+typedef struct pl_smp_rd {
+    const pl_smp_spec *s;
+    const pl_names *nm;
+    int strict;
+    pl_smp_emit emit;
+    void *ctx;
+    pl_smp_result *r;
+    pl_err *err;
+    pl_src *src;
+    int32_t *genes;       /* the row's genes */
+    uint64_t cap_genes;
+    uint32_t ng, unknown; /* genes kept, names unresolved */
+    float *labels;        /* [n_labels] */
+    uint32_t *cats;       /* [n_categories] */
+} pl_smp_rd;
+
+/** A column given as "3" -> 2 (0-based); as a name -> -2; absent (NULL) ->
+ *  -1; a number out of 1..256 -> -3. */
+int pl__smp_col_number(const char *c);
+
+/** Allocate the result's names and the row buffers for `n_labels` labels and
+ *  `n_cats` categories (names filled by the reader with pl__smp_name()). */
+int pl__smp_setup(pl_smp_rd *d, uint32_t n_labels, uint32_t n_cats);
+
+/** Copy `s[0..len)` into `*slot` (a label or category name). */
+int pl__smp_name(pl_smp_rd *d, char **slot, const char *s, size_t len);
+
+/** Start a row. */
+void pl__smp_row_begin(pl_smp_rd *d);
+
+/** Add the gene named by field `f` (resolved; a repeat is ignored; an
+ *  unresolved name is noted, or in strict mode an error). An empty field is
+ *  an error "empty gene name". */
+int pl__smp_gene(pl_smp_rd *d, const pl__field *f);
+
+/** Label `l` from field `f` (empty, NA, NaN, nan: missing). */
+int pl__smp_label(pl_smp_rd *d, const pl__field *f, uint32_t l);
+
+/** Category `c` from field `f`: the value's code. */
+int pl__smp_cat(pl_smp_rd *d, const pl__field *f, uint32_t c);
+
+/** End the row: a row without genes is an error naming column `col`; a row
+ *  with an unresolved gene is dropped and counted; else it is emitted. */
+int pl__smp_row_end(pl_smp_rd *d, uint64_t id, uint32_t col);
+
+/** The readers. */
+int pl__smp_read_table(pl_smp_rd *d);
+int pl__smp_read_sga(pl_smp_rd *d);
+
+#endif
