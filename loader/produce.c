@@ -152,7 +152,8 @@ static int one_batch(worker *w, uint64_t b, pl_err *err)
     }
     if (p->cfg.payload_row_bytes)
         PL_TRY(read_payload(w, slot + pl__collate_payload_offset(&p->cfg, n), n, err));
-    pl__batch_src src = {n, w->ids, w->rows, w->genes, w->n_genes, w->labels};
+    pl__batch_src src = {.n = n, .ids = w->ids, .rows = w->rows, .genes = w->genes,
+                         .n_genes = w->n_genes, .labels = w->labels};
     int rc = pl__collate(&p->cfg, &src, slot, p->slot_bytes, pb, p->o.plan.epoch, w->scratch,
                          w->scratch_len, err);
     int rc2 = p->cfg.payload_row_bytes ? wait_payload(w, rc < 0 ? NULL : err) : 0;

@@ -17,10 +17,11 @@ from . import _lib
 from ._lib import LoaderError
 
 SLOT_MAGIC = b"PLBATCH1"
+SLOT_VERSION = 2  # PL_SLOT_VERSION
 DENSE_NONE, DENSE_BITS, DENSE_BOOL = 0, 1, 2
 
 # struct pl_slot_header and struct pl_slot_array (collate/slot.h).
-HEADER = struct.Struct("<8sIIQQIIQ16x")
+HEADER = struct.Struct("<8sIIQQIIQIIQ")
 ARRAY = struct.Struct("<128s8sIIQQ10Q")
 assert HEADER.size == 64 and ARRAY.size == 240
 
@@ -68,16 +69,19 @@ def parse_slot(buf, slot_bytes):
     arrays are views of it (no copy). header: dict of batch, epoch, n_samples,
     dense, used, n_arrays. The library's pl_slot_check() validates the header
     and every descriptor (bounds, overflow, dtypes, names, overlaps) before
-    any of them is used here."""
+    any of them is used here. A part of a split batch also has part,
+    n_parts and first (its first sample within the batch) in its header."""
     view = (ctypes.c_char * slot_bytes).from_buffer(buf) if slot_bytes else None
     err = _lib.PlErr()
     rc = _lib.lib().pl_slot_check(view, slot_bytes, ctypes.byref(err))
     del view
     if rc < 0:
         raise LoaderError(err.text(rc))
-    _, _, n_arrays, batch, epoch, n_samples, dense, used = HEADER.unpack_from(buf)
+    (_, _, n_arrays, batch, epoch, n_samples, dense, used, part, n_parts,
+     first) = HEADER.unpack_from(buf)
     head = {"batch": batch, "epoch": epoch, "n_samples": n_samples, "dense": dense,
-            "used": used, "n_arrays": n_arrays}
+            "used": used, "n_arrays": n_arrays, "part": part, "n_parts": n_parts,
+            "first": first}
     arrays = {}
     table = memoryview(buf).cast("B")[HEADER.size:HEADER.size + n_arrays * ARRAY.size]
     for rec in ARRAY.iter_unpack(table):
