@@ -78,8 +78,54 @@ static int32_t *array(pl_test_db *t, int which, uint64_t count)
     return a;
 }
 
+/* Rewrite the `genes` field of some rows of IN/samples.tsv (outliers). */
+static void edit_samples(const char *in, const pl_test_outlier *out, uint32_t n_out)
+{
+    char p[4608];
+    snprintf(p, sizeof p, "%s/genes.txt", in);
+    size_t len;
+    char *genes = pl_test_read_file(p, &len);
+    snprintf(p, sizeof p, "%s/samples.tsv", in);
+    char *text = pl_test_read_file(p, &len);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        pl_test_die("%s: cannot write", p);
+    uint64_t line = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save), line++) {
+        const pl_test_outlier *o = NULL;
+        for (uint32_t i = 0; i < n_out; i++)
+            if (line == out[i].row + 1) /* after the header */
+                o = &out[i];
+        char *tab = strchr(l, '\t'), *end = tab ? strchr(tab + 1, '\t') : NULL;
+        if (!o || !end) { /* synth writes id, genes, labels */
+            fprintf(f, "%s\n", l);
+            continue;
+        }
+        fprintf(f, "%.*s\t", (int)(tab - l), l);
+        uint32_t k = 0;
+        for (const char *g = genes; *g && k < o->n_genes; k++) {
+            size_t n = strcspn(g, "\n");
+            fprintf(f, "%s%.*s", k ? ";" : "", (int)n, g);
+            g += n + (g[n] == '\n');
+        }
+        fprintf(f, "%s\n", end);
+    }
+    if (fclose(f) != 0)
+        pl_test_die("%s: write failed", p);
+    free(text);
+    free(genes);
+}
+
 void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
                      uint32_t payload_dim, uint64_t seed)
+{
+    pl_test_db_make_outliers(t, n_genes, n_samples, scale, payload_dim, seed, NULL, 0);
+}
+
+void pl_test_db_make_outliers(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
+                              uint32_t payload_dim, uint64_t seed, const pl_test_outlier *out,
+                              uint32_t n_out)
 {
     memset(t, 0, sizeof *t);
     t->dir = pl_test_tmpdir();
@@ -90,6 +136,8 @@ void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double
     pl_err err = {0};
     if (pl__synth(&so, &err) != 0)
         pl_test_die("synth: %s", err.msg);
+    if (n_out)
+        edit_samples(in, out, n_out);
     build(t, in);
     if (pl_db_open(t->path, &t->db, &err) != 0)
         pl_test_die("open: %s", err.msg);
