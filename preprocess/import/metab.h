@@ -25,6 +25,13 @@
 #include "preprocess/ruleset.h"
 #include "src/core/strtab.h"
 
+/** Model file formats. */
+typedef enum pl_metab_format {
+    PL_METAB_NONE = 0,
+    PL_METAB_YEASTGEM = 1, /**< yeast-GEM / COBRApy YAML */
+    PL_METAB_SBML = 2,     /**< SBML Level 3 with FBC */
+} pl_metab_format;
+
 typedef struct pl_metab {
     pl_strtab reactions, metabolites;
     int32_t *rmr_rxn, *rmr_met;   /**< [n_rmr] */

@@ -21,6 +21,15 @@
  *                                 #   organisms throughput id gene_list sep
  *                                 #   header comment source target score
  *                                 #   small_scale
+ *   metabolism:             # optional: a metabolic model (metab.h)
+ *     format: yeast-gem     # yeast-gem (COBRApy YAML) or sbml
+ *     file: yeast-GEM.yml.gz
+ *   samples:                # optional: one sample table or a list of them,
+ *     - format: sga         # all with the same labels and categories
+ *       file: SGA_ExE.txt.gz      # (samples.h); table keys: sep header
+ *     - format: table             #   comment genes gene_sep gene_columns
+ *       file: screen.tsv          #   id labels categories
+ *       categories: [split]
  *
  * Every error names "recipe:line:col: reason": unknown or repeated keys, a
  * key that does not apply to the source's format, an edge-type name used
@@ -32,9 +41,11 @@
 #include <stdint.h>
 
 #include "import.h"
+#include "metab.h"
 #include "names.h"
+#include "samples.h"
 
-enum { PL_RECIPE_MAX_ALIASES = 16 };
+enum { PL_RECIPE_MAX_ALIASES = 16, PL_RECIPE_MAX_SAMPLES = 16 };
 
 typedef struct pl_recipe {
     char *path;                /**< the recipe file */
@@ -44,6 +55,10 @@ typedef struct pl_recipe {
     uint32_t n_aliases;
     pl_imp_source *sources;    /**< edge sources, in recipe order */
     uint32_t n_sources;
+    pl_metab_format metab_format; /**< PL_METAB_NONE: no metabolism */
+    char *metab_file;          /**< the model (resolved) */
+    pl_smp_spec samples[PL_RECIPE_MAX_SAMPLES]; /**< sample files, in order */
+    uint32_t n_samples;
     char **owned;              /* every string above */
     uint64_t n_owned, cap_owned;
 } pl_recipe;
@@ -55,6 +70,17 @@ int pl__recipe_load(const char *path, const char *root, pl_recipe **out, pl_err 
 
 /** Release; accepts NULL. */
 void pl__recipe_free(pl_recipe *r);
+
+/** Read the recipe's metabolism (when it has one) into `m` through `nm`
+ *  (pl__metab_init() done here; pl__metab_free() it even on failure). */
+int pl__recipe_metab(const pl_recipe *r, const pl_names *nm, int strict, pl_metab *m,
+                     pl_err *err);
+
+/** Read every sample table of the recipe in order into one `res`
+ *  (zero-initialised; pl__smp_result_free() it even on failure), calling
+ *  `emit` (may be NULL) per kept sample. */
+int pl__recipe_samples(const pl_recipe *r, const pl_names *nm, int strict, pl_smp_emit emit,
+                       void *ctx, pl_smp_result *res, pl_err *err);
 
 /** Load the recipe's gene list and alias tables into a new resolver;
  *  `st` (n_aliases entries) receives each table's counts. */

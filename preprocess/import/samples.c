@@ -62,14 +62,19 @@ int pl__smp_check(const pl_smp_spec *s, pl_err *err)
 int pl__smp_setup(pl_smp_rd *d, uint32_t n_labels, uint32_t n_cats)
 {
     pl_smp_result *r = d->r;
-    r->label_names = calloc(n_labels + 1, sizeof *r->label_names);
-    r->cat_names = calloc(n_cats + 1, sizeof *r->cat_names);
-    r->cat_values = calloc(n_cats + 1, sizeof *r->cat_values);
+    d->lnames = calloc(n_labels + 1, sizeof *d->lnames);
+    d->cnames = calloc(n_cats + 1, sizeof *d->cnames);
     d->labels = calloc(n_labels + 1, sizeof *d->labels);
     d->cats = calloc(n_cats + 1, sizeof *d->cats);
-    if (!r->label_names || !r->cat_names || !r->cat_values || !d->labels || !d->cats)
+    if (!d->lnames || !d->cnames || !d->labels || !d->cats)
         return NOMEM(d);
-    r->n_labels = n_labels;
+    d->nl = n_labels;
+    d->nc = n_cats;
+    if (r->cat_values) /* a later file: the first one's categories */
+        return 0;
+    r->cat_values = calloc(n_cats + 1, sizeof *r->cat_values);
+    if (!r->cat_values)
+        return NOMEM(d);
     for (uint32_t i = 0; i < n_cats; i++) {
         if (pl__strtab_init(&r->cat_values[i]) < 0)
             return NOMEM(d);
@@ -78,10 +83,49 @@ int pl__smp_setup(pl_smp_rd *d, uint32_t n_labels, uint32_t n_cats)
     return 0;
 }
 
+/* Whether the names `a[0..na)` and `b[0..nb)` are the same list. */
+static int same_names(char **a, uint32_t na, char **b, uint32_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (uint32_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]))
+            return 0;
+    return 1;
+}
+
+int pl__smp_names_done(pl_smp_rd *d)
+{
+    pl_smp_result *r = d->r;
+    if (r->label_names) {
+        if (!same_names(r->label_names, r->n_labels, d->lnames, d->nl) ||
+            !same_names(r->cat_names, r->n_categories, d->cnames, d->nc))
+            return pl__src_fail(d->src, 0, d->err, "the labels and categories differ from "
+                                "those of the first sample table");
+        return 0;
+    }
+    r->label_names = d->lnames;
+    r->n_labels = d->nl;
+    r->cat_names = d->cnames;
+    d->lnames = d->cnames = NULL; /* the result owns them */
+    d->names_moved = 1;
+    return 0;
+}
+
 int pl__smp_name(pl_smp_rd *d, char **slot, const char *s, size_t len)
 {
     *slot = strndup(s, len);
     return *slot ? 0 : NOMEM(d);
+}
+
+const char *pl__smp_label_name(const pl_smp_rd *d, uint32_t l)
+{
+    return d->names_moved ? d->r->label_names[l] : d->lnames[l];
+}
+
+const char *pl__smp_cat_name(const pl_smp_rd *d, uint32_t c)
+{
+    return d->names_moved ? d->r->cat_names[c] : d->cnames[c];
 }
 
 void pl__smp_row_begin(pl_smp_rd *d)
@@ -134,11 +178,11 @@ int pl__smp_label(pl_smp_rd *d, const pl__field *f, uint32_t l)
     if (pr == PL_ERANGE)
         return pl__src_fail(d->src, f->col, d->err, "label '%.*s' in column '%s' is out of "
                             "the float32 range", (int)(f->len > 40 ? 40 : f->len), f->s,
-                            d->r->label_names[l]);
+                            pl__smp_label_name(d, l));
     if (pr < 0)
         return pl__src_fail(d->src, f->col, d->err, "bad number '%.*s' in label column '%s' "
                             "(a text column is kept with 'categories')",
-                            (int)(f->len > 40 ? 40 : f->len), f->s, d->r->label_names[l]);
+                            (int)(f->len > 40 ? 40 : f->len), f->s, pl__smp_label_name(d, l));
     return 0;
 }
 
@@ -146,7 +190,7 @@ int pl__smp_cat(pl_smp_rd *d, const pl__field *f, uint32_t c)
 {
     if (memchr(f->s, 0, f->len))
         return pl__src_fail(d->src, f->col, d->err, "a NUL byte in category column '%s'",
-                            d->r->cat_names[c]);
+                            pl__smp_cat_name(d, c));
     int added;
     int64_t code = pl__strtab_intern(&d->r->cat_values[c], f->s, f->len, &added);
     if (code < 0)
@@ -177,14 +221,19 @@ int pl__smp_row_end(pl_smp_rd *d, uint64_t id, uint32_t col)
 int pl__smp_read(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_emit emit,
                  void *ctx, pl_smp_result *r, pl_err *err)
 {
-    memset(r, 0, sizeof *r);
     PL_TRY(pl__smp_check(s, err));
     pl_smp_rd d = {.s = s, .nm = nm, .strict = strict, .emit = emit, .ctx = ctx, .r = r,
                    .err = err};
     PL_TRY(pl__src_open(s->file, &d.src, err));
     int rc = s->format == PL_SMP_SGA ? pl__smp_read_sga(&d) : pl__smp_read_table(&d);
-    r->bytes = pl__src_bytes(d.src);
+    r->bytes += pl__src_bytes(d.src);
     pl__src_close(d.src);
+    for (uint32_t i = 0; d.lnames && i < d.nl; i++)
+        free(d.lnames[i]);
+    for (uint32_t i = 0; d.cnames && i < d.nc; i++)
+        free(d.cnames[i]);
+    free(d.lnames);
+    free(d.cnames);
     free(d.genes);
     free(d.labels);
     free(d.cats);
@@ -199,6 +248,8 @@ void pl__smp_result_free(pl_smp_result *r)
         free(r->cat_names[i]);
         pl__strtab_free(&r->cat_values[i]);
     }
+    for (uint32_t i = r->n_categories; r->cat_values && r->cat_names == NULL && i-- > 0;)
+        pl__strtab_free(&r->cat_values[i]);
     free(r->label_names);
     free(r->cat_names);
     free(r->cat_values);

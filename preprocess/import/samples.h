@@ -64,7 +64,7 @@ void pl__smp_spec_init(pl_smp_spec *s);
 
 /** One kept sample, valid during the `emit` call only. */
 typedef struct pl_smp_row {
-    uint64_t row;          /**< 0-based data row of the file */
+    uint64_t row;          /**< 0-based data row, counted over the files read */
     uint64_t id;
     const int32_t *genes;  /**< distinct, in the order written */
     uint32_t n_genes;
@@ -94,8 +94,11 @@ typedef struct pl_smp_result {
  *  column given two roles). @return 0 or PL_EUSAGE with the bare reason. */
 int pl__smp_check(const pl_smp_spec *s, pl_err *err);
 
-/** Read spec->file; `emit` may be NULL (count only). `r` is zeroed first and
- *  keeps what was read even on failure. @return 0 or a negative code. */
+/** Read spec->file; `emit` may be NULL (count only). `r` is zero-initialised
+ *  before the first file; reading more files into the same `r` appends
+ *  (rows, and default ids, count on; category codes are shared; the labels
+ *  and categories must be the first file's). `r` keeps what was read even on
+ *  failure. @return 0 or a negative code. */
 int pl__smp_read(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_emit emit,
                  void *ctx, pl_smp_result *r, pl_err *err);
 

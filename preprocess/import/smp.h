@@ -20,18 +20,31 @@ typedef struct pl_smp_rd {
     uint32_t ng, unknown; /* genes kept, names unresolved */
     float *labels;        /* [n_labels] */
     uint32_t *cats;       /* [n_categories] */
+    char **lnames, **cnames; /* this file's label and category names */
+    uint32_t nl, nc;
+    int names_moved;      /* the names went to the result (the first file) */
 } pl_smp_rd;
 
 /** A column given as "3" -> 2 (0-based); as a name -> -2; absent (NULL) ->
  *  -1; a number out of 1..256 -> -3. */
 int pl__smp_col_number(const char *c);
 
-/** Allocate the result's names and the row buffers for `n_labels` labels and
- *  `n_cats` categories (names filled by the reader with pl__smp_name()). */
+/** Allocate the row buffers and name slots for `n_labels` labels and
+ *  `n_cats` categories (the reader fills the names with pl__smp_name(), then
+ *  calls pl__smp_names_done()). */
 int pl__smp_setup(pl_smp_rd *d, uint32_t n_labels, uint32_t n_cats);
 
-/** Copy `s[0..len)` into `*slot` (a label or category name). */
+/** Copy `s[0..len)` into `*slot` (d->lnames[i] or d->cnames[i]). */
 int pl__smp_name(pl_smp_rd *d, char **slot, const char *s, size_t len);
+
+/** After the names are filled: the first file's become the result's; a
+ *  later file's must equal them ("file:line: the labels and categories
+ *  differ ..."). */
+int pl__smp_names_done(pl_smp_rd *d);
+
+/** Name of label `l`, of category `c`. */
+const char *pl__smp_label_name(const pl_smp_rd *d, uint32_t l);
+const char *pl__smp_cat_name(const pl_smp_rd *d, uint32_t c);
 
 /** Start a row. */
 void pl__smp_row_begin(pl_smp_rd *d);

@@ -68,9 +68,10 @@ int pl__smp_read_sga(pl_smp_rd *d)
                                     "the header", NCOLS);
             PL_TRY(pl__smp_setup(d, NLABELS, 1));
             for (int i = 0; i < NLABELS; i++)
-                PL_TRY(pl__smp_name(d, &d->r->label_names[i], labels[i].label,
+                PL_TRY(pl__smp_name(d, &d->lnames[i], labels[i].label,
                                     strlen(labels[i].label)));
-            PL_TRY(pl__smp_name(d, &d->r->cat_names[0], "arraytype_temp", 14));
+            PL_TRY(pl__smp_name(d, &d->cnames[0], "arraytype_temp", 14));
+            PL_TRY(pl__smp_names_done(d));
             continue;
         }
         if (n != ncols)

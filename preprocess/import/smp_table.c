@@ -87,9 +87,10 @@ static int plan(pl_smp_rd *d, const pl__field *f, int n, layout *L)
     }
     PL_TRY(pl__smp_setup(d, nl, s->n_categories));
     for (uint32_t i = 0; i < nl; i++)
-        PL_TRY(col_name(d, f, L->label_col[i], &d->r->label_names[i]));
+        PL_TRY(col_name(d, f, L->label_col[i], &d->lnames[i]));
     for (uint32_t i = 0; i < s->n_categories; i++)
-        PL_TRY(col_name(d, f, L->cat_col[i], &d->r->cat_names[i]));
+        PL_TRY(col_name(d, f, L->cat_col[i], &d->cnames[i]));
+    PL_TRY(pl__smp_names_done(d));
     if (s->header)
         for (int k = 0; k < n; k++) {
             if (f[k].len == 0)
@@ -136,7 +137,7 @@ static int row(pl_smp_rd *d, const layout *L, const pl__field *f)
         return pl__src_fail(d->src, f[L->id].col, d->err, "bad id '%.*s' (expected an "
                             "unsigned 64-bit integer)", (int)(f[L->id].len > 40 ? 40
                             : f[L->id].len), f[L->id].s);
-    for (uint32_t l = 0; l < d->r->n_labels; l++)
+    for (uint32_t l = 0; l < d->nl; l++)
         PL_TRY(pl__smp_label(d, &f[L->label_col[l]], l));
     for (uint32_t c = 0; c < s->n_categories; c++)
         PL_TRY(pl__smp_cat(d, &f[L->cat_col[c]], c));
