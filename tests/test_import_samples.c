@@ -287,3 +287,48 @@ Test(import_samples, sga_malformed)
     pl_test_expect_at(PL_EPARSE, PL_EPARSE, &err, path, 2, 16,
                       "unresolved gene name 'YQQ' (strict mode)");
 }
+
+/* Row by row, as a build takes them: dropped rows marked; a second file
+ * appends (rows and ids count on, category codes shared). */
+Test(import_samples, rows_pulled_and_files_appended)
+{
+    genes("A\nB\n");
+    char *p1 = pl_test_write(dir, "one.tsv", "genes\tsplit\tx\nA\ttrain\t1\nQ\tval\t2\n");
+    const char *t2 = "genes\tsplit\tx\nB\tval\t3\nA;B\ttest\t4\n";
+    char *p2 = pl_test_write_codec(dir, "two.tsv.gz", t2, strlen(t2), PL_TEST_GZIP);
+    pl_smp_spec s;
+    pl__smp_spec_init(&s);
+    s.categories[s.n_categories++] = "split";
+    pl_err err;
+    const char *want[] = {"0 0 0 A 1", "1 1 1 - -", "2 0 1 B 3", "3 0 2 A,B 4"};
+    int k = 0;
+    for (int f = 0; f < 2; f++) {
+        s.file = f ? p2 : p1;
+        pl_smp_rd *d;
+        cr_assert_eq(pl__smp_open(&s, nm, 0, &res, &d, &err), 0, "%s", err.msg);
+        cr_assert_eq(res.n_labels, 1);
+        const pl_smp_row *r;
+        int rc;
+        while ((rc = pl__smp_next(d, &r, &err)) == 1) {
+            char got[128];
+            int n = snprintf(got, sizeof got, "%llu %d %u ", (unsigned long long)r->id,
+                             r->dropped, r->cats[0]);
+            if (r->dropped)
+                snprintf(got + n, sizeof got - n, "- -");
+            else
+                snprintf(got + n, sizeof got - n, "%s%s%s %g", pl__names_gene(nm, (uint32_t)r->genes[0]),
+                         r->n_genes > 1 ? "," : "", r->n_genes > 1 ? pl__names_gene(nm, (uint32_t)r->genes[1]) : "",
+                         (double)r->labels[0]);
+            cr_assert(k < 4);
+            cr_assert_str_eq(got, want[k++]);
+        }
+        cr_assert_eq(rc, 0, "%s", err.msg);
+        pl__smp_close(d);
+    }
+    cr_assert_eq(k, 4);
+    cr_assert_eq(res.rows, 4);
+    cr_assert_eq(res.kept, 3);
+    cr_assert_eq(res.dropped, 1);
+    cr_assert_eq(res.cat_values[0].n, 3);
+    free(p1), free(p2);
+}

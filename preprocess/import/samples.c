@@ -202,41 +202,79 @@ int pl__smp_cat(pl_smp_rd *d, const pl__field *f, uint32_t c)
 int pl__smp_row_end(pl_smp_rd *d, uint64_t id, uint32_t col)
 {
     pl_smp_result *r = d->r;
-    uint64_t row = r->rows++;
+    uint64_t row = r->rows;
+    if (!d->unknown && d->ng == 0)
+        return pl__src_fail(d->src, col, d->err, "sample has no genes");
+    r->rows++;
+    d->out = (pl_smp_row){row, id, d->genes, d->ng, d->labels, d->cats, d->unknown > 0};
     if (d->unknown) {
         if (pl__grow(&r->dropped_rows, &r->cap_dropped, r->dropped + 1, 8) < 0)
             return NOMEM(d);
         r->dropped_rows[r->dropped++] = row;
-        return 0;
+    } else {
+        r->kept++;
     }
-    if (d->ng == 0)
-        return pl__src_fail(d->src, col, d->err, "sample has no genes");
-    r->kept++;
-    if (!d->emit)
-        return 0;
-    pl_smp_row x = {row, id, d->genes, d->ng, d->labels, d->cats};
-    return d->emit(d->ctx, &x, d->err);
+    return 0;
+}
+
+int pl__smp_open(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_result *r,
+                 pl_smp_rd **out, pl_err *err)
+{
+    *out = NULL;
+    PL_TRY(pl__smp_check(s, err));
+    pl_smp_rd *d = calloc(1, sizeof *d);
+    PL_FAIL_IF(!d, err, -ENOMEM, "%s: out of memory", s->file);
+    *d = (pl_smp_rd){.s = s, .nm = nm, .strict = strict, .r = r, .err = err};
+    int rc = pl__src_open(s->file, &d->src, err);
+    if (rc == 0)
+        rc = s->format == PL_SMP_SGA ? pl__smp_sga_open(d) : pl__smp_table_open(d);
+    if (rc < 0) {
+        pl__smp_close(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+int pl__smp_next(pl_smp_rd *d, const pl_smp_row **row, pl_err *err)
+{
+    d->err = err;
+    int rc = d->s->format == PL_SMP_SGA ? pl__smp_sga_next(d) : pl__smp_table_next(d);
+    *row = rc == 1 ? &d->out : NULL;
+    return rc;
+}
+
+void pl__smp_close(pl_smp_rd *d)
+{
+    if (!d)
+        return;
+    if (d->src)
+        d->r->bytes += pl__src_bytes(d->src);
+    pl__src_close(d->src);
+    for (uint32_t i = 0; d->lnames && i < d->nl; i++)
+        free(d->lnames[i]);
+    for (uint32_t i = 0; d->cnames && i < d->nc; i++)
+        free(d->cnames[i]);
+    free(d->lnames);
+    free(d->cnames);
+    free(d->genes);
+    free(d->labels);
+    free(d->cats);
+    free(d->state);
+    free(d);
 }
 
 int pl__smp_read(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_emit emit,
                  void *ctx, pl_smp_result *r, pl_err *err)
 {
-    PL_TRY(pl__smp_check(s, err));
-    pl_smp_rd d = {.s = s, .nm = nm, .strict = strict, .emit = emit, .ctx = ctx, .r = r,
-                   .err = err};
-    PL_TRY(pl__src_open(s->file, &d.src, err));
-    int rc = s->format == PL_SMP_SGA ? pl__smp_read_sga(&d) : pl__smp_read_table(&d);
-    r->bytes += pl__src_bytes(d.src);
-    pl__src_close(d.src);
-    for (uint32_t i = 0; d.lnames && i < d.nl; i++)
-        free(d.lnames[i]);
-    for (uint32_t i = 0; d.cnames && i < d.nc; i++)
-        free(d.cnames[i]);
-    free(d.lnames);
-    free(d.cnames);
-    free(d.genes);
-    free(d.labels);
-    free(d.cats);
+    pl_smp_rd *d;
+    PL_TRY(pl__smp_open(s, nm, strict, r, &d, err));
+    const pl_smp_row *row;
+    int rc;
+    while ((rc = pl__smp_next(d, &row, err)) == 1)
+        if (!row->dropped && emit && (rc = emit(ctx, row, err)) < 0)
+            break;
+    pl__smp_close(d);
     return rc < 0 ? rc : 0;
 }
 

@@ -70,6 +70,7 @@ typedef struct pl_smp_row {
     uint32_t n_genes;
     const float *labels;   /**< [n_labels] */
     const uint32_t *cats;  /**< [n_categories] codes */
+    int dropped;           /**< 1: it named an unresolved gene (pl__smp_next() only) */
 } pl_smp_row;
 
 /** Called per kept sample; a negative return stops the read with it. */
@@ -103,5 +104,21 @@ int pl__smp_read(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_em
                  void *ctx, pl_smp_result *r, pl_err *err);
 
 void pl__smp_result_free(pl_smp_result *r);
+
+/** A sample table being read row by row (the builder's row provider). */
+typedef struct pl_smp_rd pl_smp_rd;
+
+/** Open spec->file and read its header: the label and category names are in
+ *  `r` (appending as pl__smp_read() does) when this returns 0. `r` must
+ *  outlive the reader. */
+int pl__smp_open(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_result *r,
+                 pl_smp_rd **out, pl_err *err);
+
+/** The next row, kept or marked dropped (valid until the next call).
+ *  @return 1 with a row, 0 at the end, or a negative code. */
+int pl__smp_next(pl_smp_rd *d, const pl_smp_row **row, pl_err *err);
+
+/** Release; accepts NULL. */
+void pl__smp_close(pl_smp_rd *d);
 
 #endif

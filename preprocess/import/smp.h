@@ -6,12 +6,10 @@
 #include "samples.h"
 #include "source.h"
 
-typedef struct pl_smp_rd {
+struct pl_smp_rd {
     const pl_smp_spec *s;
     const pl_names *nm;
     int strict;
-    pl_smp_emit emit;
-    void *ctx;
     pl_smp_result *r;
     pl_err *err;
     pl_src *src;
@@ -23,7 +21,9 @@ typedef struct pl_smp_rd {
     char **lnames, **cnames; /* this file's label and category names */
     uint32_t nl, nc;
     int names_moved;      /* the names went to the result (the first file) */
-} pl_smp_rd;
+    pl_smp_row out;       /* the row handed out */
+    void *state;          /* the format's own (freed by pl__smp_close()) */
+};
 
 /** A column given as "3" -> 2 (0-based); as a name -> -2; absent (NULL) ->
  *  -1; a number out of 1..256 -> -3. */
@@ -60,12 +60,16 @@ int pl__smp_label(pl_smp_rd *d, const pl__field *f, uint32_t l);
 /** Category `c` from field `f`: the value's code. */
 int pl__smp_cat(pl_smp_rd *d, const pl__field *f, uint32_t c);
 
-/** End the row: a row without genes is an error naming column `col`; a row
- *  with an unresolved gene is dropped and counted; else it is emitted. */
+/** End the row into d->out: a row without genes is an error naming column
+ *  `col`; a row with an unresolved gene is marked dropped and counted. */
 int pl__smp_row_end(pl_smp_rd *d, uint64_t id, uint32_t col);
 
-/** The readers. */
-int pl__smp_read_table(pl_smp_rd *d);
-int pl__smp_read_sga(pl_smp_rd *d);
+/** The formats: `open` reads the header (names, pl__smp_names_done());
+ *  `next` reads up to the next row and ends it with pl__smp_row_end():
+ *  1, 0 at the end of the file, or a negative code. */
+int pl__smp_table_open(pl_smp_rd *d);
+int pl__smp_table_next(pl_smp_rd *d);
+int pl__smp_sga_open(pl_smp_rd *d);
+int pl__smp_sga_next(pl_smp_rd *d);
 
 #endif

@@ -144,43 +144,68 @@ static int row(pl_smp_rd *d, const layout *L, const pl__field *f)
     return pl__smp_row_end(d, id, gcol);
 }
 
-int pl__smp_read_table(pl_smp_rd *d)
+typedef struct table {
+    layout L;
+    pl__field f[MAX_COLS + 1];
+    int pending;           /* without a header: the first row, split in f */
+    int n_pending;
+    size_t len_pending;
+} table;
+
+/* The next data line split into t->f: its field count, 0 at the end. */
+static int next_line(pl_smp_rd *d, table *t, size_t *len)
 {
     const pl_smp_spec *s = d->s;
     char sep = s->sep ? s->sep : '\t';
     size_t clen = s->comment ? strlen(s->comment) : 0;
-    layout *L = calloc(1, sizeof *L);
-    pl__field *f = malloc((MAX_COLS + 1) * sizeof *f);
-    int rc = L && f ? 0 : pl__err(d->err, -ENOMEM, "%s: out of memory", s->file);
-    int first = 1;
     const char *line;
-    size_t len;
-    while (rc == 0 && (rc = pl__src_line(d->src, &line, &len, d->err)) > 0) {
-        rc = 0;
-        if (len == 0 || (clen && len >= clen && !memcmp(line, s->comment, clen)))
+    int rc;
+    while ((rc = pl__src_line(d->src, &line, len, d->err)) > 0) {
+        if (*len == 0 || (clen && *len >= clen && !memcmp(line, s->comment, clen)))
             continue;
-        int n = pl__src_split(line, len, sep, f, MAX_COLS + 1);
-        if (n > MAX_COLS) {
-            rc = pl__src_fail(d->src, f[MAX_COLS].col, d->err, "more than %d columns",
-                              MAX_COLS);
-            break;
-        }
-        if (first) {
-            first = 0;
-            if ((rc = plan(d, f, n, L)) < 0 || s->header)
-                continue;
-        }
-        if (n != L->n) {
-            rc = pl__src_fail(d->src, n > L->n ? f[L->n].col : (uint32_t)len + 1, d->err,
-                              "expected %d columns as in the %s, found %d", L->n,
-                              s->header ? "header" : "first row", n);
-            break;
-        }
-        rc = row(d, L, f);
+        int n = pl__src_split(line, *len, sep, t->f, MAX_COLS + 1);
+        if (n > MAX_COLS)
+            return pl__src_fail(d->src, t->f[MAX_COLS].col, d->err, "more than %d columns",
+                                MAX_COLS);
+        return n;
     }
-    if (rc == 0 && first)
-        rc = pl__err(d->err, PL_EPARSE, "%s:1: no %s", s->file, s->header ? "header row" : "rows");
-    free(L);
-    free(f);
     return rc;
+}
+
+int pl__smp_table_open(pl_smp_rd *d)
+{
+    table *t = calloc(1, sizeof *t);
+    if (!t)
+        return pl__err(d->err, -ENOMEM, "%s: out of memory", d->s->file);
+    d->state = t;
+    size_t len;
+    int n = next_line(d, t, &len);
+    if (n < 0)
+        return n;
+    if (n == 0)
+        return pl__err(d->err, PL_EPARSE, "%s:1: no %s", d->s->file,
+                       d->s->header ? "header row" : "rows");
+    PL_TRY(plan(d, t->f, n, &t->L));
+    if (!d->s->header) {
+        t->pending = 1;
+        t->n_pending = n;
+        t->len_pending = len;
+    }
+    return 0;
+}
+
+int pl__smp_table_next(pl_smp_rd *d)
+{
+    table *t = d->state;
+    size_t len = t->len_pending;
+    int n = t->n_pending;
+    if (!t->pending && (n = next_line(d, t, &len)) <= 0)
+        return n;
+    t->pending = 0;
+    if (n != t->L.n)
+        return pl__src_fail(d->src, n > t->L.n ? t->f[t->L.n].col : (uint32_t)len + 1, d->err,
+                            "expected %d columns as in the %s, found %d", t->L.n,
+                            d->s->header ? "header" : "first row", n);
+    PL_TRY(row(d, &t->L, t->f));
+    return 1;
 }
