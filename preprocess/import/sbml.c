@@ -8,8 +8,12 @@
  *   rules        fbc:geneProductAssociation (fbc:and, fbc:or,
  *                fbc:geneProductRef) written out as rule text and compiled
  *                like a yeast-GEM gene_reaction_rule; a geneProductRef names
- *                an fbc:geneProduct whose fbc:label is the gene name (its id,
- *                without a "G_" prefix, where it has no label).
+ *                an fbc:geneProduct whose fbc:label is the gene name (its id
+ *                where it has no label).
+ *
+ * Ids lose the prefixes COBRApy's SBML writer adds and its reader removes:
+ * "R_" of reaction ids, "M_" of species ids, "G_" of gene names, so that a
+ * model written by COBRApy reads as the YAML it came from.
  *
  * The file goes through the line source (source.h), so gzip and zstd files
  * are read as downloaded; libsbml parses the decompressed text from memory.
@@ -33,7 +37,9 @@ typedef struct sb {
     const char *path;
     pl_metab *m;
     pl_strtab gp;        /* gene product ids */
-    const char **gp_name;/* [gp.n] gene name of each (owned by the document) */
+    char **gp_name;      /* [gp.n] gene name of each */
+    char *id;            /* an id decoded (cobra_id()) */
+    uint64_t id_cap;
     char *rule;          /* rule text being written */
     uint64_t len, cap;
     pl_err *err;
@@ -87,6 +93,37 @@ static int slurp(const char *path, char **out, pl_err *err)
     return 0;
 }
 
+/* `id` as COBRApy reads it: without `prefix` (when something follows it),
+ * each "__NN__" (an ASCII code COBRApy's writer put in place of a character
+ * SBML ids cannot hold, "__45__" for '-') decoded. Into s->id (valid until
+ * the next call), or NULL when out of memory. */
+static const char *cobra_id(sb *s, const char *id, const char *prefix)
+{
+    if (!id)
+        return "";
+    size_t n = strlen(prefix), len = strlen(id);
+    if (!strncmp(id, prefix, n) && id[n])
+        id += n, len -= n;
+    if (pl__grow(&s->id, &s->id_cap, len + 1, 1) < 0)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        unsigned code = 0;
+        size_t j = i + 2;
+        while (j < len && j < i + 5 && id[j] >= '0' && id[j] <= '9')
+            code = code * 10 + (unsigned)(id[j++] - '0');
+        if (id[i] == '_' && i + 1 < len && id[i + 1] == '_' && j > i + 2 && j + 1 < len &&
+            id[j] == '_' && id[j + 1] == '_' && code >= 32 && code < 127) {
+            s->id[o++] = (char)code;
+            i = j + 2;
+        } else {
+            s->id[o++] = id[i++];
+        }
+    }
+    s->id[o] = 0;
+    return s->id;
+}
+
 static int put(sb *s, const char *t, size_t n)
 {
     if (pl__grow(&s->rule, &s->cap, s->len + n + 1, 1) < 0)
@@ -128,8 +165,8 @@ static int gene_products(sb *s, Model_t *mo)
         if (!id || !*id)
             return fail_at(s, b, "a gene product without fbc:id");
         const char *name = GeneProduct_isSetLabel(gp) ? GeneProduct_getLabel(gp) : NULL;
-        if (!name || !*name)
-            name = strncmp(id, "G_", 2) == 0 && id[2] ? id + 2 : id;
+        name = cobra_id(s, name && *name ? name : id, "G_");
+        PL_FAIL_IF(!name, s->err, -ENOMEM, "%s: out of memory", s->path);
         for (const char *c = name; *c; c++)
             if (*c == ' ' || *c == '\t' || *c == '\n' || *c == '(' || *c == ')')
                 return fail_at(s, b, "gene product '%s': its name '%s' holds a blank or a "
@@ -139,7 +176,8 @@ static int gene_products(sb *s, Model_t *mo)
         PL_FAIL_IF(k < 0, s->err, -ENOMEM, "%s: out of memory", s->path);
         if (!added)
             return fail_at(s, b, "gene product '%s' given twice", id);
-        s->gp_name[k] = name;
+        s->gp_name[k] = strdup(name);
+        PL_FAIL_IF(!s->gp_name[k], s->err, -ENOMEM, "%s: out of memory", s->path);
     }
     return 0;
 }
@@ -181,7 +219,8 @@ static int refs(sb *s, Reaction_t *rx, int64_t r, const char *rxn, int products)
         SpeciesReference_t *sr = products ? Reaction_getProduct(rx, i)
                                           : Reaction_getReactant(rx, i);
         const SBase_t *b = (const SBase_t *)sr;
-        const char *sp = SpeciesReference_getSpecies(sr);
+        const char *sp = cobra_id(s, SpeciesReference_getSpecies(sr), "M_");
+        PL_FAIL_IF(!sp, s->err, -ENOMEM, "%s: out of memory", s->path);
         if (!sp || !*sp)
             return fail_at(s, b, "reaction '%s': a speciesReference without species", rxn);
         double v = SpeciesReference_getStoichiometry(sr);
@@ -197,12 +236,14 @@ static int refs(sb *s, Reaction_t *rx, int64_t r, const char *rxn, int products)
 static int reaction(sb *s, Reaction_t *rx)
 {
     const SBase_t *b = (const SBase_t *)rx;
-    const char *id = Reaction_getId(rx);
-    if (!id || !*id)
+    const char *id = cobra_id(s, Reaction_getId(rx), "R_");
+    PL_FAIL_IF(!id, s->err, -ENOMEM, "%s: out of memory", s->path);
+    if (!*id)
         return fail_at(s, b, "a reaction without 'id'");
     int64_t r;
     PL_TRY(pl__metab_reaction(s->m, s->path, SBase_getLine(b), SBase_getColumn(b), id,
                               strlen(id), &r, s->err));
+    id = s->m->reactions.names[r]; /* s->id is reused below */
     PL_TRY(refs(s, rx, r, id, 0));
     PL_TRY(refs(s, rx, r, id, 1));
     FbcSBasePlugin_t *fr = (FbcSBasePlugin_t *)SBase_getPlugin((SBase_t *)rx, "fbc");
@@ -234,7 +275,8 @@ static int model(sb *s, SBMLDocument_t *doc)
     PL_TRY(gene_products(s, mo));
     for (unsigned i = 0; i < Model_getNumSpecies(mo); i++) {
         Species_t *sp = Model_getSpecies(mo, i);
-        const char *id = Species_getId(sp);
+        const char *id = cobra_id(s, Species_getId(sp), "M_");
+        PL_FAIL_IF(!id, s->err, -ENOMEM, "%s: out of memory", s->path);
         const SBase_t *b = (const SBase_t *)sp;
         PL_TRY(pl__metab_list_met(s->m, s->path, SBase_getLine(b), SBase_getColumn(b),
                                   id ? id : "", id ? strlen(id) : 0, s->err));
@@ -254,7 +296,10 @@ int pl__metab_read_sbml(pl_metab *m, const char *path, pl_err *err)
     sb s = {.path = path, .m = m, .err = err};
     int rc = model(&s, doc);
     free(s.rule);
+    for (uint32_t i = 0; s.gp_name && i < s.gp.n; i++)
+        free(s.gp_name[i]);
     free(s.gp_name);
+    free(s.id);
     pl__strtab_free(&s.gp);
     SBMLDocument_free(doc);
     return rc;
