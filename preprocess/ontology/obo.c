@@ -160,7 +160,7 @@ int pl__onto_read_obo(pl_onto_raw *r, const char *path, const pl_onto_opts *o,
         const char *v = colon + 1;
         while (v < line + len && (*v == ' ' || *v == '\t'))
             v++;
-        size_t n = (size_t)(line + len - v);
+        size_t n = v < line + len && *v == '!' ? 0 : (size_t)(line + len - v);
         /* a trailing " ! comment" or " {qualifiers}" is not part of the value */
         for (size_t i = 0; i + 1 < n; i++)
             if ((v[i] == ' ' || v[i] == '\t') && (v[i + 1] == '!' || v[i + 1] == '{')) {
