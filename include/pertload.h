@@ -73,10 +73,17 @@ PL_API const char *pl_errname(int code);
 /* ---------------------------------------------------------------- database */
 
 /** Format version written by this build and the only one it opens. */
-#define PL_FORMAT_VERSION 3
+#define PL_FORMAT_VERSION 4
 
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
+
+/** When a reaction is removed (DESIGN section 2), chosen at build. */
+enum {
+    PL_REACTION_DEFAULT = 0, /**< pl_build_opts: GPR with rules, else ANY */
+    PL_REACTION_ANY = 1,     /**< any of its GPR genes is deleted */
+    PL_REACTION_GPR = 2,     /**< its gene-reaction rule is false */
+};
 
 /** Options of pl_build(); zero-initialise, then fill. */
 typedef struct pl_build_opts {
@@ -94,6 +101,10 @@ typedef struct pl_build_opts {
     int drop_unknown_genes;   /**< drop records naming unknown genes, count them */
     int progress;             /**< 1: progress on stderr; 0: quiet; -1: if a tty */
     const char *params;       /**< free text stored as the build parameters */
+    /** optional TSV `reaction rule` of gene-reaction rules, or NULL; its
+     *  genes give the GPR edges, so it excludes `gpr` */
+    const char *rules;
+    int reaction_rule;        /**< PL_REACTION_*; GPR needs `rules` */
 } pl_build_opts;
 
 /** What pl_build() did; all counts after filtering and dropping. */
@@ -107,6 +118,7 @@ typedef struct pl_build_stats {
     uint64_t sample_bytes;     /**< size of the sample store */
     uint64_t payload_bytes;    /**< size of the payload file, 0 if none */
     double seconds;
+    uint64_t n_rules;          /**< reactions with a gene-reaction rule */
 } pl_build_stats;
 
 /** Build a database from input files (see DESIGN section 3).
@@ -143,6 +155,10 @@ typedef struct pl_db_info {
     uint64_t graph_bytes;             /**< size of data.mdb */
     uint64_t samples_bytes;           /**< size of the sample store */
     uint64_t payload_bytes;           /**< size of payload.npy, 0 if none */
+    uint32_t reaction_rule;           /**< PL_REACTION_ANY or PL_REACTION_GPR */
+    uint32_t reserved;
+    uint64_t n_rules;                 /**< reactions with a gene-reaction rule */
+    uint64_t n_rule_words;            /**< words of their programs (PL_ARRAY_RULES) */
 } pl_db_info;
 
 /** Open a database read-only. Checks the format version and the metadata
@@ -170,6 +186,12 @@ enum {
     PL_ARRAY_GPR = -1,        /**< int32 [2, n_gpr]: gene row, reaction row */
     PL_ARRAY_RMR = -2,        /**< int32 [2, n_rmr]: reaction row, metabolite row */
     PL_ARRAY_RMR_STOICH = -3, /**< float32 [n_rmr] stoichiometry */
+    /** uint32 [n_reactions + 1 + words]: the gene-reaction rules (when
+     *  n_rules > 0), offsets then postfix programs: reaction r's rule is
+     *  words off[r] .. off[r+1] after the offsets; a word below 0xFFFFFFFD
+     *  pushes "that gene is not deleted", 0xFFFFFFFF is and, 0xFFFFFFFE is
+     *  or, 0xFFFFFFFD pushes true; an empty rule is no rule. */
+    PL_ARRAY_RULES = -4,
 };
 
 /** Copy a graph array into `out` (`cap` bytes). `which` >= 0 is an edge type:

@@ -22,6 +22,8 @@ typedef struct pl_test_db {
     uint64_t len[PL_MAX_TYPES + 4];   /**< positions per list kind, then genes */
     int32_t *edges[PL_MAX_TYPES];     /**< int32 [2, E_t] per edge type */
     int32_t *gpr, *rmr;               /**< int32 [2, n_gpr], [2, n_rmr] (NULL without) */
+    char **rule;                      /**< [n_rx] rule text by reaction under the reaction
+                                           rule gpr (NULL for none), else NULL */
     unsigned char *payload;           /**< payload rows [n_samples, payload_row_bytes] */
     uint64_t payload_row_bytes;
     /* pl_test_db_load() */
