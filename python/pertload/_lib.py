@@ -73,6 +73,10 @@ class DbInfo(ctypes.Structure):
         ("reserved", ctypes.c_uint32),
         ("n_rules", ctypes.c_uint64),
         ("n_rule_words", ctypes.c_uint64),
+        ("n_terms", ctypes.c_uint64),
+        ("n_term_annotations", ctypes.c_uint64),
+        ("n_strata", ctypes.c_uint32),
+        ("n_term_groups", ctypes.c_uint32),
     ]
 
 

@@ -108,8 +108,41 @@ static int64_t parse_genes(const pl_db *db, const char *list, int32_t **out)
     return k;
 }
 
+/* The ontology lists of a sample (DESIGN section 10), when the database has
+ * an ontology: affected terms and removed annotation positions. */
+typedef struct onto_lists {
+    uint32_t *terms, *ann;
+    uint32_t n_terms;
+    uint64_t n_ann;
+} onto_lists;
+
+static int onto_compute(pl_db *db, const int32_t *genes, uint32_t n, onto_lists *ol, pl_err *err)
+{
+    if (pl_db_info_get(db)->n_terms == 0)
+        return 0;
+    pl_ontology *o;
+    int rc = pl_ontology_load(db, &o, err);
+    if (rc < 0)
+        return rc;
+    ol->terms = malloc((o->n_terms + 1) * sizeof *ol->terms);
+    ol->ann = malloc((o->n_annotations + 1) * sizeof *ol->ann);
+    rc = ol->terms && ol->ann ? pl_ontology_removed(o, genes, n, ol->terms, &ol->n_terms,
+                                                        ol->ann, &ol->n_ann)
+                                  : -ENOMEM;
+    pl_ontology_free(o);
+    return rc;
+}
+
+static void json_u32s(FILE *f, const char *key, const uint32_t *v, uint64_t n)
+{
+    fprintf(f, ",\"%s\":[", key);
+    for (uint64_t i = 0; i < n; i++)
+        fprintf(f, i ? ",%u" : "%u", v[i]);
+    fputc(']', f);
+}
+
 static void print_json(const pl_db_info *info, const pl_graph *g, const pl_masks_result *r,
-                       const pl_sample *s, uint64_t row)
+                       const pl_sample *s, uint64_t row, const onto_lists *ol)
 {
     FILE *f = stdout;
     fputc('{', f);
@@ -145,11 +178,15 @@ static void print_json(const pl_db_info *info, const pl_graph *g, const pl_masks
     if (info->has_metabolism)
         fprintf(f, ",\"reaction_rule\":\"%s\"",
                 info->reaction_rule == PL_REACTION_GPR ? "gpr" : "any");
+    if (info->n_terms) {
+        json_u32s(f, "ontology/term", ol->terms, ol->n_terms);
+        json_u32s(f, "ontology/annotation", ol->ann, ol->n_ann);
+    }
     fputs("}\n", f);
 }
 
 static void print_summary(const pl_db_info *info, const pl_graph *g, const pl_masks_result *r,
-                          const pl_sample *s, uint64_t row)
+                          const pl_sample *s, uint64_t row, const onto_lists *ol)
 {
     if (s) {
         printf("row %llu: id %llu\nlabels:", (unsigned long long)row,
@@ -182,6 +219,10 @@ static void print_summary(const pl_db_info *info, const pl_graph *g, const pl_ma
     }
     printf("  %-28s %10llu of %llu\n", "(all edge types)", (unsigned long long)removed,
            (unsigned long long)total);
+    if (info->n_terms)
+        printf("  %-28s %10u of %llu\n  %-28s %10llu of %llu\n", "ontology/term", ol->n_terms,
+               (unsigned long long)info->n_terms, "ontology/annotation",
+               (unsigned long long)ol->n_ann, (unsigned long long)info->n_term_annotations);
 }
 
 /* Masks of every stored sample, single-threaded: the throughput figure. */
@@ -261,6 +302,7 @@ int pl_cmd_masks(int argc, char **argv)
     pl_err err = {0};
     pl_sample s;
     pl_masks_result r;
+    onto_lists ol = {0};
     int64_t n = 0;
     int status = 1;
     int rc = pl_db_open(path, &db, &err);
@@ -291,18 +333,22 @@ int pl_cmd_masks(int argc, char **argv)
     }
     if (rc == 0)
         rc = pl_masks_compute(m, genes, (uint32_t)n, &r);
+    if (rc == 0)
+        rc = onto_compute(db, genes, (uint32_t)n, &ol, &err);
     if (rc < 0) {
         status = pl_cli_fail("masks", rc, &err);
         goto out;
     }
     if (json)
-        print_json(pl_db_info_get(db), g, &r, row_arg ? &s : NULL, row);
+        print_json(pl_db_info_get(db), g, &r, row_arg ? &s : NULL, row, &ol);
     else
-        print_summary(pl_db_info_get(db), g, &r, row_arg ? &s : NULL, row);
+        print_summary(pl_db_info_get(db), g, &r, row_arg ? &s : NULL, row, &ol);
     status = fflush(stdout) == 0 ? 0 : 1;
     if (status)
         fprintf(stderr, "pertload masks: writing the output: %s\n", strerror(errno));
 out:
+    free(ol.terms);
+    free(ol.ann);
     free(genes);
     pl_masks_free(m);
     pl_graph_free(g);
