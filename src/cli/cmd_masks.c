@@ -230,17 +230,42 @@ static int run_all(pl_db *db, pl_graph *g, pl_masks *m, pl_err *err)
 {
     const pl_db_info *info = pl_db_info_get(db);
     uint64_t removed = 0, digest = 0;
+    int rc = 0;
+    pl_ontology *o = NULL;
+    uint32_t *ot = NULL, *oa = NULL;
+    if (info->n_terms) {
+        int rc = pl_ontology_load(db, &o, err);
+        if (rc < 0)
+            return rc;
+        ot = malloc((o->n_terms + 1) * sizeof *ot);
+        oa = malloc((o->n_annotations + 1) * sizeof *oa);
+        if (!ot || !oa) {
+            free(ot);
+            free(oa);
+            pl_ontology_free(o);
+            return pl__err(err, -ENOMEM, "out of memory");
+        }
+    }
     pl__progress pg;
     pl__progress_start(&pg, -1, "masks", info->n_samples);
     double t0 = pl__now();
     for (uint64_t row = 0; row < info->n_samples; row++) {
         pl_sample s;
         pl_masks_result r;
-        int rc = pl_db_sample(db, row, &s, err);
+        rc = pl_db_sample(db, row, &s, err);
         if (rc == 0)
             rc = pl_masks_compute(m, s.genes, s.n_genes, &r);
+        uint32_t nt = 0;
+        uint64_t na = 0;
+        if (rc == 0 && o)
+            rc = pl_ontology_removed(o, s.genes, s.n_genes, ot, &nt, oa, &na);
         if (rc < 0)
-            return rc;
+            break;
+        removed += nt + na;
+        if (nt)
+            digest = digest * 31 + ot[nt - 1];
+        if (na)
+            digest = digest * 31 + oa[na - 1];
         for (uint32_t k = 0; k < r.n_lists; k++) {
             removed += r.removed[k].n;
             if (r.removed[k].n)
@@ -250,10 +275,16 @@ static int run_all(pl_db *db, pl_graph *g, pl_masks *m, pl_err *err)
             pl__progress_update(&pg, row, -1);
     }
     double dt = pl__now() - t0;
+    free(ot);
+    free(oa);
+    pl_ontology_free(o);
+    if (rc < 0)
+        return rc;
     pl__progress_end(&pg, info->n_samples);
-    printf("masks of %llu samples (%u lists each) in %.2f s on one core: %.0f samples/s, "
+    printf("masks of %llu samples (%u lists each%s) in %.2f s on one core: %.0f samples/s, "
            "%.0f removed positions per sample (digest %016llx)\n",
-           (unsigned long long)info->n_samples, pl_graph_n_lists(g), dt,
+           (unsigned long long)info->n_samples, pl_graph_n_lists(g),
+           info->n_terms ? ", + 2 ontology lists" : "", dt,
            dt > 0 ? (double)info->n_samples / dt : 0,
            info->n_samples ? (double)removed / (double)info->n_samples : 0,
            (unsigned long long)digest);

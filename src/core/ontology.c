@@ -232,20 +232,55 @@ PL_API void pl_ontology_free(pl_ontology *o)
     free(h);
 }
 
-/* Union of the gene runs of one CSR, through a mark per position. */
-static uint64_t union_of(const uint64_t *ptr, const uint32_t *idx, const int32_t *genes,
-                         uint32_t n, uint8_t *mark, uint64_t limit, uint32_t *out)
+/* out[0..u) and l[0..nl), both ascending without duplicates, merged in place
+ * from the back (room for u + nl); returns the size of the union. */
+static uint64_t merge_into(uint32_t *out, uint64_t u, const uint32_t *l, uint64_t nl)
 {
-    for (uint32_t i = 0; i < n; i++)
-        for (uint64_t j = ptr[genes[i]]; j < ptr[genes[i] + 1]; j++)
-            mark[idx[j]] = 1;
-    uint64_t k = 0;
-    for (uint64_t p = 0; p < limit; p++)
-        if (mark[p]) {
-            out[k++] = (uint32_t)p;
-            mark[p] = 0;
+    uint64_t w = u + nl, i = u, j = nl;
+    while (j > 0) {
+        if (i > 0 && out[i - 1] > l[j - 1]) {
+            out[--w] = out[--i];
+        } else {
+            if (i > 0 && out[i - 1] == l[j - 1])
+                i--;
+            out[--w] = l[--j];
         }
-    return k;
+    }
+    /* out[0..i) is in place; the merged rest starts at w >= i */
+    if (w != i)
+        memmove(out + i, out + w, (u + nl - w) * sizeof *out);
+    return i + (u + nl - w);
+}
+
+/* Union of the genes' runs of one CSR into `out` (room for `limit`, the
+ * position count): merges while the runs fit, else a mark per position. */
+static int union_of(const uint64_t *ptr, const uint32_t *idx, const int32_t *genes, uint32_t n,
+                    uint64_t limit, uint32_t *out, uint64_t *n_out)
+{
+    uint64_t u = 0, i = 0;
+    for (; i < n; i++) {
+        uint64_t a = ptr[genes[i]], nl = ptr[genes[i] + 1] - a;
+        if (u + nl > limit)
+            break;
+        u = merge_into(out, u, idx + a, nl);
+    }
+    if (i < n) {
+        uint8_t *mark = calloc(limit ? limit : 1, 1);
+        if (!mark)
+            return -ENOMEM;
+        for (uint64_t k = 0; k < u; k++)
+            mark[out[k]] = 1;
+        for (; i < n; i++)
+            for (uint64_t j = ptr[genes[i]]; j < ptr[genes[i] + 1]; j++)
+                mark[idx[j]] = 1;
+        u = 0;
+        for (uint64_t p = 0; p < limit; p++)
+            if (mark[p])
+                out[u++] = (uint32_t)p;
+        free(mark);
+    }
+    *n_out = u;
+    return 0;
 }
 
 PL_API int pl_ontology_removed(const pl_ontology *o, const int32_t *genes, uint32_t n,
@@ -255,14 +290,9 @@ PL_API int pl_ontology_removed(const pl_ontology *o, const int32_t *genes, uint3
     for (uint32_t i = 0; i < n; i++)
         if (genes[i] < 0 || (uint32_t)genes[i] >= o->n_genes)
             return PL_ERANGE;
-    uint64_t cap = o->n_terms > o->n_annotations ? o->n_terms : o->n_annotations;
-    uint8_t *mark = calloc(cap ? cap : 1, 1);
-    if (!mark)
-        return -ENOMEM;
-    *n_out_terms = (uint32_t)union_of(o->gene_term_ptr, o->gene_term_idx, genes, n, mark,
-                                      o->n_terms, terms);
-    *n_out_ann = union_of(o->gene_ann_ptr, o->gene_ann_idx, genes, n, mark, o->n_annotations,
-                          ann);
-    free(mark);
-    return 0;
+    uint64_t nt;
+    PL_TRY(union_of(o->gene_term_ptr, o->gene_term_idx, genes, n, o->n_terms, terms, &nt));
+    *n_out_terms = (uint32_t)nt;
+    return union_of(o->gene_ann_ptr, o->gene_ann_idx, genes, n, o->n_annotations, ann,
+                    n_out_ann);
 }
