@@ -14,7 +14,8 @@ static const char *const usage_text = "DB (--genes G1,G2,... | --row I | --all) 
 static const char *const help_text =
     "Print the masks of one deletion set: the sorted perturbation indices and,\n"
     "per list kind (every edge type, then gpr, reaction and rmr when the\n"
-    "database has metabolism), the removed positions.\n\n"
+    "database has metabolism), the removed positions; with an ontology, the\n"
+    "affected terms and the removed annotation positions.\n\n"
     "  --genes G1,G2,...  deleted genes by name (an empty list is the empty set)\n"
     "  --row I            the deleted genes of sample row I (input order), with\n"
     "                     the sample's id and labels\n"
@@ -23,7 +24,8 @@ static const char *const help_text =
     "  --json             one JSON object on one line: {\"perturbation_indices\":\n"
     "                     [...], \"edges\": {\"<type>\": [...], ...}, \"gpr\": [...],\n"
     "                     \"reaction\": [...], \"rmr\": [...], \"reaction_rule\":\n"
-    "                     \"gpr\" or \"any\"}, plus \"row\", \"id\"\n"
+    "                     \"gpr\" or \"any\", \"ontology/term\": [...],\n"
+    "                     \"ontology/annotation\": [...]}, plus \"row\", \"id\"\n"
     "                     and \"labels\" (by label name, NaN as null) with --row;\n"
     "                     without it, a summary of counts per list\n";
 
