@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "src/core/error.h"
 #include "src/core/progress.h"
 
 static const char *const usage_text = "DB (--genes G1,G2,... | --row I | --all) [--json]";
