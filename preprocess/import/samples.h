@@ -22,6 +22,12 @@
  *          interaction score (ε)), pvalue, query_smf, array_smf, dmf,
  *          dmf_std; category: arraytype_temp (Arraytype/Temp).
  *
+ * Categories, what a database needs to keep them: per sample one uint32 code
+ * per category column (pl_smp_row.cats), and per column its names table,
+ * code -> value text (pl_smp_result.cat_values, complete once every file is
+ * read). Until the database stores them as such, a build may carry a code as
+ * a float label (exact below 2^24) named after its column.
+ *
  * Gene names resolve through names.h. A row naming a gene that does not
  * resolve is dropped, counted, and its names noted; in strict mode it is an
  * error "file:line:col: unresolved gene name 'X'". Malformed rows are errors
