@@ -73,7 +73,7 @@ PL_API const char *pl_errname(int code);
 /* ---------------------------------------------------------------- database */
 
 /** Format version written by this build and the only one it opens. */
-#define PL_FORMAT_VERSION 4
+#define PL_FORMAT_VERSION 5
 
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
@@ -159,6 +159,20 @@ typedef struct pl_db_info {
     uint32_t reserved;
     uint64_t n_rules;                 /**< reactions with a gene-reaction rule */
     uint64_t n_rule_words;            /**< words of their programs (PL_ARRAY_RULES) */
+    /** Fingerprint of the gene list: XXH64 (seed 0) of the gene names in
+     *  order, each followed by one NUL byte. Two databases with the same
+     *  fingerprint index genes the same way. */
+    uint64_t gene_fingerprint;
+    /** [n_types] fingerprint of each edge type's arrays: XXH64 (seed 0) of
+     *  int32 little-endian src[E] then dst[E] (pl_db_graph_array's bytes). */
+    uint64_t edge_fingerprint[PL_MAX_TYPES];
+    /** `build --recipe`: the recipe file's bytes (NUL-terminated), else "" */
+    const char *recipe;
+    /** lines "size<TAB>xxh64<TAB>path" of the recipe's input files, or "" */
+    const char *recipe_inputs;
+    /** per edge source: "name format=F rows=R filtered=F unresolved=U
+     *  duplicates=D kept=K file=PATH" lines, or "" */
+    const char *recipe_sources;
 } pl_db_info;
 
 /** Open a database read-only. Checks the format version and the metadata

@@ -48,11 +48,78 @@ static int check_type_names(const pl_build_opts *o, pl_err *err)
     return 0;
 }
 
+static int no_rows(void *ctx, pl__sample_row *row, pl_err *err)
+{
+    (void)ctx, (void)row, (void)err;
+    return 0;
+}
+
+/* The genes, edges and metabolism, from memory or from the files. */
+static int read_graph(builder *b)
+{
+    const pl_build_opts *o = b->o;
+    const pl__build_input *in = b->in;
+    if (in && in->genes) {
+        PL_TRY(pl__build_take_genes(b, in->genes, in->n_genes));
+    } else {
+        PL_TRY(pl__build_read_names(b, o->genes, &b->genes, "gene"));
+        PL_FAIL_IF(b->genes.n > INT32_MAX, b->err, PL_EPARSE, "%s: too many genes", o->genes);
+    }
+    b->n_genes = b->genes.n;
+    for (uint32_t t = 0; t < o->n_types; t++) {
+        if (in && in->edges) {
+            PL_TRY(pl__build_take_edges(b, t, &in->edges[t]));
+            continue;
+        }
+        double ms = o->min_score ? o->min_score[t] : NAN;
+        PL_TRY(pl__build_read_edges(b, t, o->type_files[t], ms));
+        PL_FAIL_IF(b->n_edges[t] >= UINT32_MAX, b->err, PL_EPARSE, "%s: too many edges",
+                   o->type_files[t]);
+    }
+    if (in && in->metabolism) {
+        PL_TRY(pl__build_take_metabolism(b, in->metabolism));
+    } else {
+        if (o->reactions)
+            PL_TRY(pl__build_read_names(b, o->reactions, &b->reactions, "reaction"));
+        if (o->gpr)
+            PL_TRY(pl__build_read_gpr(b, o->gpr));
+        if (o->rules)
+            PL_TRY(pl__build_read_rules(b, o->rules));
+    }
+    PL_TRY(pl__ruleset_meta(b->rs, o, &b->meta, b->err));
+    if (o->rmr && !(in && in->metabolism))
+        PL_TRY(pl__build_read_rmr(b, o->rmr));
+    return 0;
+}
+
+/* The samples from the provider or the samples file (none at all when an
+ * in-memory build names neither), then the payload. */
+static int read_samples(builder *b, chunker *payload)
+{
+    const pl_build_opts *o = b->o;
+    pl__samples_tsv *tsv = NULL;
+    pl__build_samples none = {0, NULL, no_rows, NULL, NULL}, file;
+    const pl__build_samples *s = b->in && b->in->samples ? b->in->samples : &none;
+    int rc = 0;
+    if (s == &none && o->samples) {
+        rc = pl__samples_tsv_open(&tsv, o->samples, &b->genes, o->drop_unknown_genes, &file,
+                                  b->err);
+        s = &file;
+    }
+    if (rc == 0)
+        rc = pl__build_store_samples(b, s);
+    pl__samples_tsv_close(tsv);
+    PL_TRY(rc);
+    return o->payload ? pl__build_copy_payload(b, o->payload, payload) : 0;
+}
+
 static int run(builder *b)
 {
     const pl_build_opts *o = b->o;
+    const pl__build_input *in = b->in;
     struct pl__meta *m = &b->meta;
-    PL_FAIL_IF(!o->out || !o->genes || !o->samples || !o->type_names || !o->type_files,
+    PL_FAIL_IF(!o->out || (!o->genes && !(in && in->genes)) || (!o->samples && !in) ||
+               !o->type_names || (!o->type_files && !(in && in->edges)),
                b->err, PL_EUSAGE, "pl_build: out, genes, edge types and samples are required");
     PL_TRY(check_type_names(o, b->err));
     PL_TRY(pl__ruleset_check_opts(o, b->err));
@@ -67,27 +134,9 @@ static int run(builder *b)
     if (pl__strtab_init(&b->genes) < 0 || pl__strtab_init(&b->reactions) < 0 ||
         pl__strtab_init(&b->metabolites) < 0)
         return NOMEM(b);
-    PL_TRY(pl__build_read_names(b, o->genes, &b->genes, "gene"));
-    b->n_genes = b->genes.n;
-    PL_FAIL_IF(b->n_genes > INT32_MAX, b->err, PL_EPARSE, "%s: too many genes", o->genes);
-    for (uint32_t t = 0; t < o->n_types; t++) {
-        double ms = o->min_score ? o->min_score[t] : NAN;
-        PL_TRY(pl__build_read_edges(b, t, o->type_files[t], ms));
-        PL_FAIL_IF(b->n_edges[t] >= UINT32_MAX, b->err, PL_EPARSE, "%s: too many edges",
-                   o->type_files[t]);
-    }
-    if (o->reactions)
-        PL_TRY(pl__build_read_names(b, o->reactions, &b->reactions, "reaction"));
-    if (o->gpr)
-        PL_TRY(pl__build_read_gpr(b, o->gpr));
-    if (o->rules)
-        PL_TRY(pl__build_read_rules(b, o->rules));
-    PL_TRY(pl__ruleset_meta(&b->rules, o, m, b->err));
-    if (o->rmr)
-        PL_TRY(pl__build_read_rmr(b, o->rmr));
-    PL_TRY(pl__build_read_samples(b, o->samples));
+    PL_TRY(read_graph(b));
     chunker payload = {.fd = -1};
-    int rc = o->payload ? pl__build_copy_payload(b, o->payload, &payload) : 0;
+    int rc = read_samples(b, &payload);
     if (payload.fd >= 0)
         close(payload.fd);
     free(payload.buf);
@@ -118,12 +167,51 @@ static int run(builder *b)
     return pl__tmpdir_commit(&b->tmp, o->out, b->err);
 }
 
+/* The options as the build sees them: the parts given in memory replace the
+ * corresponding files (their names stand in the messages). */
+static void effective_opts(const pl_build_opts *o, const pl__build_input *in,
+                           pl_build_opts *eo, const char **names)
+{
+    *eo = *o;
+    if (!in)
+        return;
+    if (in->edges) {
+        for (uint32_t t = 0; t < in->n_types && t < PL_MAX_TYPES; t++)
+            names[t] = in->edges[t].name;
+        eo->n_types = in->n_types;
+        eo->type_names = names;
+        eo->type_files = NULL;
+        eo->min_score = NULL;
+    }
+    if (in->metabolism) {
+        const pl__build_metabolism *mb = in->metabolism;
+        eo->reactions = "reactions";
+        eo->gpr = NULL;
+        eo->rmr = mb->n_rmr ? "stoichiometry" : NULL;
+        eo->rules = mb->rules ? "gene-reaction rules" : NULL;
+        eo->gpr = mb->rules ? NULL : "gpr";
+    }
+    if (in->samples)
+        eo->samples = NULL;
+}
+
 PL_API int pl_build(const pl_build_opts *opts, pl_build_stats *stats, pl_err *err)
+{
+    return pl__build_run(opts, NULL, stats, err);
+}
+
+int pl__build_run(const pl_build_opts *opts, const pl__build_input *in, pl_build_stats *stats,
+                  pl_err *err)
 {
     builder *b = calloc(1, sizeof *b);
     if (!b)
         return pl__err(err, -ENOMEM, "out of memory");
-    b->o = opts;
+    pl_build_opts eo;
+    const char *names[PL_MAX_TYPES];
+    effective_opts(opts, in, &eo, names);
+    b->o = &eo;
+    b->in = in;
+    b->rs = &b->rules;
     b->err = err;
     b->sw.fd = -1;
     double t0 = pl__now();

@@ -282,3 +282,107 @@ int pl__build_read_edges(builder *b, uint32_t t, const char *path, double min_sc
 {
     return is_npy(path) ? read_edges_npy(b, t, path) : read_edges_tsv(b, t, path, min_score);
 }
+
+/* ------------------------------------------------------------- in memory */
+
+/* Intern every name of `names` into `t`; a repeated or empty name fails. */
+static int take_names(builder *b, pl_strtab *t, const char *const *names, uint64_t n,
+                      const char *what)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        PL_FAIL_IF(len == 0, b->err, PL_EPARSE, "%s %llu: empty name", what,
+                   (unsigned long long)i + 1);
+        int added;
+        int64_t k = pl__strtab_intern(t, names[i], len, &added);
+        if (k < 0)
+            return NOMEM(b);
+        PL_FAIL_IF(!added, b->err, PL_EPARSE, "%s %llu: duplicate name '%s'", what,
+                   (unsigned long long)i + 1, names[i]);
+    }
+    return 0;
+}
+
+/* Check that every v[i] lies in [0, limit). */
+static int check_index(builder *b, const int32_t *v, uint64_t n, uint64_t limit,
+                       const char *what, const char *of)
+{
+    for (uint64_t i = 0; i < n; i++)
+        PL_FAIL_IF(v[i] < 0 || (uint64_t)v[i] >= limit, b->err, PL_EPARSE,
+                   "%s[%llu] = %d is not a %s index (%llu of them)", what,
+                   (unsigned long long)i, v[i], of, (unsigned long long)limit);
+    return 0;
+}
+
+/* A copy of n int32/float values (4 bytes each) into *dst. */
+static int copy4(builder *b, void *dst, const void *src, uint64_t n)
+{
+    void **d = dst;
+    *d = malloc(n ? 4 * n : 1);
+    if (!*d)
+        return NOMEM(b);
+    if (n)
+        memcpy(*d, src, 4 * n);
+    return 0;
+}
+
+int pl__build_take_genes(builder *b, const char *const *names, uint64_t n)
+{
+    PL_FAIL_IF(n == 0, b->err, PL_EPARSE, "genes: no gene names");
+    PL_FAIL_IF(n > INT32_MAX, b->err, PL_EPARSE, "genes: too many genes");
+    return take_names(b, &b->genes, names, n, "gene");
+}
+
+int pl__build_take_edges(builder *b, uint32_t t, const pl__build_edges *e)
+{
+    PL_FAIL_IF(e->n >= UINT32_MAX, b->err, PL_EPARSE, "edge type '%s': too many edges",
+               e->name);
+    PL_TRY(check_index(b, e->src, e->n, b->n_genes, "src", "gene"));
+    PL_TRY(check_index(b, e->dst, e->n, b->n_genes, "dst", "gene"));
+    PL_TRY(copy4(b, &b->src[t], e->src, e->n));
+    PL_TRY(copy4(b, &b->dst[t], e->dst, e->n));
+    b->n_edges[t] = e->n;
+    return 0;
+}
+
+/* Rules by reaction: each reaction at most once and in range, every gene
+ * word a gene index. */
+static int check_rules(builder *b, const pl__ruleset *rs)
+{
+    for (uint64_t i = 0; i < rs->n; i++) {
+        PL_TRY(check_index(b, &rs->rxn[i], 1, b->reactions.n, "rules reaction", "reaction"));
+        for (uint64_t w = rs->off[i]; w < rs->off[i + 1]; w++)
+            PL_FAIL_IF(rs->code[w] < 0xFFFFFFFDu && rs->code[w] >= b->n_genes, b->err,
+                       PL_EPARSE, "rule of reaction '%s': gene %u is not a gene index",
+                       b->reactions.names[rs->rxn[i]], rs->code[w]);
+    }
+    return 0;
+}
+
+int pl__build_take_metabolism(builder *b, const pl__build_metabolism *m)
+{
+    PL_TRY(take_names(b, &b->reactions, m->reactions, m->n_reactions, "reaction"));
+    PL_TRY(take_names(b, &b->metabolites, m->metabolites, m->n_metabolites, "metabolite"));
+    PL_FAIL_IF(m->n_gpr > INT32_MAX || m->n_rmr > INT32_MAX, b->err, PL_EPARSE,
+               "metabolism: too many GPR or RMR edges");
+    PL_TRY(check_index(b, m->gpr_gene, m->n_gpr, b->n_genes, "gpr gene", "gene"));
+    PL_TRY(check_index(b, m->gpr_rxn, m->n_gpr, m->n_reactions, "gpr reaction", "reaction"));
+    PL_TRY(check_index(b, m->rmr_rxn, m->n_rmr, m->n_reactions, "rmr reaction", "reaction"));
+    PL_TRY(check_index(b, m->rmr_met, m->n_rmr, m->n_metabolites, "rmr metabolite",
+                       "metabolite"));
+    for (uint64_t i = 0; i < m->n_rmr; i++)
+        PL_FAIL_IF(!isfinite(m->rmr_stoich[i]), b->err, PL_EPARSE,
+                   "rmr stoichiometry[%llu] is not finite", (unsigned long long)i);
+    PL_TRY(copy4(b, &b->gpr_gene, m->gpr_gene, m->n_gpr));
+    PL_TRY(copy4(b, &b->gpr_rxn, m->gpr_rxn, m->n_gpr));
+    PL_TRY(copy4(b, &b->rmr_rxn, m->rmr_rxn, m->n_rmr));
+    PL_TRY(copy4(b, &b->rmr_met, m->rmr_met, m->n_rmr));
+    PL_TRY(copy4(b, &b->rmr_stoich, m->rmr_stoich, m->n_rmr));
+    b->n_gpr = b->cap_gpr = m->n_gpr;
+    b->n_rmr = b->cap_rmr = m->n_rmr;
+    if (m->rules) {
+        PL_TRY(check_rules(b, m->rules));
+        b->rs = m->rules;
+    }
+    return 0;
+}

@@ -28,49 +28,163 @@ static int is_missing(const pl__field *f)
     return 0;
 }
 
-typedef struct sample_cols {
-    int n, genes, id;
+/* The samples TSV as a row provider (build_input.h). */
+struct pl__samples_tsv {
+    pl__text tx;
+    int open;
+    const pl_strtab *genes;
+    int drop_unknown;
+    int n, gcol, id;           /* columns in all, the genes and id columns */
     int label_col[MAX_FIELDS]; /* field index of label i */
-} sample_cols;
+    uint32_t n_labels;
+    char *label_names[MAX_FIELDS];
+    uint64_t row;
+    int32_t *g;
+    uint64_t cap_g;
+    float labels[MAX_FIELDS];
+    pl__field f[MAX_FIELDS + 1]; /* a row of n <= MAX_FIELDS columns, and one more */
+};
 
-static int read_samples_header(builder *b, pl__text *tx, sample_cols *c)
+static int tsv_header(pl__samples_tsv *t, pl_err *err)
 {
-    pl__field f[MAX_FIELDS + 1]; /* one more, to point at the first one too many */
-    int rc = pl__text_next(tx, b->err);
+    pl__text *tx = &t->tx;
+    pl__field *f = t->f;
+    int rc = pl__text_next(tx, err);
     if (rc < 0)
         return rc;
-    PL_FAIL_IF(rc == 0, b->err, PL_EPARSE, "%s:1:1: no header row (expected a 'genes' "
+    PL_FAIL_IF(rc == 0, err, PL_EPARSE, "%s:1:1: no header row (expected a 'genes' "
                "column)", tx->path);
-    c->n = pl__text_fields(tx, f, MAX_FIELDS + 1);
-    if (c->n > MAX_FIELDS)
-        return pl__text_fail(tx, f[MAX_FIELDS].col, b->err, "more than %d columns",
-                             MAX_FIELDS);
-    c->genes = c->id = -1;
-    b->label_names = calloc((size_t)c->n, sizeof(char *));
-    if (!b->label_names)
-        return NOMEM(b);
-    for (int i = 0; i < c->n; i++) {
+    t->n = pl__text_fields(tx, f, MAX_FIELDS + 1);
+    if (t->n > MAX_FIELDS)
+        return pl__text_fail(tx, f[MAX_FIELDS].col, err, "more than %d columns", MAX_FIELDS);
+    t->gcol = t->id = -1;
+    for (int i = 0; i < t->n; i++) {
         if (f[i].len == 0)
-            return pl__text_fail(tx, f[i].col, b->err, "empty column name in the header");
-        PL_TRY(pl__text_check_name(tx, &f[i], "column name", b->err));
+            return pl__text_fail(tx, f[i].col, err, "empty column name in the header");
+        PL_TRY(pl__text_check_name(tx, &f[i], "column name", err));
         for (int j = 0; j < i; j++)
             if (f[j].len == f[i].len && !memcmp(f[j].s, f[i].s, f[i].len))
-                return pl__text_fail(tx, f[i].col, b->err, "duplicate column '%.*s' in the "
+                return pl__text_fail(tx, f[i].col, err, "duplicate column '%.*s' in the "
                                      "header", (int)f[i].len, f[i].s);
         if (f[i].len == 5 && !memcmp(f[i].s, "genes", 5)) {
-            c->genes = i;
+            t->gcol = i;
         } else if (f[i].len == 2 && !memcmp(f[i].s, "id", 2)) {
-            c->id = i;
+            t->id = i;
         } else {
-            b->label_names[b->n_labels] = strndup(f[i].s, f[i].len);
-            if (!b->label_names[b->n_labels])
-                return NOMEM(b);
-            c->label_col[b->n_labels++] = i;
+            t->label_names[t->n_labels] = strndup(f[i].s, f[i].len);
+            if (!t->label_names[t->n_labels])
+                return pl__err(err, -ENOMEM, "out of memory");
+            t->label_col[t->n_labels++] = i;
         }
     }
-    if (c->genes < 0)
-        return pl__text_fail(tx, 1, b->err, "the header has no 'genes' column");
+    if (t->gcol < 0)
+        return pl__text_fail(tx, 1, err, "the header has no 'genes' column");
     return 0;
+}
+
+/* The genes of field `gf` into t->g; *unknown counts names not in the list
+ * (drop mode). */
+static int tsv_genes(pl__samples_tsv *t, const pl__field *gf, uint32_t *ng, uint32_t *unknown,
+                     pl_err *err)
+{
+    pl__text *tx = &t->tx;
+    for (uint32_t i = 0, start = 0; i <= gf->len; i++) {
+        if (i < gf->len && gf->s[i] != ';')
+            continue;
+        pl__field g = {gf->s + start, i - start, gf->col + start};
+        while (g.len && g.s[0] == ' ')
+            g.s++, g.len--, g.col++;
+        while (g.len && g.s[g.len - 1] == ' ')
+            g.len--;
+        start = i + 1;
+        if (g.len == 0) {
+            if (gf->len == 0)
+                return pl__text_fail(tx, gf->col, err, "sample has no genes");
+            return pl__text_fail(tx, g.col, err, "empty gene name in '%.*s'", (int)gf->len,
+                                 gf->s);
+        }
+        int64_t gi = pl__strtab_find(t->genes, g.s, g.len);
+        if (gi < 0) {
+            if (!t->drop_unknown)
+                return pl__text_fail(tx, g.col, err, "unknown gene '%.*s'", (int)g.len, g.s);
+            (*unknown)++;
+            continue;
+        }
+        if (pl__grow(&t->g, &t->cap_g, *ng + 1, 4) < 0)
+            return pl__err(err, -ENOMEM, "out of memory");
+        t->g[(*ng)++] = (int32_t)gi;
+    }
+    return 0;
+}
+
+static int tsv_next(void *ctx, pl__sample_row *r, pl_err *err)
+{
+    pl__samples_tsv *t = ctx;
+    pl__text *tx = &t->tx;
+    pl__field *f = t->f;
+    int rc = pl__text_next(tx, err);
+    if (rc <= 0)
+        return rc;
+    uint64_t row = t->row++;
+    int nf = pl__text_fields(tx, f, MAX_FIELDS + 1);
+    if (nf != t->n)
+        return pl__text_fail(tx, nf > t->n ? f[t->n].col : (uint32_t)tx->cur_len + 1, err,
+                             "expected %d columns as in the header, found %d", t->n, nf);
+    uint32_t ng = 0, unknown = 0;
+    PL_TRY(tsv_genes(t, &f[t->gcol], &ng, &unknown, err));
+    uint64_t id = row;
+    if (t->id >= 0 && pl__parse_u64(&f[t->id], &id) < 0)
+        return pl__text_fail(tx, f[t->id].col, err, "bad id '%.*s' (expected an "
+                             "unsigned 64-bit integer)", (int)f[t->id].len, f[t->id].s);
+    for (uint32_t l = 0; l < t->n_labels; l++) {
+        const pl__field *lf = &f[t->label_col[l]];
+        int pr = 0;
+        if (is_missing(lf)) {
+            t->labels[l] = NAN;
+        } else if ((pr = pl__parse_float(lf, &t->labels[l])) < 0) {
+            return pl__text_fail(tx, lf->col, err,
+                                 pr == PL_ERANGE ? "label '%.*s' in column '%s' is out of the "
+                                                   "float32 range (magnitude above "
+                                                   "3.4028235e+38)"
+                                                 : "bad number '%.*s' in column '%s'",
+                                 (int)lf->len, lf->s, t->label_names[l]);
+        }
+    }
+    *r = (pl__sample_row){id, t->g, ng, t->labels, unknown > 0};
+    return 1;
+}
+
+static double tsv_frac(void *ctx)
+{
+    return pl__text_frac(&((pl__samples_tsv *)ctx)->tx);
+}
+
+int pl__samples_tsv_open(pl__samples_tsv **tsv, const char *path, const pl_strtab *genes,
+                         int drop_unknown, pl__build_samples *out, pl_err *err)
+{
+    pl__samples_tsv *t = *tsv = calloc(1, sizeof *t);
+    if (!t)
+        return pl__err(err, -ENOMEM, "out of memory");
+    t->genes = genes;
+    t->drop_unknown = drop_unknown;
+    PL_TRY(pl__text_open(&t->tx, path, err));
+    t->open = 1;
+    PL_TRY(tsv_header(t, err));
+    *out = (pl__build_samples){t->n_labels, (const char *const *)t->label_names, tsv_next,
+                               tsv_frac, t};
+    return 0;
+}
+
+void pl__samples_tsv_close(pl__samples_tsv *t)
+{
+    if (!t)
+        return;
+    if (t->open)
+        pl__text_close(&t->tx);
+    for (uint32_t i = 0; i < t->n_labels; i++)
+        free(t->label_names[i]);
+    free(t->g);
+    free(t);
 }
 
 static int push_dropped(builder *b, uint64_t row)
@@ -81,110 +195,54 @@ static int push_dropped(builder *b, uint64_t row)
     return 0;
 }
 
-int pl__build_read_samples(builder *b, const char *path)
+/* A provider's row against the gene list and its labels. */
+static int check_row(builder *b, const pl__sample_row *r, uint64_t row)
 {
-    pl__text tx;
-    sample_cols c = {0};
+    PL_FAIL_IF(r->n_genes == 0 && !r->dropped, b->err, PL_EPARSE,
+               "samples: row %llu has no genes", (unsigned long long)row + 1);
+    for (uint32_t i = 0; i < r->n_genes; i++)
+        PL_FAIL_IF(r->genes[i] < 0 || (uint64_t)r->genes[i] >= b->n_genes, b->err, PL_EPARSE,
+                   "samples: row %llu: gene index %d is out of range (%llu genes)",
+                   (unsigned long long)row + 1, r->genes[i], (unsigned long long)b->n_genes);
+    return 0;
+}
+
+int pl__build_store_samples(builder *b, const pl__build_samples *s)
+{
     pl__progress pg;
-    int32_t *genes = NULL;
-    uint64_t cap_genes = 0;
-    float labels[MAX_FIELDS];
-    pl__field f[MAX_FIELDS + 1]; /* a row of c.n <= MAX_FIELDS columns, and one more */
     char sp[4096];
-    int rc = pl__text_open(&tx, path, b->err);
-    if (rc == 0)
-        rc = read_samples_header(b, &tx, &c);
-    if (rc == 0)
-        rc = pl__sstore_create(&b->sw,
+    PL_FAIL_IF(s->n_labels > MAX_FIELDS, b->err, PL_EUSAGE, "samples: %u labels (at most %d)",
+               s->n_labels, MAX_FIELDS);
+    b->label_names = calloc(s->n_labels + 1, sizeof(char *));
+    if (!b->label_names)
+        return NOMEM(b);
+    for (uint32_t l = 0; l < s->n_labels; l++) {
+        if (!(b->label_names[l] = strdup(s->label_names[l])))
+            return NOMEM(b);
+        b->n_labels = l + 1;
+    }
+    int rc = pl__sstore_create(&b->sw,
                                pl__path_join(sp, sizeof sp, b->tmp.path, PL_FILE_SAMPLES),
                                b->n_labels, b->err);
     pl__progress_start(&pg, b->o->progress, "samples", 0);
-    while (rc == 0 && (rc = pl__text_next(&tx, b->err)) == 1) {
-        rc = 0;
+    pl__sample_row r;
+    while (rc == 0 && (rc = s->next(s->ctx, &r, b->err)) == 1) {
         uint64_t row = b->n_rows_in++;
         if ((row & 4095) == 0)
-            pl__progress_update(&pg, row, pl__text_frac(&tx));
-        int nf = pl__text_fields(&tx, f, MAX_FIELDS + 1);
-        if (nf != c.n) {
-            rc = pl__text_fail(&tx, nf > c.n ? f[c.n].col : (uint32_t)tx.cur_len + 1, b->err,
-                               "expected %d columns as in the header, found %d", c.n, nf);
-            break;
-        }
-        const pl__field *gf = &f[c.genes];
-        uint32_t ng = 0, unknown = 0;
-        for (uint32_t i = 0, start = 0; i <= gf->len; i++) {
-            if (i < gf->len && gf->s[i] != ';')
-                continue;
-            pl__field g = {gf->s + start, i - start, gf->col + start};
-            while (g.len && g.s[0] == ' ')
-                g.s++, g.len--, g.col++;
-            while (g.len && g.s[g.len - 1] == ' ')
-                g.len--;
-            start = i + 1;
-            if (g.len == 0) {
-                if (gf->len == 0)
-                    rc = pl__text_fail(&tx, gf->col, b->err, "sample has no genes");
-                else
-                    rc = pl__text_fail(&tx, g.col, b->err, "empty gene name in '%.*s'",
-                                       (int)gf->len, gf->s);
-                break;
-            }
-            int64_t gi = pl__strtab_find(&b->genes, g.s, g.len);
-            if (gi < 0) {
-                if (!b->o->drop_unknown_genes) {
-                    rc = pl__text_fail(&tx, g.col, b->err, "unknown gene '%.*s'", (int)g.len,
-                                       g.s);
-                    break;
-                }
-                unknown++;
-                continue;
-            }
-            if (pl__grow(&genes, &cap_genes, ng + 1, 4) < 0) {
-                rc = NOMEM(b);
-                break;
-            }
-            genes[ng++] = (int32_t)gi;
-        }
-        if (rc < 0)
-            break;
-        uint64_t id = row;
-        if (c.id >= 0 && pl__parse_u64(&f[c.id], &id) < 0) {
-            rc = pl__text_fail(&tx, f[c.id].col, b->err, "bad id '%.*s' (expected an "
-                               "unsigned 64-bit integer)", (int)f[c.id].len, f[c.id].s);
-            break;
-        }
-        for (uint32_t l = 0; l < b->n_labels; l++) {
-            const pl__field *lf = &f[c.label_col[l]];
-            int pr = 0;
-            if (is_missing(lf)) {
-                labels[l] = NAN;
-            } else if ((pr = pl__parse_float(lf, &labels[l])) < 0) {
-                rc = pl__text_fail(&tx, lf->col, b->err,
-                                   pr == PL_ERANGE ? "label '%.*s' in column '%s' is out of the "
-                                                     "float32 range (magnitude above "
-                                                     "3.4028235e+38)"
-                                                   : "bad number '%.*s' in column '%s'",
-                                   (int)lf->len, lf->s, b->label_names[l]);
-                break;
-            }
-        }
-        if (rc < 0)
-            break;
-        if (unknown) {
+            pl__progress_update(&pg, row, s->frac ? s->frac(s->ctx) : 0);
+        rc = check_row(b, &r, row);
+        if (rc == 0 && r.dropped) {
             b->st.dropped_samples++;
             rc = push_dropped(b, row);
-            continue;
+        } else if (rc == 0) {
+            rc = pl__sstore_add(&b->sw, r.id, r.genes, r.n_genes, r.labels, b->err);
         }
-        rc = pl__sstore_add(&b->sw, id, genes, ng, labels, b->err);
     }
     pl__progress_end(&pg, b->n_rows_in);
     if (rc == 0)
         rc = pl__sstore_finish(&b->sw, b->err);
-    free(genes);
-    pl__text_close(&tx);
     return rc < 0 ? rc : 0;
 }
-
 
 /* ----------------------------------------------------------------- payload */
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "src/core/checksum.h"
 #include "src/core/fileio.h"
 #include "src/core/vec.h"
 
@@ -137,6 +138,8 @@ static int put_names(builder *b, const char *key, char *const *names, uint64_t n
         memcpy(p, names[i], l);
         p += l;
     }
+    if (!strcmp(key, "genes"))
+        b->meta.gene_fingerprint = pl__xxh64(blob, len, 0);
     int rc = pl__db_put(b->txn, b->dbi[PL_DBI_NAMES], PL_DBI_NAMES, key, strlen(key), blob,
                         len, 0, b->err);
     free(blob);
@@ -145,17 +148,45 @@ static int put_names(builder *b, const char *key, char *const *names, uint64_t n
 
 /* Concatenate `k` int32/float arrays of n elements into one zstd value. */
 static int put_arrays(builder *b, const void *key, size_t klen, const void *const *arrs,
-                      int k, uint64_t n)
+                      int k, uint64_t n, uint64_t *fingerprint)
 {
     char *buf = malloc(4 * n * (uint64_t)k + 1);
     if (!buf)
         return NOMEM(b);
     for (int i = 0; i < k && n > 0; i++)
         memcpy(buf + 4 * n * (uint64_t)i, arrs[i], 4 * n);
+    if (fingerprint)
+        *fingerprint = pl__xxh64(buf, 4 * n * (uint64_t)k, 0);
     int rc = pl__db_put_zstd(b->txn, b->dbi[PL_DBI_EDGES], PL_DBI_EDGES, key, klen, buf,
                              4 * n * (uint64_t)k, b->err);
     free(buf);
     return rc;
+}
+
+/* The recipe's texts (build_input.h), when the build has them. */
+static int put_recipe(builder *b)
+{
+    const pl__build_input *in = b->in;
+    if (!in)
+        return 0;
+    const char *keys[3] = {"recipe", "inputs", "sources"};
+    const char *vals[3] = {in->recipe, in->inputs, in->sources};
+    size_t lens[3] = {in->recipe_len, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        if (!vals[i])
+            continue;
+        size_t len = i == 0 ? lens[0] : strlen(vals[i]);
+        char *v = malloc(len + 1);
+        if (!v)
+            return NOMEM(b);
+        memcpy(v, vals[i], len);
+        v[len] = '\0';
+        int rc = pl__db_put(b->txn, b->dbi[PL_DBI_META], PL_DBI_META, keys[i], strlen(keys[i]),
+                            v, len + 1, 0, b->err);
+        free(v);
+        PL_TRY(rc);
+    }
+    return 0;
 }
 
 int pl__build_write_lmdb(builder *b, const chunker *payload)
@@ -186,14 +217,14 @@ int pl__build_write_lmdb(builder *b, const chunker *payload)
         unsigned char key[2];
         pl__edges_key(key, t);
         const void *arrs[2] = {b->src[t], b->dst[t]};
-        PL_TRY(put_arrays(b, key, 2, arrs, 2, b->n_edges[t]));
+        PL_TRY(put_arrays(b, key, 2, arrs, 2, b->n_edges[t], &m->edge_fingerprint[t]));
     }
     if (m->has_metabolism) {
         const void *gpr[2] = {b->gpr_gene, b->gpr_rxn};
         const void *rmr[3] = {b->rmr_rxn, b->rmr_met, b->rmr_stoich};
-        PL_TRY(put_arrays(b, "gpr", 3, gpr, 2, b->n_gpr));
-        PL_TRY(put_arrays(b, "rmr", 3, rmr, 3, b->n_rmr));
-        PL_TRY(pl__ruleset_put(&b->rules, b->txn, b->dbi[PL_DBI_EDGES], m, b->err));
+        PL_TRY(put_arrays(b, "gpr", 3, gpr, 2, b->n_gpr, NULL));
+        PL_TRY(put_arrays(b, "rmr", 3, rmr, 3, b->n_rmr, NULL));
+        PL_TRY(pl__ruleset_put(b->rs, b->txn, b->dbi[PL_DBI_EDGES], m, b->err));
     }
     for (uint32_t t = 0; t < m->n_types; t++) {
         csr c;
@@ -212,6 +243,7 @@ int pl__build_write_lmdb(builder *b, const chunker *payload)
     const char *params = b->o->params ? b->o->params : "";
     PL_TRY(pl__db_put(b->txn, meta, PL_DBI_META, "params", 6, params, strlen(params) + 1, 0,
                       b->err));
+    PL_TRY(put_recipe(b));
     if (m->payload_dtype[0])
         PL_TRY(pl__db_put(b->txn, meta, PL_DBI_META, "payload", 7, payload->sums,
                           payload->n_sums * 8, 0, b->err));

@@ -7,6 +7,7 @@
 #include <lmdb.h>
 #include <stdint.h>
 
+#include "build_input.h"
 #include "pertload.h"
 #include "ruleset.h"
 #include "src/core/dbformat.h"
@@ -44,7 +45,9 @@ typedef struct builder {
     char *ser;
     uint64_t ser_cap;
     struct pl__meta meta;
-    pl__ruleset rules;
+    pl__ruleset rules;          /* read from the rules file */
+    const pl__ruleset *rs;      /* the rules stored: &rules or the provider's */
+    const pl__build_input *in;  /* in-memory inputs, or NULL */
 } builder;
 
 /* Payload data goes out in PL_PAYLOAD_CHUNK pieces, each checksummed. */
@@ -77,9 +80,18 @@ int pl__build_read_rules(builder *b, const char *path);
 /** Read an RMR TSV (`reaction metabolite stoichiometry`) into b->rmr_*. */
 int pl__build_read_rmr(builder *b, const char *path);
 
-/** Read the samples TSV into the sample store in the temporary directory
- *  (and finish the store). */
-int pl__build_read_samples(builder *b, const char *path);
+/** Store the rows of provider `s` in the sample store in the temporary
+ *  directory (and finish the store); the label names are copied. */
+int pl__build_store_samples(builder *b, const pl__build_samples *s);
+
+/** Take the gene list from memory (as the genes file would give it). */
+int pl__build_take_genes(builder *b, const char *const *names, uint64_t n);
+
+/** Take edge type `t` from memory; indices checked against the genes. */
+int pl__build_take_edges(builder *b, uint32_t t, const pl__build_edges *e);
+
+/** Take the metabolism from memory; indices checked against its lists. */
+int pl__build_take_metabolism(builder *b, const pl__build_metabolism *m);
 
 /** Copy the payload .npy into the temporary directory, without the rows of
  *  dropped samples; fills the payload fields of b->meta and `c->sums`. */

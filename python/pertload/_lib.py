@@ -73,6 +73,11 @@ class DbInfo(ctypes.Structure):
         ("reserved", ctypes.c_uint32),
         ("n_rules", ctypes.c_uint64),
         ("n_rule_words", ctypes.c_uint64),
+        ("gene_fingerprint", ctypes.c_uint64),
+        ("edge_fingerprint", ctypes.c_uint64 * PL_MAX_TYPES),
+        ("recipe", ctypes.c_char_p),
+        ("recipe_inputs", ctypes.c_char_p),
+        ("recipe_sources", ctypes.c_char_p),
     ]
 
 

@@ -233,8 +233,41 @@ static void fill_info(pl_db *db)
     i->reaction_rule = m->reaction_rule;
     i->n_rules = m->n_rules;
     i->n_rule_words = m->n_rule_words;
+    i->gene_fingerprint = m->gene_fingerprint;
+    memcpy(i->edge_fingerprint, m->edge_fingerprint, sizeof i->edge_fingerprint);
     char p[4096];
     i->graph_bytes = pl__file_size(pl__path_join(p, sizeof p, db->path, PL_FILE_LMDB));
+}
+
+/* An optional NUL-terminated text under meta/`key`: "" when absent or not
+ * NUL-terminated (its checksum was right: a writer's choice, not damage). */
+static int meta_text(pl_db *db, const char *key, const char **out, pl_err *err)
+{
+    const void *v;
+    size_t len;
+    int rc = pl__db_get(db->txn, db->dbi[PL_DBI_META], PL_DBI_META, key, strlen(key), &v, &len,
+                        err);
+    *out = "";
+    if (rc == -ENOENT)
+        return 0;
+    PL_TRY(rc);
+    if (len > 0 && ((const char *)v)[len - 1] == '\0')
+        *out = v;
+    return 0;
+}
+
+/* The gene fingerprint recorded at build against the names stored. */
+static int check_gene_fingerprint(pl_db *db, pl_err *err)
+{
+    const void *v;
+    size_t len;
+    PL_TRY(pl__db_get(db->txn, db->dbi[PL_DBI_NAMES], PL_DBI_NAMES, "genes", 5, &v, &len, err));
+    uint64_t fp = pl__xxh64(v, len, 0);
+    PL_FAIL_IF(fp != db->meta.gene_fingerprint, err, PL_ECORRUPT,
+               "%s: the gene fingerprint %016llx of key meta/meta is not that of the stored "
+               "gene names (%016llx)", db->path, (unsigned long long)db->meta.gene_fingerprint,
+               (unsigned long long)fp);
+    return 0;
 }
 
 static int open_db(pl_db *db, const char *path, pl_err *err)
@@ -286,15 +319,11 @@ static int open_db(pl_db *db, const char *path, pl_err *err)
     PL_TRY(load_names(db, N_LABELS, m->n_labels, err));
     PL_TRY(load_names(db, N_REACTIONS, m->n_reactions, err));
     PL_TRY(load_names(db, N_METABOLITES, m->n_metabolites, err));
-    const void *v;
-    size_t len;
-    rc = pl__db_get(db->txn, db->dbi[PL_DBI_META], PL_DBI_META, "params", 6, &v, &len, err);
-    if (rc == 0 && len > 0 && ((const char *)v)[len - 1] == '\0')
-        db->info.params = v;
-    else if (rc < 0 && rc != -ENOENT)
-        return rc;
-    else
-        db->info.params = "";
+    PL_TRY(check_gene_fingerprint(db, err));
+    PL_TRY(meta_text(db, "params", &db->info.params, err));
+    PL_TRY(meta_text(db, "recipe", &db->info.recipe, err));
+    PL_TRY(meta_text(db, "inputs", &db->info.recipe_inputs, err));
+    PL_TRY(meta_text(db, "sources", &db->info.recipe_sources, err));
     PL_TRY(open_blocks(db, err));
     PL_TRY(check_samples(db, &sh, err));
     PL_TRY(open_payload(db, err));

@@ -14,6 +14,13 @@
  *            "params"  build parameters text
  *            "blocks"  struct pl__block_entry[n_blocks]
  *            "payload" uint64 XXH64 per PL_PAYLOAD_CHUNK bytes of payload data
+ *            "recipe"  (optional, version 5) the bytes of the recipe file of
+ *                      `build --recipe`, NUL-terminated
+ *            "inputs"  (optional) its input files, one line each:
+ *                      "size<TAB>xxh64 (16 hex digits)<TAB>path", NUL-terminated
+ *            "sources" (optional) per edge source, one line each: "name
+ *                      format=F rows=R filtered=F unresolved=U duplicates=D
+ *                      kept=K file=PATH", NUL-terminated
  *   "names"  "genes" "types" "labels" "reactions" "metabolites"
  *            names joined by NUL bytes (each name NUL-terminated)
  *   "edges"  'e' u8 type   zstd( int32 src[E], int32 dst[E] )
@@ -76,6 +83,12 @@ struct pl__meta {
     uint32_t reserved;           /* 0 */
     uint64_t n_rules;            /* reactions with a rule */
     uint64_t n_rule_words;       /* words of the programs in edges/"rules" */
+    /* Fingerprints (version 5): XXH64, seed 0, of the names/"genes" value
+     * (every gene name followed by one NUL byte, in gene order), and per
+     * edge type of its edges value before compression (int32 little-endian
+     * src[E], then dst[E]). Checked at open against the stored values. */
+    uint64_t gene_fingerprint;
+    uint64_t edge_fingerprint[PL_MAX_TYPES];
 };
 
 /* Sample-store index entry, one per block. */
