@@ -26,7 +26,7 @@ static void help(void)
            usage_text);
 }
 
-static int write_unresolved(FILE *f, const pl_imp_source *s, const pl_unres *u)
+int pl_cli_write_unresolved(FILE *f, const pl_imp_source *s, const pl_unres *u)
 {
     for (uint32_t i = 0; i < pl__unres_distinct(u); i++) {
         uint64_t count, line;
@@ -90,7 +90,7 @@ static int check(const char *path, const char *root, int strict, const char *unr
                (double)res.read.bytes / 1e6, secs);
         kept += res.kept;
         unresolved += res.unresolved;
-        if (uf && write_unresolved(uf, s, &res.names) < 0) {
+        if (uf && pl_cli_write_unresolved(uf, s, &res.names) < 0) {
             pl__unres_free(&res.names);
             rc = pl__err(&err, -EIO, "%s: write failed", unres_path);
             goto fail;
