@@ -53,8 +53,9 @@ static int add(text *t, pl_err *err, const char *fmt, ...)
     return 0;
 }
 
-/* One input line: size, XXH64 and path (each file once). */
-static int add_input(text *t, const char *path, pl_err *err)
+/* One input line: size, XXH64 and path (each file once); a file that
+ * cannot be read fails naming the recipe line that names it (when known). */
+static int add_input(text *t, const pl_recipe *r, uint64_t line, const char *path, pl_err *err)
 {
     if (!path)
         return 0;
@@ -63,7 +64,12 @@ static int add_input(text *t, const char *path, pl_err *err)
         if (p > t->s && p[-1] == '\t' && p[plen] == '\n')
             return 0;
     uint64_t size, sum;
-    PL_TRY(pl__file_xxh64(path, &size, &sum, err));
+    pl_err e = {0};
+    int rc = pl__file_xxh64(path, &size, &sum, &e);
+    if (rc < 0 && line)
+        return pl__err(err, rc, "%s:%llu: %s", r->path, (unsigned long long)line, e.msg);
+    if (rc < 0)
+        return pl__err(err, rc, "%s: %s", r->path, e.msg);
     return add(t, err, "%llu\t%016llx\t%s\n", (unsigned long long)size,
                (unsigned long long)sum, path);
 }
@@ -71,18 +77,18 @@ static int add_input(text *t, const char *path, pl_err *err)
 /* Every file the recipe names, in recipe order. */
 static int digest_inputs(const pl_recipe *r, text *t, pl_err *err)
 {
-    PL_TRY(add_input(t, r->genes, err));
+    PL_TRY(add_input(t, r, 0, r->genes, err));
     for (uint32_t i = 0; i < r->n_aliases; i++)
-        PL_TRY(add_input(t, r->aliases[i].path, err));
+        PL_TRY(add_input(t, r, 0, r->aliases[i].path, err));
     for (uint32_t i = 0; i < r->n_sources; i++) {
-        PL_TRY(add_input(t, r->sources[i].file, err));
-        PL_TRY(add_input(t, r->sources[i].opts.gene_list, err));
+        PL_TRY(add_input(t, r, r->sources[i].line, r->sources[i].file, err));
+        PL_TRY(add_input(t, r, r->sources[i].line, r->sources[i].opts.gene_list, err));
     }
     const pl_recipe_metabolism *m = &r->metabolism;
     const char *more[] = {m->reactions, m->gpr, m->rules, m->rmr, r->samples.file,
                           r->samples.payload};
     for (size_t i = 0; i < sizeof more / sizeof *more; i++)
-        PL_TRY(add_input(t, more[i], err));
+        PL_TRY(add_input(t, r, i < 4 ? m->line : r->samples.line, more[i], err));
     return 0;
 }
 
