@@ -280,6 +280,9 @@ int pl__collate(const pl__collate_cfg *c, const pl__batch_src *src, void *slot, 
     h->epoch = epoch;
     h->n_samples = n;
     h->dense = c->dense;
+    h->part = src->part;
+    h->n_parts = src->n_parts ? src->n_parts : 1;
+    h->first = src->first;
 
     uint64_t *ids = (uint64_t *)(base + f.ids), *rows = (uint64_t *)(base + f.rows);
     float *labels = (float *)(base + f.labels);

@@ -41,13 +41,16 @@ void pl__collate_cfg_init(pl__collate_cfg *c, const pl_db *db, const pl_graph *g
                           uint32_t batch_size, uint32_t dense);
 
 /** The samples of one batch: sample i has ids[i], rows[i], genes[i][0..n_genes[i])
- *  (sorted ascending, unique, in range) and labels[i][0..n_labels). */
+ *  (sorted ascending, unique, in range) and labels[i][0..n_labels). A part of
+ *  a split batch (loader/parts.h) says which part it is and where its samples
+ *  start in the batch; n_parts 0 means a whole batch. */
 typedef struct pl__batch_src {
     uint32_t n;
     const uint64_t *ids, *rows;
     const int32_t *const *genes;
     const uint32_t *n_genes;
     const float *const *labels;
+    uint32_t part, n_parts, first;
 } pl__batch_src;
 
 /** Offset in the slot of the payload of a batch of `n` samples (rows go there

@@ -109,8 +109,54 @@ static int32_t *array(pl_test_db *t, int which, uint64_t count)
     return a;
 }
 
+/* Rewrite the `genes` field of some rows of IN/samples.tsv (outliers). */
+static void edit_samples(const char *in, const pl_test_outlier *out, uint32_t n_out)
+{
+    char p[4608];
+    snprintf(p, sizeof p, "%s/genes.txt", in);
+    size_t len;
+    char *genes = pl_test_read_file(p, &len);
+    snprintf(p, sizeof p, "%s/samples.tsv", in);
+    char *text = pl_test_read_file(p, &len);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        pl_test_die("%s: cannot write", p);
+    uint64_t line = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save), line++) {
+        const pl_test_outlier *o = NULL;
+        for (uint32_t i = 0; i < n_out; i++)
+            if (line == out[i].row + 1) /* after the header */
+                o = &out[i];
+        char *tab = strchr(l, '\t'), *end = tab ? strchr(tab + 1, '\t') : NULL;
+        if (!o || !end) { /* synth writes id, genes, labels */
+            fprintf(f, "%s\n", l);
+            continue;
+        }
+        fprintf(f, "%.*s\t", (int)(tab - l), l);
+        uint32_t k = 0;
+        for (const char *g = genes; *g && k < o->n_genes; k++) {
+            size_t n = strcspn(g, "\n");
+            fprintf(f, "%s%.*s", k ? ";" : "", (int)n, g);
+            g += n + (g[n] == '\n');
+        }
+        fprintf(f, "%s\n", end);
+    }
+    if (fclose(f) != 0)
+        pl_test_die("%s: write failed", p);
+    free(text);
+    free(genes);
+}
+
 void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
                      uint32_t payload_dim, uint64_t seed)
+{
+    pl_test_db_make_outliers(t, n_genes, n_samples, scale, payload_dim, seed, NULL, 0);
+}
+
+void pl_test_db_make_outliers(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
+                              uint32_t payload_dim, uint64_t seed, const pl_test_outlier *out,
+                              uint32_t n_out)
 {
     memset(t, 0, sizeof *t);
     t->dir = pl_test_tmpdir();
@@ -121,6 +167,8 @@ void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double
     pl_err err = {0};
     if (pl__synth(&so, &err) != 0)
         pl_test_die("synth: %s", err.msg);
+    if (n_out)
+        edit_samples(in, out, n_out);
     char *rules = build(t, in);
     if (pl_db_open(t->path, &t->db, &err) != 0)
         pl_test_die("open: %s", err.msg);
@@ -363,7 +411,8 @@ uint32_t pl_test_collate(pl_test_db *t, const pl_plan *plan, uint32_t B, uint64_
     for (uint32_t i = 0; i < n && c.payload_row_bytes; i++)
         memcpy(pay + i * c.payload_row_bytes, t->payload + rows[i] * c.payload_row_bytes,
                c.payload_row_bytes);
-    pl__batch_src src = {n, ids, rows, genes, ng, labels};
+    pl__batch_src src = {.n = n, .ids = ids, .rows = rows, .genes = genes, .n_genes = ng,
+                         .labels = labels};
     pl_err err = {0};
     if (pl__collate(&c, &src, t->want, cap, pb, epoch, t->scratch,
                     t->table.max_kind_bound + PL__MASKS_PAD, &err) != 0)

@@ -39,6 +39,19 @@ typedef struct pl_test_db {
 void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
                      uint32_t payload_dim, uint64_t seed);
 
+/** A sample of pl_test_db_make_outliers(): row `row` deletes the first
+ *  n_genes genes of the gene list (all of them when n_genes >= the genes). */
+typedef struct pl_test_outlier {
+    uint64_t row;
+    uint32_t n_genes;
+} pl_test_outlier;
+
+/** pl_test_db_make() with the deleted genes of some samples replaced before
+ *  the build. */
+void pl_test_db_make_outliers(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
+                              uint32_t payload_dim, uint64_t seed, const pl_test_outlier *out,
+                              uint32_t n_out);
+
 /** Close and remove everything. */
 void pl_test_db_free(pl_test_db *t);
 

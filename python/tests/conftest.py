@@ -122,6 +122,42 @@ def rule_holds(rule, deleted):
         else:
             words.append(str(w not in deleted))
     return eval(" ".join(words), {"__builtins__": {}})
+KINDS = ("gpr", "reaction", "rmr")
+
+
+def sample_lists(batch, i):
+    """Sample i of a batch as {"gene": P, "edges/<t>": ..., "gpr", ...}."""
+    def cut(pos, ptr):
+        return pos[ptr[i]:ptr[i + 1]]
+
+    out = {"gene": cut(batch.perturbation_indices, batch.perturbation_ptr)}
+    for t, (pos, ptr) in batch.removed.items():
+        out["edges/" + t] = cut(pos, ptr)
+    for k in KINDS:
+        out[k] = cut(*getattr(batch, k))
+    return out
+
+
+def assert_lists_equal(got, want, where):
+    assert got.keys() == want.keys()
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=f"{where}: {k}")
+
+
+def expected_masks(inputs, batch):
+    """Dense kept-masks of a batch from the brute-force oracle, by PyG key."""
+    n = {"gene": len(inputs.genes), "gpr": inputs.gpr.shape[1],
+         "reaction": len(inputs.reactions), "rmr": inputs.rmr.shape[1]}
+    keys = {"gene": "gene", "gpr": ("gene", "gpr", "reaction"), "reaction": "reaction",
+            "rmr": ("reaction", "rmr", "metabolite")}
+    for t in inputs.types:
+        n["edges/" + t] = inputs.edges[t].shape[1]
+        keys["edges/" + t] = ("gene", t, "gene")
+    out = {key: np.ones((len(batch), n[kind]), bool) for kind, key in keys.items()}
+    for i, row in enumerate(batch.row.tolist()):
+        for kind, removed in inputs.expected(row).items():
+            out[keys[kind]][i, removed] = False
+    return out
 
 
 def splitmix64(s):

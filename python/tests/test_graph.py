@@ -144,7 +144,8 @@ def fake_slot(arrays):
         placed.append((name, a, at))
         at = (at + a.nbytes + 63) // 64 * 64
     buf = bytearray(at + 4096)
-    pbatch.HEADER.pack_into(buf, 0, pbatch.SLOT_MAGIC, 1, len(arrays), 5, 0, 2, 0, at)
+    pbatch.HEADER.pack_into(buf, 0, pbatch.SLOT_MAGIC, pbatch.SLOT_VERSION, len(arrays), 5, 0, 2,
+                            0, at, 0, 1, 0)
     for k, (name, a, off) in enumerate(placed):
         shape = list(a.shape) + [0] * (10 - a.ndim)
         pbatch.ARRAY.pack_into(buf, 64 + 240 * k, name.encode(), a.dtype.str.encode(), a.ndim,
@@ -153,7 +154,8 @@ def fake_slot(arrays):
     return buf
 
 
-HEADER_FIELDS = ["magic", "version", "n_arrays", "batch", "epoch", "n_samples", "dense", "used"]
+HEADER_FIELDS = ["magic", "version", "n_arrays", "batch", "epoch", "n_samples", "dense", "used",
+                 "part", "n_parts", "first"]
 ARRAY_FIELDS = ["name", "dtype", "ndim", "reserved", "offset", "nbytes"]
 
 
@@ -174,11 +176,13 @@ def test_parse_slot_maps_arrays_without_copy():
 
 @pytest.mark.parametrize("field,value,match", [
     ("magic", b"PLBATCH2", "bad magic"),
-    ("version", 2, "layout version 2"),
+    ("version", 1, "layout version 1"),
     ("n_arrays", 10 ** 6, "1000000 arrays"),
     ("n_arrays", 2, "descriptors end at"),
     ("dense", 7, "unknown dense format 7"),
     ("used", 1 << 40, "bytes in use, the slot has"),
+    ("n_parts", 0, "part 0 of 0"),
+    ("part", 1, "part 1 of 1"),
 ])
 def test_parse_slot_rejects_bad_headers(field, value, match):
     buf = fake_slot([("sample_id", np.zeros(2, np.uint64))])

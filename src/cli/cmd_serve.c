@@ -14,8 +14,8 @@
 static const char usage[] =
     "DB --ring NAME [--batch-size B] [--shuffle] [--seed S] [--epoch E]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
-    "       [--slots N] [--start-batch K] [--consumer-pid PID] [--io auto|uring|pread]\n"
-    "       [--quiet]\n"
+    "       [--slots N] [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
+    "       [--io auto|uring|pread] [--quiet]\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
@@ -33,6 +33,7 @@ int pl_cmd_serve(int argc, char **argv)
     o.plan.world_size = 1;
     o.threads = 1;
     o.slots = 16;
+    o.max_ring_bytes = PL__SERVE_RING_BYTES;
     o.verbose = 1;
     int positional = 0; /* after "--": a database path may start with '-' */
     for (int i = 1; i < argc; i++) {
@@ -82,7 +83,8 @@ int pl_cmd_serve(int argc, char **argv)
             } nums[] = {{"--batch-size", 1u << 20}, {"--seed", ~0ULL}, {"--epoch", ~0ULL},
                         {"--rank", 1u << 30},       {"--world-size", 1u << 30},
                         {"--threads", 256},         {"--slots", 1024},
-                        {"--start-batch", ~0ULL},   {"--consumer-pid", 1u << 30}};
+                        {"--start-batch", ~0ULL},   {"--consumer-pid", 1u << 30},
+                        {"--max-ring-bytes", PL_RING_MAX_BYTES}};
             size_t k = 0;
             while (k < sizeof nums / sizeof nums[0] && strcmp(a, nums[k].opt))
                 k++;
@@ -90,7 +92,7 @@ int pl_cmd_serve(int argc, char **argv)
                 return pl_cli_usage(cmd, usage, "unknown option '%s'", a);
             if (pl_cli_u64(cmd, a, argv[++i], &v) < 0)
                 return 2;
-            unsigned min = k == 0 || k == 4 || k == 5 || k == 6;
+            unsigned min = k == 0 || k == 4 || k == 5 || k == 6 || k == 9;
             if (v > nums[k].max || v < min)
                 return pl_cli_usage(cmd, usage, "%s %llu is out of range (%u to %llu)", a, v,
                                     min, nums[k].max);
@@ -103,7 +105,8 @@ int pl_cmd_serve(int argc, char **argv)
             case 5: o.threads = (uint32_t)v; break;
             case 6: o.slots = (uint32_t)v; break;
             case 7: o.start_batch = v; break;
-            default: o.consumer_pid = (int32_t)v; break;
+            case 8: o.consumer_pid = (int32_t)v; break;
+            default: o.max_ring_bytes = v; break;
             }
         }
     }
