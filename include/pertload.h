@@ -190,7 +190,8 @@ PL_API const pl_db_info *pl_db_info_get(const pl_db *db);
 /** Look a gene up by name. @return its index, or -1. */
 PL_API int64_t pl_db_gene_index(const pl_db *db, const char *name);
 
-/** Check every checksum of the database: metadata, names, edge arrays, every
+/** Check every checksum of the database: metadata, names, edge arrays (and
+ *  their fingerprints), every
  *  incidence bitmap, every sample-store block and the payload.
  *  @return 0, or PL_ECORRUPT with err naming the first bad key or block. */
 PL_API int pl_db_verify(pl_db *db, pl_err *err);

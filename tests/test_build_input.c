@@ -138,3 +138,73 @@ Test(build_input, bad_indices_refused_nothing_left)
     free(pat);
     free(out);
 }
+
+static int64_t resolve_gene(void *ctx, const char *name, size_t len)
+{
+    (void)ctx;
+    for (int64_t g = 0; g < 5; g++)
+        if (strlen(gene_names[g]) == len && !memcmp(gene_names[g], name, len))
+            return g;
+    return -1;
+}
+
+/* Rules handed over compiled (pl__ruleset_add, the importers' entry point)
+ * give the database the rules file gives. */
+Test(build_input, rules_in_memory_equal_rules_file)
+{
+    char *g = pl_test_write(dir, "genes.txt", "YAL001C\nYAL002W\nYAL003W\nYAL004W\nYAL005C\n");
+    char *p = pl_test_write(dir, "phys.tsv", "YAL001C\tYAL002W\nYAL003W\tYAL004W\n"
+                                             "YAL005C\tYAL001C\n");
+    char *r = pl_test_write(dir, "reg.tsv", "YAL002W\tYAL005C\nYAL002W\tYAL003W\n");
+    char *rx = pl_test_write(dir, "reactions.txt", "r1\nr2\n");
+    char *ru = pl_test_write(dir, "rules.tsv", "r1\t(YAL001C and YAL002W) or YAL001C\n"
+                                               "r2\tYAL003W\n");
+    char *rm = pl_test_write(dir, "rmr.tsv", "r1\tm1\t-1\nr1\tm2\t1\nr2\tm3\t2.5\n");
+    char *s = pl_test_write(dir, "samples.tsv", "genes\tid\tfitness\tepsilon\n"
+                                                "YAL001C\t10\t0.5\t1\n"
+                                                "YAL003W;YAL005C\t11\t-2\tNA\n"
+                                                "YAL002W\t12\t3\t4\n");
+    const char *names[] = {"physical", "regulatory"}, *files[] = {p, r};
+    char *a = pl_test_path(dir, "rules-files"), *b = pl_test_path(dir, "rules-memory");
+    pl_build_opts o = {.out = a, .genes = g, .n_types = 2, .type_names = names,
+                       .type_files = files, .reactions = rx, .rules = ru, .rmr = rm,
+                       .samples = s, .params = "same"};
+    pl_err err = {0};
+    cr_assert_eq(pl_build(&o, NULL, &err), 0, "%s", err.msg);
+
+    pl__ruleset rs = {0};
+    pl__rule rule = {0};
+    const char *text[] = {"(YAL001C and YAL002W) or YAL001C", "YAL003W"};
+    int32_t gg[8], gr[8];
+    uint32_t ngpr = 0, col;
+    char why[256];
+    for (int32_t k = 0; k < 2; k++) {
+        cr_assert_eq(pl__rule_compile(text[k], strlen(text[k]), 1, resolve_gene, NULL, &rule,
+                                      &col, why, sizeof why), 0, "%s", why);
+        cr_assert_eq(pl__ruleset_add(&rs, k, rule.code, rule.n), 0);
+        for (uint32_t i = 0; i < rule.n_genes; i++) {
+            gg[ngpr] = (int32_t)rule.genes[i];
+            gr[ngpr++] = k;
+        }
+    }
+    pl__build_edges e[2] = {{"physical", phys_src, phys_dst, 3},
+                            {"regulatory", reg_src, reg_dst, 2}};
+    pl__build_metabolism m = {reactions, 2, metabolites, 3, gg, gr, ngpr,
+                              rmr_rxn, rmr_met, rmr_st, 3, &rs};
+    rows st = {0};
+    pl__build_samples sp = {2, labels, next_row, NULL, &st};
+    pl__build_input in = {.genes = gene_names, .n_genes = 5, .edges = e, .n_types = 2,
+                          .metabolism = &m, .samples = &sp};
+    pl_build_opts mo = {.out = b, .params = "same"};
+    cr_assert_eq(pl__build_run(&mo, &in, NULL, &err), 0, "%s", err.msg);
+    same_file(a, b, "data.mdb");
+    same_file(a, b, "samples.pls");
+    pl_db *db;
+    cr_assert_eq(pl_db_open(b, &db, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_db_info_get(db)->n_rules, 2);
+    cr_assert_eq(pl_db_info_get(db)->reaction_rule, PL_REACTION_GPR);
+    pl_db_close(db);
+    pl__rule_free(&rule);
+    pl__ruleset_free(&rs);
+    free(g), free(p), free(r), free(rx), free(ru), free(rm), free(s), free(a), free(b);
+}

@@ -233,10 +233,16 @@ def test_failed_recipe_builds_leave_nothing(tmp_path):
     err = build_fails("--recipe", r, "--strict", "-o", out)
     assert f"{d}/reg2.tsv:2:9: unresolved gene name 'NOTAGENE' (strict mode)" in err, err
     nothing_at(out)
-    # not strict: the row is dropped and counted, in the database too
-    run_cli("build", "--recipe", r, "-o", out, "--quiet")
+    # an unresolved list that cannot be created: checked before building
+    err = build_fails("--recipe", r, "--unresolved", d / "no" / "u.tsv", "-o", out)
+    assert f"{d}/no/u.tsv: cannot create" in err, err
+    nothing_at(out)
+    # not strict: the row is dropped and counted, in the database and the list
+    run_cli("build", "--recipe", r, "--unresolved", d / "u.tsv", "-o", out, "--quiet")
     assert "regulatory format=delim rows=2 filtered=0 unresolved=1 duplicates=0 kept=1" in \
         inspect(out)
+    assert (d / "u.tsv").read_text() == ("source\tname\tcount\tfirst_seen\n"
+                                         f"regulatory\tNOTAGENE\t1\t{d}/reg2.tsv:2\n")
     out2 = tmp_path / "db2"
     # a samples row naming an unknown gene, strict
     (d / "s2.tsv").write_text("genes\nYAL001C\nYAL002W;NOPE\n")

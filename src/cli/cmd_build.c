@@ -171,26 +171,22 @@ typedef struct recipe_args {
     int strict, quiet;
 } recipe_args;
 
-/* Every source's counts, and the unresolved names to `a->unresolved`. */
+/* Every source's counts, and the unresolved names to `f` (a->unresolved). */
 static int recipe_report(const recipe_args *a, const pl_recipe *r, const pl_imp_result *res,
-                         pl_err *err)
+                         FILE *f, pl_err *err)
 {
     for (uint32_t i = 0; !a->quiet && i < r->n_sources; i++)
         printf("source %s rows=%llu filtered=%llu unresolved=%llu duplicates=%llu kept=%llu\n",
                r->sources[i].name, (unsigned long long)res[i].read.rows,
                (unsigned long long)res[i].read.filtered, (unsigned long long)res[i].unresolved,
                (unsigned long long)res[i].duplicates, (unsigned long long)res[i].kept);
-    if (!a->unresolved)
+    if (!f)
         return 0;
-    FILE *f = fopen(a->unresolved, "w");
-    PL_FAIL_IF(!f, err, -errno, "%s: cannot create: %s", a->unresolved, strerror(errno));
     int bad = fprintf(f, "source\tname\tcount\tfirst_seen\n") < 0;
     for (uint32_t i = 0; !bad && i < r->n_sources; i++)
         bad = pl_cli_write_unresolved(f, &r->sources[i], &res[i].names) < 0;
-    if (fclose(f) != 0 || bad) {
-        remove(a->unresolved);
-        return pl__err(err, -EIO, "%s: write failed", a->unresolved);
-    }
+    bad |= fflush(f) != 0;
+    PL_FAIL_IF(bad, err, -EIO, "%s: write failed", a->unresolved);
     return 0;
 }
 
@@ -201,6 +197,14 @@ static int build_recipe(const recipe_args *a, int argc, char **argv)
     int rc = pl__recipe_load(a->recipe, a->root, &r, &err);
     if (rc < 0)
         return pl_cli_fail("build", rc, &err);
+    /* The list is created first: a build does not end with a list that
+     * cannot be written. */
+    FILE *uf = a->unresolved ? fopen(a->unresolved, "w") : NULL;
+    if (a->unresolved && !uf) {
+        rc = pl__err(&err, -errno, "%s: cannot create: %s", a->unresolved, strerror(errno));
+        pl__recipe_free(r);
+        return pl_cli_fail("build", rc, &err);
+    }
     pl_imp_result *res = calloc(r->n_sources, sizeof *res);
     char *params = join_args(argc, argv);
     pl_build_opts o = {.out = a->out, .progress = a->quiet ? 0 : -1, .params = params};
@@ -208,7 +212,11 @@ static int build_recipe(const recipe_args *a, int argc, char **argv)
     rc = res && params ? pl__recipe_build(r, &o, a->strict, res, &st, &err)
                        : pl__err(&err, -ENOMEM, "out of memory");
     if (rc == 0)
-        rc = recipe_report(a, r, res, &err);
+        rc = recipe_report(a, r, res, uf, &err);
+    if (uf && fclose(uf) != 0 && rc == 0)
+        rc = pl__err(&err, -EIO, "%s: write failed", a->unresolved);
+    if (uf && rc < 0)
+        remove(a->unresolved); /* no half-written list */
     if (rc == 0)
         report(a->out, &st, a->quiet);
     for (uint32_t i = 0; res && i < r->n_sources; i++)

@@ -571,8 +571,13 @@ PL_API int pl_db_verify(pl_db *db, pl_err *err)
         uint64_t bad = 0;
         for (uint64_t i = 0; i < 2 * m->n_edges[t]; i++)
             bad += (e[i] < 0 || (uint64_t)e[i] >= m->n_genes);
+        uint64_t fp = pl__xxh64(e, 8 * m->n_edges[t], 0);
         free(e);
         PL_FAIL_IF(bad, err, PL_ECORRUPT, "key edges/type %u: gene index out of range", t);
+        PL_FAIL_IF(fp != m->edge_fingerprint[t], err, PL_ECORRUPT,
+                   "key edges/type %u: the arrays' fingerprint %016llx is not the one in "
+                   "meta/meta (%016llx)", t, (unsigned long long)fp,
+                   (unsigned long long)m->edge_fingerprint[t]);
     }
     if (m->has_metabolism) {
         int32_t *a;
