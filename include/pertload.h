@@ -173,6 +173,9 @@ typedef struct pl_db_info {
     /** per edge source: "name format=F rows=R filtered=F unresolved=U
      *  duplicates=D kept=K file=PATH" lines, or "" */
     const char *recipe_sources;
+    /** category labels (their values are codes 0, 1, ...): lines
+     *  "label<TAB>level 0<TAB>level 1...", or "" */
+    const char *label_levels;
 } pl_db_info;
 
 /** Open a database read-only. Checks the format version and the metadata

@@ -98,7 +98,7 @@ static int read_samples(builder *b, chunker *payload)
 {
     const pl_build_opts *o = b->o;
     pl__samples_tsv *tsv = NULL;
-    pl__build_samples none = {0, NULL, no_rows, NULL, NULL}, file;
+    pl__build_samples none = {0, NULL, no_rows, NULL, NULL, NULL}, file;
     const pl__build_samples *s = b->in && b->in->samples ? b->in->samples : &none;
     int rc = 0;
     if (s == &none && o->samples) {

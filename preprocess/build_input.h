@@ -67,8 +67,9 @@ typedef struct pl__sample_row {
 } pl__sample_row;
 
 /** A sample-row provider. Label names are known before the first row (the
- *  store is created with them). Category columns are the provider's to
- *  encode as float labels (codes 0, 1, ...). */
+ *  store is created with them). Category columns (a split name, a strain
+ *  background) are the provider's to encode as float labels holding codes
+ *  0, 1, ..., with their level names in `levels`. */
 typedef struct pl__build_samples {
     uint32_t n_labels;                /**< <= 256 */
     const char *const *label_names;   /**< [n_labels] distinct, non-empty */
@@ -79,6 +80,11 @@ typedef struct pl__build_samples {
     /** Fraction of the input read so far (progress), or NULL. */
     double (*frac)(void *ctx);
     void *ctx;
+    /** The levels of category labels, or NULL: one line per such label,
+     *  "label<TAB>level 0<TAB>level 1...\n" (code k is level k); stored as
+     *  meta/"levels", read back as pl_db_info.label_levels. Valid until
+     *  pl__build_run() returns. */
+    const char *levels;
 } pl__build_samples;
 
 /** Everything pl__build_run() takes in memory; NULL parts are read from the

@@ -171,7 +171,7 @@ int pl__samples_tsv_open(pl__samples_tsv **tsv, const char *path, const pl_strta
     t->open = 1;
     PL_TRY(tsv_header(t, err));
     *out = (pl__build_samples){t->n_labels, (const char *const *)t->label_names, tsv_next,
-                               tsv_frac, t};
+                               tsv_frac, t, NULL};
     return 0;
 }
 
@@ -213,6 +213,7 @@ int pl__build_store_samples(builder *b, const pl__build_samples *s)
     char sp[4096];
     PL_FAIL_IF(s->n_labels > MAX_FIELDS, b->err, PL_EUSAGE, "samples: %u labels (at most %d)",
                s->n_labels, MAX_FIELDS);
+    b->levels = s->levels;
     b->label_names = calloc(s->n_labels + 1, sizeof(char *));
     if (!b->label_names)
         return NOMEM(b);

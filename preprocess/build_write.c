@@ -163,16 +163,17 @@ static int put_arrays(builder *b, const void *key, size_t klen, const void *cons
     return rc;
 }
 
-/* The recipe's texts (build_input.h), when the build has them. */
-static int put_recipe(builder *b)
+/* The recipe's texts and the category levels (build_input.h), when the
+ * build has them. */
+static int put_texts(builder *b)
 {
     const pl__build_input *in = b->in;
     if (!in)
         return 0;
-    const char *keys[3] = {"recipe", "inputs", "sources"};
-    const char *vals[3] = {in->recipe, in->inputs, in->sources};
-    size_t lens[3] = {in->recipe_len, 0, 0};
-    for (int i = 0; i < 3; i++) {
+    const char *keys[4] = {"recipe", "inputs", "sources", "levels"};
+    const char *vals[4] = {in->recipe, in->inputs, in->sources, b->levels};
+    size_t lens[4] = {in->recipe_len, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
         if (!vals[i])
             continue;
         size_t len = i == 0 ? lens[0] : strlen(vals[i]);
@@ -243,7 +244,7 @@ int pl__build_write_lmdb(builder *b, const chunker *payload)
     const char *params = b->o->params ? b->o->params : "";
     PL_TRY(pl__db_put(b->txn, meta, PL_DBI_META, "params", 6, params, strlen(params) + 1, 0,
                       b->err));
-    PL_TRY(put_recipe(b));
+    PL_TRY(put_texts(b));
     if (m->payload_dtype[0])
         PL_TRY(pl__db_put(b->txn, meta, PL_DBI_META, "payload", 7, payload->sums,
                           payload->n_sums * 8, 0, b->err));

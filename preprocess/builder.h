@@ -48,6 +48,7 @@ typedef struct builder {
     pl__ruleset rules;          /* read from the rules file */
     const pl__ruleset *rs;      /* the rules stored: &rules or the provider's */
     const pl__build_input *in;  /* in-memory inputs, or NULL */
+    const char *levels;         /* the samples provider's category levels */
 } builder;
 
 /* Payload data goes out in PL_PAYLOAD_CHUNK pieces, each checksummed. */

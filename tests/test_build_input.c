@@ -79,16 +79,39 @@ static char *files_db(void)
     return out;
 }
 
-static int memory_db(const char *out, const pl__build_edges *edges, pl_err *err)
+static int memory_db_levels(const char *out, const pl__build_edges *edges, const char *levels,
+                            pl_err *err)
 {
     pl__build_metabolism m = {reactions, 2, metabolites, 3, gpr_gene, gpr_rxn, 3,
                               rmr_rxn, rmr_met, rmr_st, 3, NULL};
     rows st = {0};
-    pl__build_samples s = {2, labels, next_row, NULL, &st};
+    pl__build_samples s = {2, labels, next_row, NULL, &st, levels};
     pl__build_input in = {.genes = gene_names, .n_genes = 5, .edges = edges, .n_types = 2,
                           .metabolism = &m, .samples = &s};
     pl_build_opts o = {.out = out, .params = "same"};
     return pl__build_run(&o, &in, NULL, err);
+}
+
+static int memory_db(const char *out, const pl__build_edges *edges, pl_err *err)
+{
+    return memory_db_levels(out, edges, NULL, err);
+}
+
+/* The category levels of a provider are stored and read back. */
+Test(build_input, category_levels)
+{
+    pl__build_edges e[2] = {{"physical", phys_src, phys_dst, 3},
+                            {"regulatory", reg_src, reg_dst, 2}};
+    char *out = pl_test_path(dir, "levels");
+    const char *levels = "epsilon\ttrain\tval\ttest\n";
+    pl_err err = {0};
+    cr_assert_eq(memory_db_levels(out, e, levels, &err), 0, "%s", err.msg);
+    pl_db *db;
+    cr_assert_eq(pl_db_open(out, &db, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(pl_db_info_get(db)->label_levels, levels);
+    cr_assert_eq(pl_db_verify(db, &err), 0, "%s", err.msg);
+    pl_db_close(db);
+    free(out);
 }
 
 static void same_file(const char *a, const char *b, const char *name)
@@ -192,7 +215,7 @@ Test(build_input, rules_in_memory_equal_rules_file)
     pl__build_metabolism m = {reactions, 2, metabolites, 3, gg, gr, ngpr,
                               rmr_rxn, rmr_met, rmr_st, 3, &rs};
     rows st = {0};
-    pl__build_samples sp = {2, labels, next_row, NULL, &st};
+    pl__build_samples sp = {2, labels, next_row, NULL, &st, NULL};
     pl__build_input in = {.genes = gene_names, .n_genes = 5, .edges = e, .n_types = 2,
                           .metabolism = &m, .samples = &sp};
     pl_build_opts mo = {.out = b, .params = "same"};

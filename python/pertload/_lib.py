@@ -78,6 +78,7 @@ class DbInfo(ctypes.Structure):
         ("recipe", ctypes.c_char_p),
         ("recipe_inputs", ctypes.c_char_p),
         ("recipe_sources", ctypes.c_char_p),
+        ("label_levels", ctypes.c_char_p),
     ]
 
 

@@ -26,6 +26,8 @@ class Graph:
                       the same gene order
     edge_fingerprints {type: int}: XXH64 of each edge type's arrays
     recipe            the recipe text of `build --recipe` ("" otherwise)
+    label_levels      {label: [level names]} of category labels (their values
+                      are codes 0, 1, ... into the list); {} when none
     """
 
     def __init__(self, db):
@@ -47,6 +49,10 @@ class Graph:
         self.n_edges = {t: int(info.n_edges[k]) for k, t in enumerate(self.type_names)}
         self.gene_fingerprint, self.edge_fingerprints = fingerprints(info)
         self.recipe = (info.recipe or b"").decode("utf-8", "replace")
+        self.label_levels = {}
+        for line in (info.label_levels or b"").decode("utf-8", "replace").splitlines():
+            label, *levels = line.split("\t")
+            self.label_levels[label] = levels
         self.payload_dtype = info.payload_dtype.decode("ascii")
         self.payload_shape = tuple(int(info.payload_shape[d]) for d in range(info.payload_ndim))
 

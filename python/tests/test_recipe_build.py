@@ -207,7 +207,9 @@ def test_recipe_equals_file_path(tmp_path):
         for k in x:
             np.testing.assert_array_equal(x[k], y[k], err_msg=k)
     assert gb.recipe == (d / "recipe.yaml").read_text()
-    assert ga.recipe == ""
+    assert ga.recipe == "" and ga.label_levels == gb.label_levels == {}
+    check = run_cli("recipe", "check", d / "recipe.yaml").stdout
+    assert f"samples format=tsv file={d}/samples.tsv payload=- (read by build)" in check
 
 
 # ------------------------------------------------------------ failed builds

@@ -99,6 +99,14 @@ static int check(const char *path, const char *root, int strict, const char *unr
     }
     printf("total sources=%u kept=%llu unresolved=%llu\n", r->n_sources,
            (unsigned long long)kept, (unsigned long long)unresolved);
+    const pl_recipe_metabolism *m = &r->metabolism;
+    if (m->format)
+        printf("metabolism format=%s reactions=%s gpr=%s rules=%s rmr=%s (read by build)\n",
+               m->format, m->reactions ? m->reactions : "-", m->gpr ? m->gpr : "-",
+               m->rules ? m->rules : "-", m->rmr ? m->rmr : "-");
+    if (r->samples.format)
+        printf("samples format=%s file=%s payload=%s (read by build)\n", r->samples.format,
+               r->samples.file, r->samples.payload ? r->samples.payload : "-");
     if (uf && fclose(uf) != 0) {
         uf = NULL;
         rc = pl__err(&err, -EIO, "%s: write failed", unres_path);

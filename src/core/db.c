@@ -324,6 +324,7 @@ static int open_db(pl_db *db, const char *path, pl_err *err)
     PL_TRY(meta_text(db, "recipe", &db->info.recipe, err));
     PL_TRY(meta_text(db, "inputs", &db->info.recipe_inputs, err));
     PL_TRY(meta_text(db, "sources", &db->info.recipe_sources, err));
+    PL_TRY(meta_text(db, "levels", &db->info.label_levels, err));
     PL_TRY(open_blocks(db, err));
     PL_TRY(check_samples(db, &sh, err));
     PL_TRY(open_payload(db, err));

@@ -21,6 +21,8 @@
  *            "sources" (optional) per edge source, one line each: "name
  *                      format=F rows=R filtered=F unresolved=U duplicates=D
  *                      kept=K file=PATH", NUL-terminated
+ *            "levels"  (optional) category labels, one line each:
+ *                      "label<TAB>level 0<TAB>level 1...", NUL-terminated
  *   "names"  "genes" "types" "labels" "reactions" "metabolites"
  *            names joined by NUL bytes (each name NUL-terminated)
  *   "edges"  'e' u8 type   zstd( int32 src[E], int32 dst[E] )
