@@ -66,6 +66,8 @@ static int read_graph(builder *b)
         PL_FAIL_IF(b->genes.n > INT32_MAX, b->err, PL_EPARSE, "%s: too many genes", o->genes);
     }
     b->n_genes = b->genes.n;
+    PL_TRY(pl__onto_from_build(o, &b->genes, o->progress == 0, &b->onto,
+                               &b->st.unknown_term_genes, b->err));
     for (uint32_t t = 0; t < o->n_types; t++) {
         if (in && in->edges) {
             PL_TRY(pl__build_take_edges(b, t, &in->edges[t]));
@@ -236,6 +238,9 @@ int pl__build_run(const pl_build_opts *opts, const pl__build_input *in, pl_build
         stats->n_rules = m->n_rules;
         stats->n_samples = m->n_samples;
         stats->n_labels = m->n_labels;
+        stats->n_terms = m->n_terms;
+        stats->n_term_annotations = m->n_term_ann;
+        stats->n_strata = m->n_strata;
         stats->graph_bytes = pl__file_size(pl__path_join(p, sizeof p, opts->out, PL_FILE_LMDB));
         stats->sample_bytes = m->samples_bytes;
         stats->seconds = pl__now() - t0;
@@ -253,6 +258,7 @@ int pl__build_run(const pl_build_opts *opts, const pl__build_input *in, pl_build
     free(b->rmr_met);
     free(b->rmr_stoich);
     pl__ruleset_free(&b->rules);
+    pl__onto_free(&b->onto);
     free(b->dropped_rows);
     for (uint32_t i = 0; b->label_names && i < b->n_labels; i++)
         free(b->label_names[i]);

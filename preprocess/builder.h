@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "build_input.h"
+#include "ontology/store.h"
 #include "pertload.h"
 #include "ruleset.h"
 #include "src/core/dbformat.h"
@@ -46,6 +47,7 @@ typedef struct builder {
     uint64_t ser_cap;
     struct pl__meta meta;
     pl__ruleset rules;          /* read from the rules file */
+    pl_onto onto;
     const pl__ruleset *rs;      /* the rules stored: &rules or the provider's */
     const pl__build_input *in;  /* in-memory inputs, or NULL */
     const char *levels;         /* the samples provider's category levels */
