@@ -143,7 +143,26 @@ Test(import_recipe, bad_keys)
     expect_bad("version: 1\ngenes:\n  file: g\n  alias: []\nedges: []\n", 4, 3,
                "unknown key 'alias' in 'genes'");
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmetabolism: {}\n", 6, 13,
-               "'metabolism' without 'format' (yeast-gem or sbml)");
+               "'metabolism' without 'format' (tsv, yeast-gem or sbml)");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmetabolism: {format: tsv}\n", 6,
+               13, "'metabolism' names no file (reactions, gpr, rules, rmr)");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "metabolism: {format: tsv, gpr: g, rules: r}\n", 6, 13,
+               "'metabolism': give 'gpr' or 'rules'");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "metabolism: {format: cobra, gpr: g}\n", 6, 22,
+               "unknown metabolism format 'cobra' (tsv, yeast-gem or sbml)");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "metabolism: {format: sbml, gpr: g}\n", 6, 28,
+               "unknown key 'gpr' in 'metabolism' of format 'sbml' (format, file)");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "metabolism: {format: tsv, rules: r, reaction_rule: all}\n", 6, 52,
+               "'reaction_rule' is any or gpr, not 'all'");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nsamples: {format: tsv}\n", 6, 10,
+               "'samples' needs 'format' and 'file'");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "samples: {format: tsv, file: s, labels: [x]}\n", 6, 33,
+               "unknown key 'labels' in 'samples' (format, file, payload)");
 }
 
 Test(import_recipe, bad_sources)
@@ -294,12 +313,14 @@ Test(import_recipe, metabolism_and_sample_keys)
     cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
     char want[4200];
     snprintf(want, sizeof want, "%s/m.xml.gz", dir);
-    cr_assert_eq(r->metab_format, PL_METAB_SBML);
-    cr_assert_str_eq(r->metab_file, want);
-    cr_assert_eq(r->n_samples, 2);
-    cr_assert_eq(r->samples[0].format, PL_SMP_SGA);
-    cr_assert_str_eq(r->samples[0].file, "/abs/SGA_ExE.txt");
-    const pl_smp_spec *t = &r->samples[1];
+    cr_assert_eq(r->metabolism.model, PL_METAB_SBML);
+    cr_assert_str_eq(r->metabolism.format, "sbml");
+    cr_assert_str_eq(r->metabolism.file, want);
+    cr_assert_eq(r->n_tables, 2);
+    cr_assert_null(r->samples.format);
+    cr_assert_eq(r->tables[0].format, PL_SMP_SGA);
+    cr_assert_str_eq(r->tables[0].file, "/abs/SGA_ExE.txt");
+    const pl_smp_spec *t = &r->tables[1];
     cr_assert_eq(t->format, PL_SMP_TABLE);
     cr_assert_eq(t->sep, ',');
     cr_assert_str_eq(t->comment, "#");
@@ -316,10 +337,10 @@ Test(import_recipe, metabolism_and_sample_keys)
     p = pl_test_write(dir, "ms1.yaml", HEAD EDGE "metabolism:\n  format: yeast-gem\n  file: y.yml\n"
                       "samples: {format: table, file: s.tsv, genes: mutant, gene_sep: '+'}\n");
     cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
-    cr_assert_eq(r->metab_format, PL_METAB_YEASTGEM);
-    cr_assert_eq(r->n_samples, 1);
-    cr_assert_str_eq(r->samples[0].genes, "mutant");
-    cr_assert_eq(r->samples[0].gene_sep, '+');
+    cr_assert_eq(r->metabolism.model, PL_METAB_YEASTGEM);
+    cr_assert_eq(r->n_tables, 1);
+    cr_assert_str_eq(r->tables[0].genes, "mutant");
+    cr_assert_eq(r->tables[0].gene_sep, '+');
     pl__recipe_free(r);
     free(p);
 }
@@ -327,10 +348,10 @@ Test(import_recipe, metabolism_and_sample_keys)
 Test(import_recipe, bad_metabolism_and_samples)
 {
     expect_bad(HEAD EDGE "metabolism: {format: cobra, file: m}\n", 6, 22,
-               "unknown metabolism format 'cobra' (yeast-gem or sbml)");
+               "unknown metabolism format 'cobra' (tsv, yeast-gem or sbml)");
     expect_bad(HEAD EDGE "metabolism: {format: sbml}\n", 6, 13, "'metabolism' without 'file'");
     expect_bad(HEAD EDGE "metabolism: {format: sbml, file: m, strict: true}\n", 6, 37,
-               "unknown key 'strict' in 'metabolism' (format, file)");
+               "unknown key 'strict' in 'metabolism' of format 'sbml' (format, file)");
     expect_bad(HEAD EDGE "samples: {format: sga, file: s, sep: ','}\n", 6, 33,
                "key 'sep' does not apply to format 'sga'");
     expect_bad(HEAD EDGE "samples: [{format: csv, file: s}]\n", 6, 20,

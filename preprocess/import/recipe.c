@@ -389,34 +389,103 @@ static int source(ld *l, yaml_node_t *m)
 
 /* ------------------------------------------------- metabolism, samples */
 
-static int metab_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
+/* The format of a samples part in pertload's own text file: "tsv". */
+static int part_format(ld *l, const yaml_node_t *v, const char *what, const char **out)
 {
-    (void)ctx;
-    pl_recipe *r = l->r;
-    if (!strcmp(key, "file"))
-        return get_path(l, v, key, &r->metab_file);
-    if (!strcmp(key, "format")) {
-        PL_TRY(want_scalar(l, v, key));
-        if (!strcmp(scalar(v), "yeast-gem"))
-            r->metab_format = PL_METAB_YEASTGEM;
-        else if (!strcmp(scalar(v), "sbml"))
-            r->metab_format = PL_METAB_SBML;
-        else
-            return fail_at(l, v, "unknown metabolism format '%s' (yeast-gem or sbml)",
-                           scalar(v));
-        return 0;
-    }
-    return fail_at(l, k, "unknown key '%s' in 'metabolism' (format, file)", key);
+    PL_TRY(want_scalar(l, v, "format"));
+    if (strcmp(scalar(v), "tsv"))
+        return fail_at(l, v, "unknown %s format '%s' (tsv)", what, scalar(v));
+    *out = "tsv";
+    return 0;
 }
 
-static int metabolism(ld *l, yaml_node_t *m)
+/* The value of key `key` in mapping `m`, or NULL. */
+static yaml_node_t *value_of(ld *l, yaml_node_t *m, const char *key)
 {
-    PL_TRY(each_pair(l, m, "'metabolism'", metab_pair, NULL));
-    if (l->r->metab_format == PL_METAB_NONE)
-        return fail_at(l, m, "'metabolism' without 'format' (yeast-gem or sbml)");
-    if (!l->r->metab_file)
-        return fail_at(l, m, "'metabolism' without 'file'");
+    if (m->type != YAML_MAPPING_NODE)
+        return NULL;
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = node(l, p->key);
+        if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), key))
+            return node(l, p->value);
+    }
+    return NULL;
+}
+
+static int metabolism_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
+{
+    (void)ctx;
+    pl_recipe_metabolism *m = &l->r->metabolism;
+    if (!strcmp(key, "format"))
+        return 0; /* read first, by metabolism() */
+    if (m->model != PL_METAB_NONE) {
+        if (!strcmp(key, "file"))
+            return get_path(l, v, key, &m->file);
+        return fail_at(l, k, "unknown key '%s' in 'metabolism' of format '%s' (format, file)",
+                       key, m->format);
+    }
+    if (!strcmp(key, "reactions"))
+        return get_path(l, v, key, &m->reactions);
+    if (!strcmp(key, "gpr"))
+        return get_path(l, v, key, &m->gpr);
+    if (!strcmp(key, "rules"))
+        return get_path(l, v, key, &m->rules);
+    if (!strcmp(key, "rmr"))
+        return get_path(l, v, key, &m->rmr);
+    if (!strcmp(key, "reaction_rule")) {
+        PL_TRY(want_scalar(l, v, key));
+        if (strcmp(scalar(v), "any") && strcmp(scalar(v), "gpr"))
+            return fail_at(l, v, "'reaction_rule' is any or gpr, not '%s'", scalar(v));
+        m->reaction_rule = !strcmp(scalar(v), "gpr") ? PL_REACTION_GPR : PL_REACTION_ANY;
+        return 0;
+    }
+    return fail_at(l, k, "unknown key '%s' in 'metabolism' (format, reactions, gpr, rules, "
+                   "rmr, reaction_rule)", key);
+}
+
+/* 'metabolism': pertload's text files (tsv) or a model file (yeast-gem,
+ * sbml). */
+static int metabolism(ld *l, yaml_node_t *v)
+{
+    pl_recipe_metabolism *m = &l->r->metabolism;
+    m->line = v->start_mark.line + 1;
+    yaml_node_t *f = value_of(l, v, "format");
+    if (f) {
+        PL_TRY(want_scalar(l, f, "format"));
+        if (!strcmp(scalar(f), "tsv"))
+            m->format = "tsv";
+        else if (!strcmp(scalar(f), "yeast-gem"))
+            m->format = "yeast-gem", m->model = PL_METAB_YEASTGEM;
+        else if (!strcmp(scalar(f), "sbml"))
+            m->format = "sbml", m->model = PL_METAB_SBML;
+        else
+            return fail_at(l, f, "unknown metabolism format '%s' (tsv, yeast-gem or sbml)",
+                           scalar(f));
+    }
+    PL_TRY(each_pair(l, v, "'metabolism'", metabolism_pair, NULL));
+    if (!m->format)
+        return fail_at(l, v, "'metabolism' without 'format' (tsv, yeast-gem or sbml)");
+    if (m->model != PL_METAB_NONE)
+        return m->file ? 0 : fail_at(l, v, "'metabolism' without 'file'");
+    if (!m->gpr && !m->rules && !m->rmr && !m->reactions)
+        return fail_at(l, v, "'metabolism' names no file (reactions, gpr, rules, rmr)");
+    if (m->gpr && m->rules)
+        return fail_at(l, v, "'metabolism': give 'gpr' or 'rules' (the rules give the GPR "
+                       "edges), not both");
     return 0;
+}
+
+static int samples_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
+{
+    (void)ctx;
+    pl_recipe_samples *s = &l->r->samples;
+    if (!strcmp(key, "format"))
+        return part_format(l, v, "samples", &s->format);
+    if (!strcmp(key, "file"))
+        return get_path(l, v, key, &s->file);
+    if (!strcmp(key, "payload"))
+        return get_path(l, v, key, &s->payload);
+    return fail_at(l, k, "unknown key '%s' in 'samples' (format, file, payload)", key);
 }
 
 /* A list of column names or numbers. */
@@ -474,9 +543,9 @@ static int samples_one(ld *l, yaml_node_t *m)
     pl_recipe *r = l->r;
     if (m->type != YAML_MAPPING_NODE)
         return fail_at(l, m, "a sample table must be a mapping of keys to values");
-    if (r->n_samples == PL_RECIPE_MAX_SAMPLES)
+    if (r->n_tables == PL_RECIPE_MAX_SAMPLES)
         return fail_at(l, m, "more than %d sample tables", PL_RECIPE_MAX_SAMPLES);
-    pl_smp_spec *s = &r->samples[r->n_samples++];
+    pl_smp_spec *s = &r->tables[r->n_tables++];
     pl__smp_spec_init(s);
     yaml_node_t *fmt = NULL;
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
@@ -508,7 +577,7 @@ static int samples(ld *l, yaml_node_t *v)
         return samples_one(l, v);
     for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++)
         PL_TRY(samples_one(l, node(l, *i)));
-    if (!l->r->n_samples)
+    if (!l->r->n_tables)
         return fail_at(l, v, "'samples' is an empty list");
     return 0;
 }
@@ -548,8 +617,16 @@ static int top_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void
     }
     if (!strcmp(key, "metabolism"))
         return metabolism(l, v);
-    if (!strcmp(key, "samples"))
-        return samples(l, v);
+    if (!strcmp(key, "samples")) {
+        yaml_node_t *f = value_of(l, v, "format");
+        if (!f || f->type != YAML_SCALAR_NODE || strcmp(scalar(f), "tsv"))
+            return samples(l, v); /* sample tables: table, sga */
+        r->samples.line = v->start_mark.line + 1;
+        PL_TRY(each_pair(l, v, "'samples'", samples_pair, NULL));
+        if (!r->samples.file)
+            return fail_at(l, v, "'samples' needs 'format' and 'file'");
+        return 0;
+    }
     return fail_at(l, k, "unknown key '%s' (version, root, genes, edges, metabolism, samples)",
                    key);
 }
@@ -653,18 +730,18 @@ int pl__recipe_metab(const pl_recipe *r, const pl_names *nm, int strict, pl_meta
                      pl_err *err)
 {
     PL_TRY(pl__metab_init(m, nm, strict, err));
-    if (r->metab_format == PL_METAB_YEASTGEM)
-        return pl__metab_read_yeastgem(m, r->metab_file, err);
-    if (r->metab_format == PL_METAB_SBML)
-        return pl__metab_read_sbml(m, r->metab_file, err);
+    if (r->metabolism.model == PL_METAB_YEASTGEM)
+        return pl__metab_read_yeastgem(m, r->metabolism.file, err);
+    if (r->metabolism.model == PL_METAB_SBML)
+        return pl__metab_read_sbml(m, r->metabolism.file, err);
     return 0;
 }
 
 int pl__recipe_samples(const pl_recipe *r, const pl_names *nm, int strict, pl_smp_emit emit,
                        void *ctx, pl_smp_result *res, pl_err *err)
 {
-    for (uint32_t i = 0; i < r->n_samples; i++)
-        PL_TRY(pl__smp_read(&r->samples[i], nm, strict, emit, ctx, res, err));
+    for (uint32_t i = 0; i < r->n_tables; i++)
+        PL_TRY(pl__smp_read(&r->tables[i], nm, strict, emit, ctx, res, err));
     return 0;
 }
 

@@ -31,6 +31,17 @@
  *       file: screen.tsv          #   id labels categories
  *       categories: [split]
  *
+ *   metabolism:             # or format tsv: pertload's own text files
+ *     format: tsv           #   (plain files, as `build --reactions ...` reads)
+ *     reactions: reactions.txt   # optional reaction list
+ *     rules: rules.tsv      # gene-reaction rules, or gpr: gpr.tsv
+ *     rmr: rmr.tsv          # optional stoichiometry
+ *     reaction_rule: gpr    # optional: any or gpr
+ *   samples:                # or format tsv: pertload's samples TSV
+ *     format: tsv           #   (a plain file)
+ *     file: samples.tsv
+ *     payload: payload.npy  # optional per-sample .npy
+ *
  * Every error names "recipe:line:col: reason": unknown or repeated keys, a
  * key that does not apply to the source's format, an edge-type name used
  * twice, a value of the wrong kind, unknown channel or system names.
@@ -47,6 +58,24 @@
 
 enum { PL_RECIPE_MAX_ALIASES = 16, PL_RECIPE_MAX_SAMPLES = 16 };
 
+/** The metabolism part of a recipe (format NULL: none). */
+typedef struct pl_recipe_metabolism {
+    const char *format;        /**< "tsv", "yeast-gem", "sbml", or NULL */
+    pl_metab_format model;     /**< yeast-gem, sbml: the model file's format */
+    uint64_t line;             /**< recipe line of the 'metabolism' key */
+    char *file;                /**< yeast-gem, sbml: the model (resolved) */
+    char *reactions, *gpr, *rules, *rmr; /**< tsv: resolved paths or NULL */
+    int reaction_rule;         /**< PL_REACTION_* */
+} pl_recipe_metabolism;
+
+/** The samples part of a recipe in format tsv (format NULL: none; sample
+ *  tables of the formats table and sga are pl_recipe.tables). */
+typedef struct pl_recipe_samples {
+    const char *format;        /**< "tsv", or NULL */
+    uint64_t line;
+    char *file, *payload;      /**< resolved paths (payload may be NULL) */
+} pl_recipe_samples;
+
 typedef struct pl_recipe {
     char *path;                /**< the recipe file */
     char *genes;               /**< gene list path (resolved) */
@@ -55,10 +84,10 @@ typedef struct pl_recipe {
     uint32_t n_aliases;
     pl_imp_source *sources;    /**< edge sources, in recipe order */
     uint32_t n_sources;
-    pl_metab_format metab_format; /**< PL_METAB_NONE: no metabolism */
-    char *metab_file;          /**< the model (resolved) */
-    pl_smp_spec samples[PL_RECIPE_MAX_SAMPLES]; /**< sample files, in order */
-    uint32_t n_samples;
+    pl_recipe_metabolism metabolism;
+    pl_recipe_samples samples;
+    pl_smp_spec tables[PL_RECIPE_MAX_SAMPLES]; /**< sample tables (table, sga), in order */
+    uint32_t n_tables;
     char **owned;              /* every string above */
     uint64_t n_owned, cap_owned;
 } pl_recipe;

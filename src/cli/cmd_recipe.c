@@ -29,7 +29,7 @@ static void help(void)
            usage_text);
 }
 
-static int write_unresolved(FILE *f, const char *source, const char *file, const pl_unres *u)
+static int write_names(FILE *f, const char *source, const char *file, const pl_unres *u)
 {
     for (uint32_t i = 0; f && i < pl__unres_distinct(u); i++) {
         uint64_t count, line;
@@ -41,24 +41,29 @@ static int write_unresolved(FILE *f, const char *source, const char *file, const
     return 0;
 }
 
+int pl_cli_write_unresolved(FILE *f, const pl_imp_source *s, const pl_unres *u)
+{
+    return write_names(f, s->name, s->file, u);
+}
+
 /* The metabolism and the sample tables of the recipe. */
 static int check_more(const pl_recipe *r, const pl_names *nm, int strict, FILE *uf,
                       const char *unres_path, uint64_t *unresolved, pl_err *err)
 {
     int rc = 0;
-    if (r->metab_format != PL_METAB_NONE) {
+    if (r->metabolism.model != PL_METAB_NONE) {
         pl_metab m;
         rc = pl__recipe_metab(r, nm, strict, &m, err);
         if (rc == 0) {
             printf("metabolism format=%s reactions=%u metabolites=%u rmr=%llu rules=%llu "
                    "gpr=%llu model_genes=%llu unresolved=%llu unresolved_names=%u file=%s\n",
-                   r->metab_format == PL_METAB_SBML ? "sbml" : "yeast-gem", m.reactions.n,
+                   r->metabolism.format, m.reactions.n,
                    m.metabolites.n, (unsigned long long)m.n_rmr, (unsigned long long)m.n_rules,
                    (unsigned long long)m.n_gpr, (unsigned long long)m.n_model_genes,
                    (unsigned long long)m.unresolved, pl__unres_distinct(&m.names),
-                   r->metab_file);
+                   r->metabolism.file);
             *unresolved += m.unresolved;
-            if (write_unresolved(uf, "metabolism", r->metab_file, &m.names) < 0)
+            if (write_names(uf, "metabolism", r->metabolism.file, &m.names) < 0)
                 rc = pl__err(err, -EIO, "%s: write failed", unres_path);
         }
         pl__metab_free(&m);
@@ -68,8 +73,8 @@ static int check_more(const pl_recipe *r, const pl_names *nm, int strict, FILE *
     /* the tables append into one result, as a build reads them */
     pl_smp_result res = {0};
     uint32_t seen = 0;
-    for (uint32_t i = 0; rc == 0 && i < r->n_samples; i++) {
-        const pl_smp_spec *s = &r->samples[i];
+    for (uint32_t i = 0; rc == 0 && i < r->n_tables; i++) {
+        const pl_smp_spec *s = &r->tables[i];
         uint64_t rows = res.rows, kept = res.kept, dropped = res.dropped;
         rc = pl__smp_read(s, nm, strict, NULL, NULL, &res, err);
         if (rc < 0)
@@ -147,7 +152,7 @@ static int check(const char *path, const char *root, int strict, const char *unr
                (double)res.read.bytes / 1e6, secs);
         kept += res.kept;
         unresolved += res.unresolved;
-        if (write_unresolved(uf, s->name, s->file, &res.names) < 0) {
+        if (pl_cli_write_unresolved(uf, s, &res.names) < 0) {
             pl__unres_free(&res.names);
             rc = pl__err(&err, -EIO, "%s: write failed", unres_path);
             goto fail;
@@ -159,6 +164,14 @@ static int check(const char *path, const char *root, int strict, const char *unr
         goto fail;
     printf("total sources=%u kept=%llu unresolved=%llu\n", r->n_sources,
            (unsigned long long)kept, (unsigned long long)unresolved);
+    const pl_recipe_metabolism *m = &r->metabolism;
+    if (m->format && m->model == PL_METAB_NONE)
+        printf("metabolism format=%s reactions=%s gpr=%s rules=%s rmr=%s (read by build)\n",
+               m->format, m->reactions ? m->reactions : "-", m->gpr ? m->gpr : "-",
+               m->rules ? m->rules : "-", m->rmr ? m->rmr : "-");
+    if (r->samples.format)
+        printf("samples format=%s file=%s payload=%s (read by build)\n", r->samples.format,
+               r->samples.file, r->samples.payload ? r->samples.payload : "-");
     if (uf && fclose(uf) != 0) {
         uf = NULL;
         rc = pl__err(&err, -EIO, "%s: write failed", unres_path);
