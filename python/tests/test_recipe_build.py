@@ -138,10 +138,20 @@ def test_real_recipe_against_the_raw_files(tmp_path):
     assert g.recipe == recipe.read_text()
     assert run_cli("inspect", "--recipe", db).stdout == recipe.read_text()
     inputs = re.findall(r"^recipe input: (\d+)\t([0-9a-f]{16})\t(.*)$", text, re.M)
-    assert len(inputs) == 15
+    assert len(inputs) == 19  # 15, the yeast-GEM model and three SGA tables
     for size, digest, path in inputs:
         data = Path(path).read_bytes()
         assert int(size) == len(data) and int(digest, 16) == xxh64(data), path
+    # the metabolism (yeast-GEM YAML) and the samples (SGA tables) against
+    # the oracle's own counts from the flat tables and the raw SGA files
+    m, _, tables, _ = import_recipe_real.expected.more
+    assert (f"metabolism: {m['reactions']} reactions, {m['metabolites']} metabolites, "
+            f"{m['gpr']} GPR edges, {m['rmr']} RMR edges") in text
+    assert f"({m['rules']} reactions with a gene-reaction rule)" in text
+    kept = sum(t["kept"] for t in tables)
+    assert re.search(rf"^samples: {kept} in ", text, re.M), text
+    assert "labels: epsilon pvalue query_smf array_smf dmf dmf_std arraytype_temp" in text
+    assert (m["reactions"], m["rmr"], kept) == (4131, 15567, 148)
     run_cli("verify", db)
 
 
