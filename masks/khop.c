@@ -4,9 +4,14 @@
  * CSR over genes merged over the walked types, each gene's neighbours sorted
  * and deduplicated (duplicate edges and an edge present in two types are
  * walked once) and self-loops dropped (they add nothing to a walk). The
- * owned lists keep every edge of a walked type once, under min(src, dst),
- * as (other end, position) pairs in ascending position: a counting sort by
- * owner over the edges in input order.
+ * owned lists keep every edge of a walked type once, under its end of lesser
+ * degree in that type (the lesser index between equal degrees), as (other
+ * end, position) pairs in ascending position: a counting sort by owner over
+ * the edges in input order. An edge with both ends in S is owned by exactly
+ * one gene of S whichever end owns it; owning by degree keeps a hub's list
+ * short (its edges mostly belong to its many low-degree partners), so the
+ * edge pass over a set holding hubs reads far fewer entries than a scan of
+ * every incident edge (the degree ordering of triangle counting).
  *
  * Per sample: the visited array holds a generation stamp per gene, bumped
  * once per sample (cleared only when the counter wraps), so membership is one
@@ -15,9 +20,12 @@
  * the genes it queued. S is sorted through a bitmap of genes limited to the
  * words between its least and greatest gene, cleared as it is read (a short
  * set by insertion). The kept edges of a type are gathered from the owned
- * lists of S (an edge with both ends in S is owned by exactly one gene of S)
- * and sorted with a least-significant-digit radix sort over the digits the
- * largest position needs (insertion for short lists).
+ * lists of S (an edge with both ends in S is owned by exactly one gene of S),
+ * branch-free, and sorted: by insertion when short, through a bitmap of the
+ * type's positions when the list is long beside the type (the words between
+ * its least and greatest position are read once and left zero), else by a
+ * least-significant-digit radix sort over the digits the type's positions
+ * need.
  */
 #include "khop.h"
 
@@ -29,7 +37,7 @@
 #include "src/core/vec.h"
 
 typedef struct owned {
-    uint32_t other; /* the edge's other end (>= the owner) */
+    uint32_t other; /* the edge's other end */
     uint32_t pos;   /* its position in its type */
 } owned;
 
@@ -50,8 +58,10 @@ struct pl__khop_ctx {
     uint32_t *stamp; /* [n_genes] */
     uint32_t *queue; /* [n_genes] */
     uint64_t *bits;  /* [n_genes / 64 + 1], zero between calls */
+    uint64_t *ebits; /* [most edges of a walked type / 64 + 1], zero between calls */
     uint32_t *tmp;   /* radix sort scratch */
     uint64_t tmp_cap;
+    int sort;        /* PL__KHOP_SORT_* */
 };
 
 static int cmp_u32(const void *a, const void *b)
@@ -66,24 +76,32 @@ static int cmp_u64_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* The owner of edge (s, d): the end of lesser degree in its type, the
+ * lesser index between equal degrees. */
+static inline uint32_t owner(const uint32_t *deg, uint32_t s, uint32_t d)
+{
+    return deg[s] < deg[d] || (deg[s] == deg[d] && s < d) ? s : d;
+}
+
 /* Owned lists of walked type j from its edge_index (src[E], dst[E]). */
 static int build_owned(pl__khop *kh, uint32_t j, const int32_t *ei, uint64_t E, pl_err *err)
 {
     const uint32_t N = kh->n_genes;
-    uint32_t *off = calloc((size_t)N + 1, sizeof *off);
+    uint32_t *off = calloc((size_t)N + 1, sizeof *off), *deg = calloc((size_t)N + 1, sizeof *deg);
     owned *own = malloc((E ? E : 1) * sizeof *own);
     uint64_t *top = calloc((size_t)N + 1, sizeof *top), *cnt = malloc(((size_t)N + 1) * sizeof *cnt);
     kh->own_off[j] = off;
     kh->own[j] = own;
     kh->own_top[j] = top;
-    if (!off || !own || !top || !cnt) {
+    if (!off || !deg || !own || !top || !cnt) {
         free(cnt);
+        free(deg);
         return pl__err(err, -ENOMEM, "out of memory (%llu edges)", (unsigned long long)E);
     }
-    for (uint64_t e = 0; e < E; e++) {
-        uint32_t s = (uint32_t)ei[e], d = (uint32_t)ei[E + e];
-        off[(s < d ? s : d) + 1]++;
-    }
+    for (uint64_t e = 0; e < 2 * E; e++)
+        deg[ei[e]]++;
+    for (uint64_t e = 0; e < E; e++)
+        off[owner(deg, (uint32_t)ei[e], (uint32_t)ei[E + e]) + 1]++;
     for (uint32_t g = 0; g < N; g++) {
         cnt[g] = off[g + 1];
         off[g + 1] += off[g];
@@ -91,10 +109,10 @@ static int build_owned(pl__khop *kh, uint32_t j, const int32_t *ei, uint64_t E, 
     uint32_t *fill = (uint32_t *)top; /* borrowed before top is computed */
     memcpy(fill, off, (size_t)N * sizeof *fill);
     for (uint64_t e = 0; e < E; e++) {
-        uint32_t s = (uint32_t)ei[e], d = (uint32_t)ei[E + e];
-        uint32_t lo = s < d ? s : d, hi = s < d ? d : s;
-        own[fill[lo]++] = (owned){hi, (uint32_t)e};
+        uint32_t s = (uint32_t)ei[e], d = (uint32_t)ei[E + e], o = owner(deg, s, d);
+        own[fill[o]++] = (owned){o == s ? d : s, (uint32_t)e};
     }
+    free(deg);
     qsort(cnt, N, sizeof *cnt, cmp_u64_desc);
     top[0] = 0;
     for (uint32_t i = 0; i < N; i++)
@@ -226,6 +244,30 @@ void pl__khop_free(pl__khop *kh)
     free(kh);
 }
 
+int pl__khop_parse_types(const pl_db *db, const char *list, uint32_t *types, pl_err *err)
+{
+    const pl_db_info *info = pl_db_info_get(db);
+    uint32_t n = 0;
+    for (const char *p = list;; p++) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        uint32_t t = 0;
+        while (t < info->n_types &&
+               (strlen(info->type_names[t]) != len || memcmp(info->type_names[t], p, len)))
+            t++;
+        PL_FAIL_IF(len == 0, err, PL_EUSAGE, "k-hop types '%s': an empty type name", list);
+        PL_FAIL_IF(t == info->n_types, err, PL_EUSAGE,
+                   "k-hop types '%s': no edge type '%.*s' in this database", list, (int)len, p);
+        for (uint32_t i = 0; i < n; i++)
+            PL_FAIL_IF(types[i] == t, err, PL_EUSAGE, "k-hop types '%s': '%.*s' named twice",
+                       list, (int)len, p);
+        types[n++] = t;
+        if (!e)
+            return (int)n;
+        p = e;
+    }
+}
+
 uint32_t pl__khop_n_types(const pl__khop *kh) { return kh->n_types; }
 uint32_t pl__khop_type(const pl__khop *kh, uint32_t j) { return kh->types[j]; }
 uint32_t pl__khop_k(const pl__khop *kh) { return kh->k; }
@@ -263,12 +305,18 @@ pl__khop_ctx *pl__khop_ctx_new(const pl__khop *kh)
     x->stamp = calloc(N + 1, sizeof *x->stamp);
     x->queue = malloc((N + 1) * sizeof *x->queue);
     x->bits = calloc(N / 64 + 1, sizeof *x->bits);
-    if (!x->stamp || !x->queue || !x->bits) {
+    uint64_t most = 0;
+    for (uint32_t j = 0; j < kh->n_types; j++)
+        most = kh->n_edges[j] > most ? kh->n_edges[j] : most;
+    x->ebits = calloc(most / 64 + 1, sizeof *x->ebits);
+    if (!x->stamp || !x->queue || !x->bits || !x->ebits) {
         pl__khop_ctx_free(x);
         return NULL;
     }
     return x;
 }
+
+void pl__khop_ctx_sort(pl__khop_ctx *x, int how) { x->sort = how; }
 
 void pl__khop_ctx_free(pl__khop_ctx *x)
 {
@@ -277,6 +325,7 @@ void pl__khop_ctx_free(pl__khop_ctx *x)
     free(x->stamp);
     free(x->queue);
     free(x->bits);
+    free(x->ebits);
     free(x->tmp);
     free(x);
 }
@@ -386,32 +435,61 @@ static void radix_sort(uint32_t *a, uint32_t *tmp, uint64_t n, uint32_t max)
         memcpy(a, src, n * sizeof *a);
 }
 
+/* a[0..n) (below `limit`) ascending through the zeroed bitmap `bits` of
+ * limit bits, left zero: the words between the least and the greatest are
+ * read once. */
+static void bitmap_sort(uint32_t *a, uint64_t n, uint64_t *bits)
+{
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t w = a[i] >> 6;
+        bits[w] |= UINT64_C(1) << (a[i] & 63);
+        lo = w < lo ? w : lo;
+        hi = w > hi ? w : hi;
+    }
+    uint64_t k = 0;
+    for (uint32_t w = lo; w <= hi; w++) {
+        for (uint64_t b = bits[w]; b; b &= b - 1)
+            a[k++] = (w << 6) + (uint32_t)__builtin_ctzll(b);
+        bits[w] = 0;
+    }
+}
+
 int64_t pl__khop_edges(pl__khop_ctx *x, uint32_t j, const int32_t *set, uint32_t n,
                        int32_t *out)
 {
     const pl__khop *kh = x->kh;
     const uint32_t *stamp = x->stamp, *off = kh->own_off[j], gen = x->gen;
     const owned *own = kh->own[j];
-    uint32_t *o = (uint32_t *)out, max = 0;
+    uint32_t *o = (uint32_t *)out;
     uint64_t m = 0;
-    int sorted = 1;
+    /* Branch-free: every position is written, the kept ones advance. The
+     * room is the owned count, so the last write stays inside it. */
     for (uint32_t i = 0; i < n; i++) {
         for (const owned *p = own + off[set[i]], *e = own + off[set[i] + 1]; p < e; p++) {
-            if (stamp[p->other] == gen) {
-                sorted &= p->pos > max || m == 0;
-                max = p->pos > max ? p->pos : max;
-                o[m++] = p->pos;
-            }
+            o[m] = p->pos;
+            m += stamp[p->other] == gen;
         }
     }
-    if (sorted || m <= 1)
-        return (int64_t)m;
-    if (m <= 48) {
+    int how = x->sort;
+    if (how == PL__KHOP_SORT_AUTO) {
+        /* A bitmap of the type's positions costs a read of its words; the
+         * radix sort three or so passes over the list and its counts. */
+        uint64_t words = (kh->n_edges[j] + 63) / 64;
+        how = m <= 48 ? PL__KHOP_SORT_INSERTION
+              : words <= 8 * m ? PL__KHOP_SORT_BITMAP
+                               : PL__KHOP_SORT_RADIX;
+    }
+    if (how == PL__KHOP_SORT_INSERTION) {
         insertion_sort(o, m);
+        return (int64_t)m;
+    }
+    if (how == PL__KHOP_SORT_BITMAP) {
+        bitmap_sort(o, m, x->ebits);
         return (int64_t)m;
     }
     if (pl__grow(&x->tmp, &x->tmp_cap, m, sizeof *x->tmp) < 0)
         return -ENOMEM;
-    radix_sort(o, x->tmp, m, max);
+    radix_sort(o, x->tmp, m, (uint32_t)(kh->n_edges[j] - 1));
     return (int64_t)m;
 }

@@ -17,8 +17,8 @@
  * pl__khop_new() builds, once, from the database's edge arrays: a CSR
  * adjacency merged over the walked types (both directions, neighbours
  * deduplicated, self-loops left out) for the walk, and per walked type each
- * edge listed once under its lesser end ("owned"), with its other end, in
- * ascending position. A per-thread pl__khop_ctx holds a visited array
+ * edge listed once under its end of lesser degree ("owned"), with its other
+ * end, in ascending position. A per-thread pl__khop_ctx holds a visited array
  * stamped with a generation number (never cleared between samples), the BFS
  * queue and scratch for sorting. Per sample the walk reads the adjacency of
  * the genes it expands and the edge pass reads the owned lists of S: the work
@@ -56,6 +56,12 @@ int pl__khop_new(pl_db *db, const uint32_t *types, uint32_t n_types, uint32_t k,
 /** Free; NULL is accepted. */
 void pl__khop_free(pl__khop *kh);
 
+/** Parse a comma-separated list of edge type names of `db` ("physical,regulatory")
+ *  into type indices.
+ *  @param types room for PL_MAX_TYPES entries.
+ *  @return the count, or PL_EUSAGE naming an unknown, empty or repeated name. */
+int pl__khop_parse_types(const pl_db *db, const char *list, uint32_t *types, pl_err *err);
+
 /** Walked types: count, and database type index of walked type j. */
 uint32_t pl__khop_n_types(const pl__khop *kh);
 uint32_t pl__khop_type(const pl__khop *kh, uint32_t j);
@@ -76,6 +82,12 @@ pl__khop_ctx *pl__khop_ctx_new(const pl__khop *kh);
 
 /** Free; NULL is accepted. */
 void pl__khop_ctx_free(pl__khop_ctx *x);
+
+/** How pl__khop_edges() sorts: by the list's length beside the type's
+ *  (AUTO, the default), or always one way (tests run each on the same
+ *  sets). */
+enum { PL__KHOP_SORT_AUTO, PL__KHOP_SORT_INSERTION, PL__KHOP_SORT_BITMAP, PL__KHOP_SORT_RADIX };
+void pl__khop_ctx_sort(pl__khop_ctx *x, int how);
 
 /** The set S of the deletion set `pert[0..n)` (in range, sorted ascending
  *  and unique: pl__masks_genes() prepares them), written ascending to `out`.

@@ -8,7 +8,7 @@
  * (duplicates included) and caps from 1 to beyond the gene count, the set
  * and every walked type's kept edges of pl__khop_genes()/pl__khop_edges()
  * (into buffers of exactly the documented room) are compared with the
- * oracle: balls grown by scanning every walked edge both ways, the cap
+ * oracle (each way of sorting the kept edges in turn): balls grown by scanning every walked edge both ways, the cap
  * taking the ball of the largest radius that fits, and a scan of every edge
  * for those with both ends in the set. */
 #include <criterion/criterion.h>
@@ -304,6 +304,7 @@ static void run_graph(int id)
         cr_assert_eq(rc, 0, "graph %d: pl__khop_new: %s", id, err.msg);
         T.x = pl__khop_ctx_new(T.kh);
         cr_assert_not_null(T.x);
+        pl__khop_ctx_sort(T.x, (round + round / 4) % 4); /* auto, insertion, bitmap, radix */
         for (int i = 0; i < 25; i++) {
             uint32_t n = (uint32_t)below(&r, i % 5 == 0 ? 12 : 4);
             int32_t genes[16];
