@@ -504,7 +504,7 @@ static void make_batch(const pl__table *tab, batch *b, uint32_t n, uint64_t *s)
 
 static pl__batch_src src_of(const batch *b)
 {
-    return (pl__batch_src){b->n, b->ids, b->rows, b->genes, b->n_genes, b->labels};
+    return (pl__batch_src){b->n, b->ids, b->rows, b->genes, b->n_genes, b->labels, NULL};
 }
 
 static uint64_t slot_cap(const pl__collate_cfg *c, const pl__table *tab, uint32_t B)

@@ -298,7 +298,7 @@ uint32_t pl_test_collate(pl_test_db *t, const pl_plan *plan, uint32_t B, uint64_
     for (uint32_t i = 0; i < n && c.payload_row_bytes; i++)
         memcpy(pay + i * c.payload_row_bytes, t->payload + rows[i] * c.payload_row_bytes,
                c.payload_row_bytes);
-    pl__batch_src src = {n, ids, rows, genes, ng, labels};
+    pl__batch_src src = {n, ids, rows, genes, ng, labels, NULL};
     pl_err err = {0};
     if (pl__collate(&c, &src, t->want, cap, pb, epoch, t->scratch,
                     t->table.max_kind_bound + PL__MASKS_PAD, &err) != 0)
