@@ -67,7 +67,8 @@ static int collate_run(pl_db *db, pl_graph *g, const pl__table *t, pl_plan *plan
             ng[i] = (uint32_t)(t->gptr[rows[i] + 1] - t->gptr[rows[i]]);
             labels[i] = t->labels + rows[i] * t->n_labels;
         }
-        pl__batch_src src = {n, ids, rows, genes, ng, labels, NULL};
+        pl__batch_src src = {.n = n, .ids = ids, .rows = rows, .genes = genes, .n_genes = ng,
+                             .labels = labels};
         double t0 = pl__now();
         rc = pl__collate(&cfg, &src, slot, cap, b, 0, scratch, scratch_len, err);
         double t1 = pl__now();

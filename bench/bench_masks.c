@@ -42,13 +42,19 @@ typedef struct peer_ctx {
     uint64_t n_rx, cap;
 } peer_ctx;
 
-/* Keep the reaction kind's result `v[0..n)`, which the RMR kind starts from. */
-static void keep_reactions(peer_ctx *p, uint32_t kind, const uint32_t *v, uint64_t n)
+/* The reaction kind's union `v[0..n)` of the sample genes gs[0..k): under
+ * rule gpr filtered by the rules as the engine does (pl__masks_rules; `v`
+ * has room for the pad), then kept for the RMR kind. Returns its length. */
+static uint64_t keep_reactions(peer_ctx *p, uint32_t kind, uint32_t *v, uint64_t n,
+                               const int32_t *gs, uint32_t k)
 {
     if (kind == p->g->n_types + PL_LIST_REACTION) {
+        if (kind == p->g->rules_kind)
+            n = pl__masks_rules(p->g, gs, k, (int32_t *)v, n);
         memcpy(p->rx, v, n * sizeof *v);
         p->n_rx = n;
     }
+    return n;
 }
 
 /* The bitmaps the roaring peers OR for list `kind` of the sample genes
@@ -70,6 +76,22 @@ static size_t peer_inputs(const peer_ctx *p, uint32_t kind, const int32_t *gs, u
             in[m++] = b;
     }
     return m;
+}
+
+/* The genes with a GPR edge (a non-empty reaction list). */
+static int gpr_gene_pool(const pl_graph *g, int32_t **pool, uint32_t *n, pl_err *err)
+{
+    PL_FAIL_IF(g->n_lists == g->n_types, err, PL_EUSAGE, "--gpr-genes: no metabolism");
+    *pool = malloc(g->n_genes * sizeof **pool);
+    PL_FAIL_IF(!*pool, err, -ENOMEM, "out of memory");
+    for (uint32_t gene = 0; gene < g->n_genes; gene++) {
+        uint64_t len;
+        pl__graph_list(g, g->n_types + PL_LIST_REACTION, gene, &len);
+        if (len)
+            (*pool)[(*n)++] = (int32_t)gene;
+    }
+    PL_FAIL_IF(*n == 0, err, PL_EUSAGE, "--gpr-genes: no gene has a GPR edge");
+    return 0;
 }
 
 static int load_samples(pl_db *db, uint64_t want, samples *s, pl_err *err)
@@ -104,11 +126,12 @@ static int load_samples(pl_db *db, uint64_t want, samples *s, pl_err *err)
 }
 
 /* `n` samples of `k` distinct genes each, drawn uniformly (as `pertload
- * synth` draws them) from splitmix64(seed): the deletion-size scaling curve. */
-static int random_samples(uint32_t n_genes, uint32_t k, uint64_t n, uint64_t seed, samples *s,
-                          pl_err *err)
+ * synth` draws them) from splitmix64(seed): the deletion-size scaling curve.
+ * With `pool`, the genes are pool[0..n_genes) (the genes of GPR edges). */
+static int random_samples(uint32_t n_genes, const int32_t *pool, uint32_t k, uint64_t n,
+                          uint64_t seed, samples *s, pl_err *err)
 {
-    PL_FAIL_IF(k == 0 || k > n_genes, err, PL_EUSAGE, "--genes %u: the graph has %u genes", k,
+    PL_FAIL_IF(k == 0 || k > n_genes, err, PL_EUSAGE, "--genes %u: %u genes to draw from", k,
                n_genes);
     s->n = n;
     s->ptr = malloc((n + 1) * sizeof *s->ptr);
@@ -120,6 +143,7 @@ static int random_samples(uint32_t n_genes, uint32_t k, uint64_t n, uint64_t see
     for (uint64_t r = 0; r < n; r++) {
         for (uint32_t i = 0; i < k;) {
             int32_t g = (int32_t)(((pl__splitmix64(&seed) >> 32) * n_genes) >> 32);
+            g = pool ? pool[g] : g;
             uint32_t j = 0;
             while (j < i && tmp[j] != g)
                 j++;
@@ -127,7 +151,7 @@ static int random_samples(uint32_t n_genes, uint32_t k, uint64_t n, uint64_t see
                 tmp[i++] = g;
         }
         uint32_t bad;
-        int64_t got = pl__masks_genes(n_genes, tmp, k, s->genes + s->ptr[r], &bad);
+        int64_t got = pl__masks_genes(INT32_MAX, tmp, k, s->genes + s->ptr[r], &bad);
         s->ptr[r + 1] = s->ptr[r] + (uint64_t)(got < 0 ? 0 : got);
     }
     free(tmp);
@@ -161,7 +185,7 @@ static uint64_t run_or_many(peer_ctx *p, const samples *s, uint64_t n)
             roaring_bitmap_t *u = roaring_bitmap_or_many(m, in);
             roaring_bitmap_to_uint32_array(u, p->out);
             uint64_t c = roaring_bitmap_get_cardinality(u);
-            keep_reactions(p, kind, p->out, c);
+            c = keep_reactions(p, kind, p->out, c, gs, k);
             total += c;
             roaring_bitmap_free(u);
         }
@@ -187,7 +211,7 @@ static uint64_t run_or_pairwise(peer_ctx *p, const samples *s, uint64_t n)
             }
             roaring_bitmap_to_uint32_array(u, p->out);
             uint64_t c = roaring_bitmap_get_cardinality(u);
-            keep_reactions(p, kind, p->out, c);
+            c = keep_reactions(p, kind, p->out, c, gs, k);
             total += c;
             roaring_bitmap_free(u);
         }
@@ -239,7 +263,7 @@ static uint64_t run_plain_merge(peer_ctx *p, const samples *s, uint64_t n)
                 p->out = p->tmp;
                 p->tmp = t;
             }
-            keep_reactions(p, kind, p->out, len);
+            len = keep_reactions(p, kind, p->out, len, gs, k);
             total += len;
         }
     }
@@ -333,9 +357,10 @@ static void report(pl_bench_json *j, const char *name, uint64_t n, double secs,
 int pl_bench_masks(int argc, char **argv)
 {
     const char *usage = "usage: pertload bench masks DB [--samples N] [--peer-samples M] "
-                        "[--genes K] [--seed S] [--json FILE]\n";
+                        "[--genes K [--gpr-genes]] [--seed S] [--json FILE]\n";
     const char *path = NULL, *json = NULL;
     unsigned long long n_samples = 1000000, n_peer = 20000, k_genes = 0, seed = 1;
+    int gpr_genes = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--samples") && i + 1 < argc) {
             if (pl_cli_u64("bench masks", "--samples", argv[++i], &n_samples) < 0)
@@ -346,6 +371,8 @@ int pl_bench_masks(int argc, char **argv)
         } else if (!strcmp(argv[i], "--genes") && i + 1 < argc) {
             if (pl_cli_u64("bench masks", "--genes", argv[++i], &k_genes) < 0)
                 return 2;
+        } else if (!strcmp(argv[i], "--gpr-genes")) {
+            gpr_genes = 1;
         } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
             if (pl_cli_u64("bench masks", "--seed", argv[++i], &seed) < 0)
                 return 2;
@@ -376,9 +403,13 @@ int pl_bench_masks(int argc, char **argv)
     if (rc == 0)
         rc = pl_graph_load(db, &g, &err);
     double t_load = pl__now() - t0;
+    int32_t *pool = NULL;
+    uint32_t n_pool = 0;
+    if (rc == 0 && gpr_genes)
+        rc = gpr_gene_pool(g, &pool, &n_pool, &err);
     if (rc == 0 && k_genes)
-        rc = random_samples((uint32_t)pl_db_info_get(db)->n_genes, (uint32_t)k_genes, n_samples,
-                            seed, &s, &err);
+        rc = random_samples(pool ? n_pool : (uint32_t)pl_db_info_get(db)->n_genes, pool,
+                            (uint32_t)k_genes, n_samples, seed, &s, &err);
     else if (rc == 0)
         rc = load_samples(db, n_samples, &s, &err);
     if (rc == 0 && !(m = pl_masks_new(g)))
@@ -423,6 +454,21 @@ int pl_bench_masks(int argc, char **argv)
     pl_bench_json_num(&j, "edges", (double)n_edges);
     pl_bench_json_num(&j, "genes", (double)g->n_genes);
     report(&j, "engine", s.n, t_all, rate_all, 0, 0);
+    if (g->rules_kind != UINT32_MAX) {
+        /* The same graph and samples with rule any: the rules' cost. */
+        pl_graph *gm = (pl_graph *)g;
+        uint32_t kind = gm->rules_kind;
+        gm->rules_kind = UINT32_MAX;
+        run_engine(m, &s, s.n < 1000 ? s.n : 1000);
+        t0 = pl__now();
+        uint64_t removed_any = run_engine(m, &s, s.n);
+        double t_any = pl__now() - t0;
+        gm->rules_kind = kind;
+        printf("  reaction rule gpr above; the same samples under rule any: %.0f removed "
+               "positions per sample\n", s.n ? (double)removed_any / (double)s.n : 0);
+        report(&j, "engine_rule_any", s.n, t_any, rate_all, 0, 0);
+    }
+    pl_bench_json_num(&j, "reaction_rule_gpr", g->rules_kind != UINT32_MAX);
     if (np == 0)
         goto out;
     printf("peers on the first %llu samples (same samples for all):\n", (unsigned long long)np);
@@ -463,6 +509,7 @@ out:
     free(p.tmp);
     free(s.ptr);
     free(s.genes);
+    free(pool);
     pl_masks_free(m);
     pl_graph_free(g);
     pl_db_close(db);

@@ -102,6 +102,8 @@ static int producer_round(const pl__produce_opts *po, const char *file, pool *pl
     int rc = pl__producer_init(&p, po, err);
     if (rc == 0)
         rc = pl__producer_load(&p, err);
+    if (rc == 0) /* slots for the largest batch: every batch whole */
+        rc = pl__producer_size(&p, p.needs.largest, err);
     if (rc == 0 && !p.cfg.payload_row_bytes)
         rc = pl__err(err, PL_EUSAGE, "%s has no payload", po->db);
     if (rc == 0 && !pl->mem) {

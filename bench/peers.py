@@ -8,7 +8,8 @@ training step consumes; torch runs on one thread:
                  per sample a boolean keep-mask per edge type (ones, then False
                  at the incident positions of each deleted gene), the gene
                  masks, the GPR mask, reaction masks from a scatter sum of the
-                 deleted GPR genes of each reaction, the RMR mask; per batch
+                 deleted GPR genes of each reaction (under rule gpr, each
+                 such reaction's rule then evaluated), the RMR mask; per batch
                  the masks of each key concatenated (PyG collation).
   indices_only   the pipeline that computes no masks: per sample a tensor of
                  its sorted perturbation indices and its labels, concatenated
@@ -56,6 +57,10 @@ class Lazy:
             self.gpr_reaction = torch.from_numpy(np.asarray(graph.gpr[1], dtype=np.int64))
             self.rmr_reaction = torch.from_numpy(np.asarray(graph.rmr[0], dtype=np.int64))
             self.n_reactions = graph.n_reactions
+            # Rule gpr: the reactions of a deleted gene whose rule is false,
+            # each rule evaluated from its postfix program (pertload.h,
+            # PL_ARRAY_RULES) with a Python stack.
+            self.rules = graph.rules if graph.reaction_rule == "gpr" else None
 
     def sample(self, genes):
         """Keep-masks of one sample, by key ("gene", edge type, "gpr",
@@ -74,6 +79,11 @@ class Lazy:
             deleted = torch.zeros(self.n_reactions).scatter_add_(0, self.gpr_reaction,
                                                                  hit.float())
             reaction = deleted == 0
+            if self.rules is not None:
+                off, code = self.rules
+                gone = set(int(g) for g in genes)
+                for r in torch.nonzero(~reaction).flatten().tolist():
+                    reaction[r] = _rule_holds(code[off[r]:off[r + 1]], gone)
             out["reaction"] = reaction
             out["rmr"] = reaction[self.rmr_reaction]
         return out
@@ -84,6 +94,19 @@ class Lazy:
         masks = {k: torch.cat([p[k] for p in per]) for k in per[0]}
         labels = torch.stack([torch.as_tensor(y) for _, y in samples])
         return masks, labels
+
+
+def _rule_holds(prog, gone):
+    stack = []
+    for w in prog.tolist():
+        if w < 0xFFFFFFFD:
+            stack.append(w not in gone)
+        elif w == 0xFFFFFFFD:
+            stack.append(True)
+        else:
+            b, a = stack.pop(), stack.pop()
+            stack.append(a and b if w == 0xFFFFFFFF else a or b)
+    return stack[-1] if stack else True
 
 
 def indices_batch(samples):

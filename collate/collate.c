@@ -133,9 +133,8 @@ uint64_t pl__collate_slot_bytes(const pl__collate_cfg *c, uint32_t n, uint64_t g
     fixed_layout(c, n, &f);
     /* Variable part: each list's region is aligned and padded for sentinels. */
     uint64_t khop = 0;
-    if (c->khop && n)
-        khop = n * pl__collate_khop_bound(c, (genes + n - 1) / n) +
-               (1 + pl__khop_n_types(c->khop)) * (uint64_t)PL_SLOT_ALIGN;
+    if (c->khop) /* the alignment of each k-hop list; their bounds are positions */
+        khop = (1 + pl__khop_n_types(c->khop)) * (uint64_t)PL_SLOT_ALIGN;
     return f.end + ALIGN(4 * (genes + 1)) +
            (uint64_t)c->g->n_lists * ALIGN(4 * PL__MASKS_PAD + PL_SLOT_ALIGN) + 4 * positions +
            khop;
@@ -375,6 +374,9 @@ int pl__collate(const pl__collate_cfg *c, const pl__batch_src *src, void *slot, 
     h->epoch = epoch;
     h->n_samples = n;
     h->dense = c->dense;
+    h->part = src->part;
+    h->n_parts = src->n_parts ? src->n_parts : 1;
+    h->first = src->first;
 
     uint64_t *ids = (uint64_t *)(base + f.ids), *rows = (uint64_t *)(base + f.rows);
     float *labels = (float *)(base + f.labels);

@@ -44,13 +44,16 @@ void pl__collate_cfg_init(pl__collate_cfg *c, const pl_db *db, const pl_graph *g
                           uint32_t batch_size, uint32_t dense);
 
 /** The samples of one batch: sample i has ids[i], rows[i], genes[i][0..n_genes[i])
- *  (sorted ascending, unique, in range) and labels[i][0..n_labels). */
+ *  (sorted ascending, unique, in range) and labels[i][0..n_labels). A part of
+ *  a split batch (loader/parts.h) says which part it is and where its samples
+ *  start in the batch; n_parts 0 means a whole batch. */
 typedef struct pl__batch_src {
     uint32_t n;
     const uint64_t *ids, *rows;
     const int32_t *const *genes;
     const uint32_t *n_genes;
     const float *const *labels;
+    uint32_t part, n_parts, first;
     struct pl__khop_ctx *khop;      /* the worker's k-hop context when cfg->khop */
 } pl__batch_src;
 
@@ -60,9 +63,8 @@ uint64_t pl__collate_payload_offset(const pl__collate_cfg *c, uint32_t n);
 
 /** Slot bytes a batch of `n` samples needs at most when its samples delete
  *  `genes` genes in all and their per-kind list lengths sum to `positions`
- *  (pl__masks_bound summed over kinds and samples). With k-hop lists, each
- *  sample is counted at the static bound of pl__collate_khop_bound() for a
- *  deletion set of ceil(genes / n) genes. */
+ *  (pl__masks_bound summed over kinds and samples; with k-hop lists, plus
+ *  each sample's pl__collate_khop_bound() / 4). */
 uint64_t pl__collate_slot_bytes(const pl__collate_cfg *c, uint32_t n, uint64_t genes,
                                 uint64_t positions);
 

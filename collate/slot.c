@@ -110,6 +110,8 @@ PL_API int pl_slot_check(const void *slot, uint64_t slot_bytes, pl_err *err)
                "slot: layout version %u, this pertload reads version %u", h.version,
                PL_SLOT_VERSION);
     PL_FAIL_IF(h.dense > 2, err, PL_EPARSE, "slot: unknown dense format %u", h.dense);
+    PL_FAIL_IF(h.n_parts < 1 || h.part >= h.n_parts, err, PL_EPARSE,
+               "slot: part %u of %u", h.part, h.n_parts);
     PL_FAIL_IF(h.used > slot_bytes, err, PL_EPARSE,
                "slot: %llu bytes in use, the slot has %llu", (unsigned long long)h.used,
                (unsigned long long)slot_bytes);

@@ -31,6 +31,11 @@
  *   gene/mask, gpr/mask, reaction/mask, rmr/mask   likewise over genes,
  *                             GPR edges, reactions, RMR edges
  * Sample i's entries of a removed list are removed[ptr[i] .. ptr[i+1]).
+ *
+ * A batch too large for one slot comes in n_parts slots, one after another
+ * (loader/parts.h): each holds the samples first .. first + n_samples - 1 of
+ * the batch, laid out as above, and the same `batch`; n_parts is 1 for a
+ * whole batch.
  * A consumer checks a slot with pl_slot_check() (slot.c) before it trusts any
  * descriptor.
  */
@@ -40,7 +45,7 @@
 #include <stdint.h>
 
 #define PL_SLOT_MAGIC "PLBATCH1"
-#define PL_SLOT_VERSION 1u
+#define PL_SLOT_VERSION 2u
 #define PL_SLOT_ALIGN 64u
 #define PL_SLOT_PAGE 4096u   /* slots start on a page; so does the payload array */
 #define PL_SLOT_NAME_MAX 128u
@@ -68,7 +73,9 @@ struct pl_slot_header {
     uint32_t n_samples;          /* B */
     uint32_t dense;              /* 0 none, 1 bits, 2 bool */
     uint64_t used;               /* bytes of the slot in use */
-    uint64_t reserved[2];
+    uint32_t part;               /* 0..n_parts-1 */
+    uint32_t n_parts;            /* >= 1: the batch came in this many slots */
+    uint64_t first;              /* the part's first sample within the batch */
 };
 
 _Static_assert(sizeof(struct pl_slot_array) == 240, "slot array descriptor size");

@@ -3,7 +3,8 @@
  *
  * Input: one flags byte, then up to eight files separated by "\n%%\n":
  *   genes, edges "a" (TSV), edges "b" (TSV, or .npy with FLAG_NPY),
- *   reactions, gpr, rmr, samples, payload (.npy).
+ *   reactions, gpr (or gene-reaction rules with FLAG_RULES), rmr, samples,
+ *   payload (.npy).
  * The optional files are given when their flag is set and their section is
  * present. A build that fails must report PL_EPARSE-or-worse with a message
  * and leave nothing behind; one that succeeds must open and verify, with
@@ -29,6 +30,7 @@ enum {
     FLAG_GPR = 16,
     FLAG_RMR = 32,
     FLAG_PAYLOAD = 64,
+    FLAG_RULES = 128,    /* the gpr section is a rules file (--rules) */
 };
 
 enum { S_GENES, S_A, S_B, S_REACTIONS, S_GPR, S_RMR, S_SAMPLES, S_PAYLOAD, N_SECTIONS };
@@ -90,7 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .type_files = files,
         .min_score = min_score,
         .reactions = (flags & FLAG_REACTIONS) ? path[S_REACTIONS] : NULL,
-        .gpr = (flags & FLAG_GPR) ? path[S_GPR] : NULL,
+        .gpr = (flags & FLAG_GPR) && !(flags & FLAG_RULES) ? path[S_GPR] : NULL,
+        .rules = (flags & FLAG_GPR) && (flags & FLAG_RULES) ? path[S_GPR] : NULL,
         .rmr = (flags & FLAG_RMR) ? path[S_RMR] : NULL,
         .samples = path[S_SAMPLES],
         .payload = (flags & FLAG_PAYLOAD) && n > S_PAYLOAD ? path[S_PAYLOAD] : NULL,
@@ -114,7 +117,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const pl_db_info *info = pl_db_info_get(db);
         if (info->n_genes != st.n_genes || info->n_samples != st.n_samples ||
             info->n_edges[0] + info->n_edges[1] != st.n_edges || info->n_gpr != st.n_gpr ||
-            info->n_rmr != st.n_rmr || info->n_labels != st.n_labels)
+            info->n_rmr != st.n_rmr || info->n_labels != st.n_labels ||
+            info->n_rules != st.n_rules)
             fuzz_fail("the database's counts differ from the build's");
         if (pl_db_verify(db, &err) < 0)
             fuzz_fail("a built database does not verify: %s", err.msg);

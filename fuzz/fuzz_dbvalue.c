@@ -9,6 +9,8 @@
  *   3 zstd:    u24 expected size, a zstd value
  *   4 blocks:  u32 n_samples, u8 n_labels, u32 samples_bytes, the index
  *   5 trailer: u8 sub-database, u8 key length, key, value with its trailer
+ *   6 rules:   u16 n_reactions, u16 n_rules, u8 n_genes, an edges/"rules" value
+ *              (kind 6 only for the byte 6; other bytes select kind byte % 6)
  * Accepted values must keep the promises the readers rely on. */
 #include <lmdb.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 #include "fuzzutil.h"
 #include "src/core/dbformat.h"
+#include "src/core/rule.h"
 #include "src/core/sstore.h"
 
 static uint32_t le(const uint8_t *p, int n)
@@ -122,13 +125,42 @@ static void fuzz_trailer(const uint8_t *p, size_t size)
         fuzz_fail("a checksum failure without its key: %s", err.msg);
 }
 
+/* Accepted programs evaluate to 0 or 1 for any deleted set. */
+static void fuzz_rules(const uint8_t *v, size_t len, uint64_t n_rx, uint64_t n_rules,
+                       uint64_t n_genes)
+{
+    if (len % 4 || len / 4 < n_rx + 1)
+        return;
+    uint32_t *w = malloc(len ? len : 1);
+    if (!w)
+        return;
+    memcpy(w, v, len);
+    const uint32_t *off, *code;
+    uint32_t depth;
+    pl_err err;
+    if (pl__rules_decode(w, len, n_rx, len / 4 - n_rx - 1, n_rules, n_genes, &off, &code,
+                         &depth, &err) == 0) {
+        const int32_t sets[3][2] = {{0, 1}, {1, 2}, {0, 2}};
+        for (uint64_t r = 0; r < n_rx; r++)
+            for (int s = 0; s < 3; s++)
+                if (off[r + 1] > off[r] &&
+                    pl__rule_eval(code + off[r], off[r + 1] - off[r], sets[s], 2) > 1)
+                    fuzz_fail("a rule evaluated to neither true nor false");
+        if (depth > PL__RULE_MAX_DEPTH)
+            fuzz_fail("accepted a program of depth %u", depth);
+    } else if (!strstr(err.msg, "key edges/rules")) {
+        fuzz_fail("a rules failure without its key: %s", err.msg);
+    }
+    free(w);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
     const uint8_t *p = data + 1;
     size_t n = size - 1;
-    switch (data[0] % 6) {
+    switch (data[0] == 6 ? 6 : data[0] % 6) {
     case 0:
         fuzz_meta(p, n);
         break;
@@ -147,6 +179,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 4:
         if (n >= 9)
             fuzz_blocks(p + 9, n - 9, le(p, 4), p[4], le(p + 5, 4));
+        break;
+    case 6:
+        if (n >= 5)
+            fuzz_rules(p + 5, n - 5, le(p, 2), le(p + 2, 2), p[4]);
         break;
     default:
         fuzz_trailer(p, n);

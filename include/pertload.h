@@ -73,10 +73,17 @@ PL_API const char *pl_errname(int code);
 /* ---------------------------------------------------------------- database */
 
 /** Format version written by this build and the only one it opens. */
-#define PL_FORMAT_VERSION 3
+#define PL_FORMAT_VERSION 4
 
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
+
+/** When a reaction is removed (DESIGN section 2), chosen at build. */
+enum {
+    PL_REACTION_DEFAULT = 0, /**< pl_build_opts: GPR with rules, else ANY */
+    PL_REACTION_ANY = 1,     /**< any of its GPR genes is deleted */
+    PL_REACTION_GPR = 2,     /**< its gene-reaction rule is false */
+};
 
 /** Options of pl_build(); zero-initialise, then fill. */
 typedef struct pl_build_opts {
@@ -94,6 +101,10 @@ typedef struct pl_build_opts {
     int drop_unknown_genes;   /**< drop records naming unknown genes, count them */
     int progress;             /**< 1: progress on stderr; 0: quiet; -1: if a tty */
     const char *params;       /**< free text stored as the build parameters */
+    /** optional TSV `reaction rule` of gene-reaction rules, or NULL; its
+     *  genes give the GPR edges, so it excludes `gpr` */
+    const char *rules;
+    int reaction_rule;        /**< PL_REACTION_*; GPR needs `rules` */
 } pl_build_opts;
 
 /** What pl_build() did; all counts after filtering and dropping. */
@@ -107,6 +118,7 @@ typedef struct pl_build_stats {
     uint64_t sample_bytes;     /**< size of the sample store */
     uint64_t payload_bytes;    /**< size of the payload file, 0 if none */
     double seconds;
+    uint64_t n_rules;          /**< reactions with a gene-reaction rule */
 } pl_build_stats;
 
 /** Build a database from input files (see DESIGN section 3).
@@ -143,6 +155,10 @@ typedef struct pl_db_info {
     uint64_t graph_bytes;             /**< size of data.mdb */
     uint64_t samples_bytes;           /**< size of the sample store */
     uint64_t payload_bytes;           /**< size of payload.npy, 0 if none */
+    uint32_t reaction_rule;           /**< PL_REACTION_ANY or PL_REACTION_GPR */
+    uint32_t reserved;
+    uint64_t n_rules;                 /**< reactions with a gene-reaction rule */
+    uint64_t n_rule_words;            /**< words of their programs (PL_ARRAY_RULES) */
 } pl_db_info;
 
 /** Open a database read-only. Checks the format version and the metadata
@@ -170,6 +186,12 @@ enum {
     PL_ARRAY_GPR = -1,        /**< int32 [2, n_gpr]: gene row, reaction row */
     PL_ARRAY_RMR = -2,        /**< int32 [2, n_rmr]: reaction row, metabolite row */
     PL_ARRAY_RMR_STOICH = -3, /**< float32 [n_rmr] stoichiometry */
+    /** uint32 [n_reactions + 1 + words]: the gene-reaction rules (when
+     *  n_rules > 0), offsets then postfix programs: reaction r's rule is
+     *  words off[r] .. off[r+1] after the offsets; a word below 0xFFFFFFFD
+     *  pushes "that gene is not deleted", 0xFFFFFFFF is and, 0xFFFFFFFE is
+     *  or, 0xFFFFFFFD pushes true; an empty rule is no rule. */
+    PL_ARRAY_RULES = -4,
 };
 
 /** Copy a graph array into `out` (`cap` bytes). `which` >= 0 is an edge type:
@@ -324,6 +346,11 @@ PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_byte
 /** Largest ring pl_ring_create() accepts. */
 #define PL_RING_MAX_BYTES ((uint64_t)16 << 30)
 
+/** Size of the segment pl_ring_create() makes for `n_slots` slots of
+ *  `slot_bytes` bytes, header included (its total_bytes); UINT64_MAX for more
+ *  than 65536 slots or slots over PL_RING_MAX_BYTES. */
+PL_API uint64_t pl_ring_bytes(uint32_t n_slots, uint64_t slot_bytes);
+
 /** Producer: the slot of batch `batch` (slot_bytes bytes, 4096-aligned). */
 PL_API void *pl_ring_slot(pl_ring *r, uint64_t batch);
 
@@ -440,16 +467,32 @@ typedef struct pl_loader_opts {
                                batches the consumer may hold at once. */
     int backend;          /**< PL_BACKEND_* */
     int device;           /**< CUDA device ordinal (0 on the host backend) */
+    /** The most bytes the host buffers take together (threads + depth of
+     *  them, page-locked with CUDA); 0 means 256 MiB. Each is sized for a
+     *  typical batch; a batch that does not fit one comes in parts (see
+     *  pl_device_batch.n_parts). */
+    uint64_t max_buffer_bytes;
 } pl_loader_opts;
 
 /** One batch in device memory, filled by pl_loader_next(). Every pointer is
  *  device memory owned by the loader (host memory on the host backend), valid
  *  until pl_loader_release() of this batch or pl_loader_close(); read it only
- *  after `event` completed (cudaStreamWaitEvent on your stream). */
+ *  after `event` completed (cudaStreamWaitEvent on your stream).
+ *
+ *  A batch too large for one host buffer (pl_loader_opts.max_buffer_bytes)
+ *  comes as n_parts consecutive deliveries of consecutive samples: part p
+ *  holds samples first .. first + n_samples - 1 of batch `index`, every
+ *  array and mask laid out for its n_samples. Whole batches have n_parts 1.
+ *  Parts do not change the plan: resuming at a batch (start_batch) starts at
+ *  its first part. */
 typedef struct pl_device_batch {
     uint64_t index;       /**< plan batch index within the epoch */
-    uint32_t n_samples;   /**< B of this batch (the last one may be short) */
+    uint32_t n_samples;   /**< samples delivered: B of this batch (the last one
+                               may be short), or those of this part */
     uint32_t dense;       /**< PL_MASK_* of the masks below */
+    uint32_t part;        /**< 0..n_parts-1 */
+    uint32_t n_parts;     /**< deliveries the batch comes in; 1: whole */
+    uint64_t first;       /**< the part's first sample within the batch */
     /** The batch's slot, copied as is: the self-describing layout of the
      *  ring's slots (header, descriptors, arrays at offsets from `slot`), so
      *  every offset in it is valid on this copy. */
@@ -483,17 +526,18 @@ typedef struct pl_device_batch {
 /** Open a loader and start it. Checks the options, picks the backend, opens
  *  the database and computes the plan, then returns while the graph and the
  *  sample table load and the workers start in the background; failures of
- *  that work (a corrupt sample block, a read error) are returned by
- *  pl_loader_next().
+ *  that work (a corrupt sample block, a read error, a sample too large for
+ *  max_buffer_bytes: PL_EUSAGE) are returned by pl_loader_next().
  *  @param out set to the handle on success, NULL on failure.
  *  @return 0, PL_EUSAGE (bad options, start_batch past the epoch,
  *  PL_BACKEND_CUDA without the CUDA path), -ENODEV (PL_BACKEND_CUDA and no
  *  usable device: err says why), the database's codes, -ENOMEM. */
 PL_API int pl_loader_open(const pl_loader_opts *o, pl_loader **out, pl_err *err);
 
-/** Take the next batch of the epoch, in plan order. Returns as soon as the
- *  batch's copy and expansion are queued (CUDA) or complete (host). One
- *  thread at a time; pl_loader_release() may come from any thread.
+/** Take the next batch of the epoch (or the next part of a split batch), in
+ *  plan order. Returns as soon as the batch's copy and expansion are queued
+ *  (CUDA) or complete (host). One thread at a time; pl_loader_release() may
+ *  come from any thread.
  *  @param b filled with the batch (zeroed when none is returned).
  *  @return 0 with a batch, 1 at the end of the epoch, PL_EUSAGE when `depth`
  *  batches are held already (release one first), or the failure of the

@@ -18,6 +18,10 @@
  *   batch went to, event `released` is recorded there and the next copy into
  *   d waits for it on the device.
  *
+ * Batches here are the producer's deliveries: a batch too large for a host
+ * buffer comes as several parts (parts.h), each a delivery of its own; the
+ * consumer sees the plan batch and the part in pl_device_batch.
+ *
  * So each batch goes free -> filling -> copying -> ready -> in use -> free,
  * through the same code on both backends. Threads: the workers; one
  * background thread that loads the graph and the sample table, allocates the
@@ -47,6 +51,7 @@ _Static_assert((int)PL_MASK_NONE == (int)PL_DENSE_NONE &&
                "public and collation dense modes agree");
 
 #define MASK_ALIGN 256u
+#define DEFAULT_BUFFER_BYTES ((uint64_t)256 << 20)
 
 enum { H_FREE, H_FILLING, H_FILLED, H_COPYING };
 enum { D_FREE, D_QUEUED, D_HELD };
@@ -65,7 +70,9 @@ typedef struct dbuf {
     pl__upload_event *ready, *released;
     int state;
     int release_pending; /* `released` was recorded on a consumer stream */
-    uint64_t batch, next;
+    uint64_t batch, next; /* deliveries */
+    uint64_t index, first; /* the plan batch, the part's first sample */
+    uint32_t part, n_parts;
     uint32_t n;
     uint64_t bytes;
     uint64_t uploads;
@@ -79,7 +86,8 @@ struct pl_loader {
     pl__table_mem table_mem; /* the backend's page-locked memory, for the table */
     pl__producer prod;
     int prod_init;
-    uint64_t n_batches;
+    uint64_t n_batches;    /* plan batches of the run */
+    uint64_t n_deliveries; /* batches and parts; UINT64_MAX until sized */
     uint32_t H, D;
     hbuf *hb;
     dbuf *db;
@@ -131,8 +139,8 @@ static int pool_acquire(void *ctx, uint64_t u, unsigned char **slot, pl_err *err
         pthread_cond_wait(&l->cond, &l->lock);
     if (stopping(l)) {
         pthread_mutex_unlock(&l->lock);
-        return pl__err(err, -ECANCELED, "batch %llu: the loader is stopping",
-                       (unsigned long long)(l->o.start_batch + u));
+        return pl__err(err, -ECANCELED, "delivery %llu: the loader is stopping",
+                       (unsigned long long)u);
     }
     int copying = h->state == H_COPYING;
     h->state = H_FILLING;
@@ -168,6 +176,23 @@ static void pool_stop(void *ctx, int rc, const pl_err *err)
 }
 
 /* ------------------------------------------------------- background thread */
+
+/* Host buffers for a typical batch within max_buffer_bytes (parts.h). */
+static int size_buffers(pl_loader *l, pl_err *err)
+{
+    pl__producer *p = &l->prod;
+    uint64_t budget = l->o.max_buffer_bytes ? l->o.max_buffer_bytes : DEFAULT_BUFFER_BYTES;
+    uint32_t n;
+    uint64_t slot_bytes;
+    PL_TRY(pl__parts_fit(&p->needs, l->H, l->H, budget, 0, "max_buffer_bytes", &n,
+                         &slot_bytes, err));
+    PL_TRY(pl__producer_size(p, slot_bytes, err));
+    pthread_mutex_lock(&l->lock);
+    l->n_deliveries = pl__producer_deliveries(p);
+    pthread_cond_broadcast(&l->cond);
+    pthread_mutex_unlock(&l->lock);
+    return 0;
+}
 
 static int alloc_buffers(pl_loader *l, pl_err *err)
 {
@@ -214,13 +239,17 @@ static int issue(pl_loader *l, hbuf *h, dbuf *d, pl_err *err)
     PL_TRY(ops->record(l->up, d->ready, err));
     d->bytes = hd->used;
     d->n = h->n;
+    d->index = hd->batch;
+    d->part = hd->part;
+    d->n_parts = hd->n_parts;
+    d->first = hd->first;
     return 0;
 }
 
 /* Upload batches in order as they are filled and device buffers free up. */
 static void dispatch(pl_loader *l)
 {
-    for (uint64_t u = 0; u < l->n_batches; u++) {
+    for (uint64_t u = 0; u < l->n_deliveries; u++) {
         hbuf *h = &l->hb[u % l->H];
         dbuf *d = &l->db[u % l->D];
         pthread_mutex_lock(&l->lock);
@@ -255,6 +284,8 @@ static void *run(void *arg)
     pl_loader *l = arg;
     pl_err err = {0};
     int rc = pl__producer_load(&l->prod, &err);
+    if (rc == 0)
+        rc = size_buffers(l, &err);
     if (rc == 0)
         rc = alloc_buffers(l, &err);
     if (rc == 0) {
@@ -348,6 +379,7 @@ static int start(pl_loader *l, const pl_loader_opts *o, pl_err *err)
     l->prod_init = 1;
     PL_TRY(pl__producer_init(&l->prod, &po, err));
     l->n_batches = l->prod.n_batches;
+    l->n_deliveries = l->n_batches ? UINT64_MAX : 0;
     l->D = o->depth ? o->depth : 2;
     l->H = (o->threads ? o->threads : 1) + l->D;
     l->hb = calloc(l->H, sizeof *l->hb);
@@ -393,11 +425,13 @@ PL_API int pl_loader_next(pl_loader *l, pl_device_batch *b, pl_err *err)
     PL_FAIL_IF(!l || !b, err, PL_EUSAGE, "pl_loader_next: NULL argument");
     memset(b, 0, sizeof *b);
     uint64_t u = l->taken;
-    if (u >= l->n_batches)
-        return 1;
     dbuf *d = &l->db[u % l->D];
     pthread_mutex_lock(&l->lock);
     while (!(d->state == D_QUEUED && d->batch == u)) {
+        if (u >= l->n_deliveries) { /* known once loaded */
+            pthread_mutex_unlock(&l->lock);
+            return 1;
+        }
         if (l->rc < 0) {
             int rc = l->rc;
             if (err)
@@ -422,9 +456,12 @@ PL_API int pl_loader_next(pl_loader *l, pl_device_batch *b, pl_err *err)
         }
     }
     l->taken = u + 1;
-    b->index = l->o.start_batch + u;
+    b->index = d->index;
     b->n_samples = d->n;
     b->dense = l->o.dense;
+    b->part = d->part;
+    b->n_parts = d->n_parts;
+    b->first = d->first;
     b->slot = d->p;
     b->bytes = d->bytes;
     b->n_lists = l->n_lists;
@@ -442,12 +479,24 @@ PL_API int pl_loader_next(pl_loader *l, pl_device_batch *b, pl_err *err)
     return 0;
 }
 
+/* The device buffer a batch the consumer holds lives in, or NULL. */
+static dbuf *buffer_of(pl_loader *l, const pl_device_batch *b)
+{
+    for (uint32_t i = 0; b->slot && i < l->D; i++)
+        if (l->db[i].p == b->slot)
+            return &l->db[i];
+    return NULL;
+}
+
 PL_API void pl_loader_release(pl_loader *l, pl_device_batch *b)
 {
-    if (!l || !b || !b->slot || b->index < l->o.start_batch)
+    dbuf *d = l && b ? buffer_of(l, b) : NULL;
+    if (!d)
         return;
-    uint64_t u = b->index - l->o.start_batch;
-    dbuf *d = &l->db[u % l->D];
+    /* A copy of a batch released before names a buffer that another batch
+     * may hold now: a delivery is its plan batch and part. */
+    uint64_t index = b->index;
+    uint32_t part = b->part;
     int pending = 0;
     if (b->consumer_stream) {
         pl_err e = {0};
@@ -461,9 +510,9 @@ PL_API void pl_loader_release(pl_loader *l, pl_device_batch *b)
     }
     memset(b, 0, sizeof *b);
     pthread_mutex_lock(&l->lock);
-    if (d->state == D_HELD && d->batch == u) {
+    if (d->state == D_HELD && d->index == index && d->part == part) {
         d->state = D_FREE;
-        d->next = u + l->D;
+        d->next = d->batch + l->D;
         d->release_pending = pending;
         pthread_cond_broadcast(&l->cond);
     }
@@ -544,14 +593,16 @@ void pl__loader_stats_get(pl_loader *l, pl__loader_stats *st)
 
 uint64_t pl__loader_buffer_uploads(pl_loader *l, const pl_device_batch *b)
 {
+    dbuf *d = buffer_of(l, b);
     pthread_mutex_lock(&l->lock);
-    uint64_t n = l->db[(b->index - l->o.start_batch) % l->D].uploads;
+    uint64_t n = d ? d->uploads : 0;
     pthread_mutex_unlock(&l->lock);
     return n;
 }
 
 int pl__loader_sync(pl_loader *l, const pl_device_batch *b, pl_err *err)
 {
-    PL_FAIL_IF(!b->slot, err, PL_EUSAGE, "no batch");
-    return l->ops->sync(l->up, l->db[(b->index - l->o.start_batch) % l->D].ready, err);
+    dbuf *d = buffer_of(l, b);
+    PL_FAIL_IF(!d, err, PL_EUSAGE, "no batch");
+    return l->ops->sync(l->up, d->ready, err);
 }

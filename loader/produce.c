@@ -77,26 +77,43 @@ static int open_payload(pl__producer *p, pl_err *err)
     return 0;
 }
 
+/* The k-hop structure of the run, and each sample's weight grown by the
+ * static bound of its k-hop lists (pl__collate_khop_bound, in 4-byte units),
+ * so that the slot sizing and the split of batches into parts count them. */
+static int khop_load(pl__producer *p, pl_err *err)
+{
+    uint32_t types[PL_MAX_TYPES];
+    int nt = pl__khop_parse_types(p->db, p->o.khop_types, types, err);
+    PL_TRY(nt < 0 ? nt : 0);
+    PL_TRY(pl__khop_new(p->db, types, (uint32_t)nt, p->o.khop,
+                        p->o.khop_max_genes ? p->o.khop_max_genes : PL_KHOP_MAX_GENES, &p->khop,
+                        err));
+    p->cfg.khop = p->khop;
+    pl__table *t = &p->table;
+    for (uint64_t r = 0; r < t->n; r++) {
+        uint64_t w = t->weight[r] + pl__collate_khop_bound(&p->cfg, t->gptr[r + 1] - t->gptr[r]) / 4;
+        t->weight[r] = w < UINT32_MAX ? (uint32_t)w : UINT32_MAX;
+    }
+    return 0;
+}
+
 int pl__producer_load(pl__producer *p, pl_err *err)
 {
     PL_TRY(pl_graph_load(p->db, &p->g, err));
     PL_TRY(pl__table_load_with(p->db, p->g, p->o.io_mode, p->o.table_mem, &p->table, err));
     PL_TRY(open_payload(p, err));
-    uint32_t B = p->o.plan.batch_size;
-    pl__collate_cfg_init(&p->cfg, p->db, p->g, B, p->o.dense);
-    if (p->o.khop_types) {
-        uint32_t types[PL_MAX_TYPES];
-        int nt = pl__khop_parse_types(p->db, p->o.khop_types, types, err);
-        PL_TRY(nt < 0 ? nt : 0);
-        PL_TRY(pl__khop_new(p->db, types, (uint32_t)nt, p->o.khop,
-                            p->o.khop_max_genes ? p->o.khop_max_genes : PL_KHOP_MAX_GENES,
-                            &p->khop, err));
-        p->cfg.khop = p->khop;
-    }
-    uint64_t bytes = pl__collate_slot_bytes(&p->cfg, B, (uint64_t)B * p->table.max_genes,
-                                            (uint64_t)B * p->table.max_bound);
-    p->slot_bytes = (bytes + 4095) & ~(uint64_t)4095;
-    return 0;
+    pl__collate_cfg_init(&p->cfg, p->db, p->g, p->o.plan.batch_size, p->o.dense);
+    if (p->o.khop_types)
+        PL_TRY(khop_load(p, err));
+    return pl__parts_measure(&p->cfg, &p->table, p->plan, p->o.start_batch, &p->needs, err);
+}
+
+int pl__producer_size(pl__producer *p, uint64_t slot_bytes, pl_err *err)
+{
+    pl__parts_free(&p->parts);
+    p->slot_bytes = slot_bytes;
+    return pl__parts_plan(&p->parts, &p->cfg, &p->table, p->plan, p->o.start_batch,
+                          &p->needs, slot_bytes, err);
 }
 
 /* The first failure wins; every worker then stops after the batch in hand. */
@@ -181,14 +198,21 @@ static int wait_payload(worker *w, uint32_t n, pl_err *err)
     return rc;
 }
 
+/* Delivery `b`: a whole batch or one part of it. */
 static int one_batch(worker *w, uint64_t b, pl_err *err)
 {
     pl__producer *p = w->p;
     const pl__sink *sink = p->sink;
-    uint64_t pb = p->o.start_batch + b; /* plan batch */
+    pl__part part;
+    pl__parts_get(&p->parts, b, &part);
+    uint64_t pb = p->o.start_batch + part.batch; /* plan batch */
     unsigned char *slot;
     PL_TRY(sink->acquire(sink->ctx, b, &slot, err));
     uint32_t n = pl_plan_batch(p->plan, pb, w->rows);
+    if (part.n_parts > 1) {
+        memmove(w->rows, w->rows + part.first, part.n * sizeof *w->rows);
+        n = part.n;
+    }
     const pl__table *t = &p->table;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t r = w->rows[i];
@@ -199,7 +223,8 @@ static int one_batch(worker *w, uint64_t b, pl_err *err)
     }
     if (p->cfg.payload_row_bytes)
         PL_TRY(read_payload(w, slot + pl__collate_payload_offset(&p->cfg, n), n, err));
-    pl__batch_src src = {n, w->ids, w->rows, w->genes, w->n_genes, w->labels, w->khop};
+    pl__batch_src src = {n, w->ids, w->rows, w->genes, w->n_genes, w->labels,
+                         part.part, part.n_parts, part.first, w->khop};
     int rc = pl__collate(&p->cfg, &src, slot, p->slot_bytes, pb, p->o.plan.epoch, w->scratch,
                          w->scratch_len, err);
     int rc2 = p->cfg.payload_row_bytes ? wait_payload(w, n, rc < 0 ? NULL : err) : 0;
@@ -216,7 +241,7 @@ static void *work(void *arg)
     pl_err err = {0};
     while (!atomic_load(&p->stop)) {
         uint64_t b = atomic_fetch_add(&p->next, 1);
-        if (b >= p->n_batches)
+        if (b >= p->parts.n_deliveries)
             break;
         int rc = one_batch(w, b, &err);
         if (rc < 0) {
@@ -308,6 +333,7 @@ void pl__producer_free(pl__producer *p)
     if (p->payload_dfd >= 0)
         close(p->payload_dfd);
     pl_plan_free(p->plan);
+    pl__parts_free(&p->parts);
     pl__table_free(&p->table);
     pl__khop_free(p->khop);
     pl_graph_free(p->g);

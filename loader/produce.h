@@ -1,14 +1,17 @@
 /* The producer pipeline shared by `pertload serve` (batches into a
  * shared-memory ring) and the in-process loader (batches into host buffers
  * that are uploaded to a device): epoch plan -> sample table -> worker
- * threads. Each worker takes the next batch number, asks the sink for the
- * batch's slot, starts the payload reads of the batch straight into the slot,
- * collates the masks while those reads are in flight, waits for them and
- * publishes the batch to the sink.
+ * threads. Each worker takes the next delivery number (a whole batch, or a
+ * part of a batch too large for one slot: loader/parts.h), asks the sink for
+ * its slot, starts the payload reads straight into the slot, collates the
+ * masks while those reads are in flight, waits for them and publishes the
+ * delivery to the sink.
  *
- * Lifecycle: init (database and plan) -> load (graph, sample table, slot
- * size) -> start (workers) -> join -> free. A sink decides where slots live
- * and when one may be written; the pipeline is the same for every sink. */
+ * Lifecycle: init (database and plan) -> load (graph, sample table, what the
+ * batches need) -> size (the sink's slot size; batches split to fit) -> start
+ * (workers) -> join -> free. A sink decides where slots live, how large they
+ * may be and when one may be written; the pipeline is the same for every
+ * sink. */
 #ifndef PL_LOADER_PRODUCE_H
 #define PL_LOADER_PRODUCE_H
 
@@ -17,18 +20,20 @@
 #include <stdint.h>
 
 #include "collate/collate.h"
+#include "loader/parts.h"
 #include "loader/table.h"
 #include "pertload.h"
 
-/** Where batches go. Batch numbers count from 0 at the first batch produced
- *  (plan batch start_batch). Called from worker threads, any number at once. */
+/** Where batches go, delivery by delivery: deliveries count from 0 at the
+ *  first one produced (plan batch start_batch, or its first part). Called
+ *  from worker threads, any number at once. */
 typedef struct pl__sink {
     void *ctx;
-    /** Wait until batch `b` may be written; set `*slot` to its slot of
+    /** Wait until delivery `b` may be written; set `*slot` to its slot of
      *  pl__producer.slot_bytes bytes. @return 0, or a negative code with `err`
      *  set (the worker then stops and the run fails with it). */
     int (*acquire)(void *ctx, uint64_t b, unsigned char **slot, pl_err *err);
-    /** Batch `b` of `n_samples` samples is complete in its slot. */
+    /** Delivery `b` of `n_samples` samples is complete in its slot. */
     void (*publish)(void *ctx, uint64_t b, uint32_t n_samples);
     /** The run is stopping: `rc` < 0 with `err` for the first failure of a
      *  worker, 0 (err NULL) for pl__producer_stop(). Waits in acquire() should
@@ -67,14 +72,17 @@ typedef struct pl__producer {
     pl__table table;
     pl__collate_cfg cfg;
     struct pl__khop *khop; /* NULL without k-hop lists */
+    pl__needs needs;      /* what the run's batches need */
+    /* size */
     uint64_t slot_bytes;  /* a slot's size, a multiple of 4096 */
+    pl__parts parts;      /* the deliveries: batches, split where they do not fit */
     int payload_fd;       /* -1 without payload */
     int payload_dfd;      /* the same file opened O_DIRECT, or -1 */
     int payload_direct;   /* payload read with O_DIRECT */
     uint64_t payload_offset;
     /* run */
     const pl__sink *sink;
-    _Atomic uint64_t next; /* batches taken by workers */
+    _Atomic uint64_t next; /* deliveries taken by workers */
     _Atomic int stop;
     pthread_mutex_t lock;
     int rc;               /* first failure of a worker */
@@ -89,14 +97,27 @@ typedef struct pl__producer {
  *  @return 0, PL_EUSAGE (start_batch past the epoch), or the database's code. */
 int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err);
 
-/** Load the graph and the sample table, open the payload and size the slots. */
+/** Load the graph and the sample table, open the payload and measure what
+ *  the run's batches need (p->needs). */
 int pl__producer_load(pl__producer *p, pl_err *err);
 
-/** Start the workers; they run until every batch is published, a worker
- *  fails, or pl__producer_stop(). On failure none is left running. */
+/** Use slots of `slot_bytes` (a multiple of 4096, at least p->needs.one:
+ *  pl__parts_fit() chooses it) and split the batches that do not fit.
+ *  @return 0, -ENOMEM. */
+int pl__producer_size(pl__producer *p, uint64_t slot_bytes, pl_err *err);
+
+/** Deliveries of the run (after pl__producer_size()). */
+static inline uint64_t pl__producer_deliveries(const pl__producer *p)
+{
+    return p->parts.n_deliveries;
+}
+
+/** Start the workers (after pl__producer_size()); they run until every
+ *  delivery is published, a worker fails, or pl__producer_stop(). On failure
+ *  none is left running. */
 int pl__producer_start(pl__producer *p, const pl__sink *sink, pl_err *err);
 
-/** Ask the workers to stop after the batch in hand (any thread). */
+/** Ask the workers to stop after the delivery in hand (any thread). */
 void pl__producer_stop(pl__producer *p);
 
 /** Wait for the workers. @return 0, or the first failure of a worker. */

@@ -1,6 +1,7 @@
 /* pl__serve: the producer pipeline (produce.h) with the shared-memory ring
- * as its sink. Batch b of the run goes to ring slot b % n_slots; after the
- * last batch the ring is kept until the consumer drained it, or died. */
+ * as its sink. Delivery b of the run (a batch, or a part of one) goes to ring
+ * slot b % n_slots; after the last one the ring is kept until the consumer
+ * drained it, or died. */
 #include "serve.h"
 
 #include <errno.h>
@@ -33,6 +34,22 @@ static int ring_acquire(void *ctx, uint64_t b, unsigned char **slot, pl_err *err
 
 static void ring_publish(void *ctx, uint64_t b, uint32_t n) { pl_ring_publish(ctx, b, n); }
 
+static double mib(uint64_t bytes) { return (double)bytes / 1048576.0; }
+
+static uint64_t serve_limit(const pl__serve_opts *o)
+{
+    return o->max_ring_bytes ? o->max_ring_bytes : PL__SERVE_RING_BYTES;
+}
+
+/* Slots within the limit (parts.h), and the batches split to fit them. */
+static int size_ring(const pl__serve_opts *o, pl__producer *p, uint32_t *n_slots, pl_err *err)
+{
+    uint64_t slot_bytes;
+    PL_TRY(pl__parts_fit(&p->needs, o->slots, 1, serve_limit(o), pl_ring_bytes(o->slots, 0),
+                         "--max-ring-bytes", n_slots, &slot_bytes, err));
+    return pl__producer_size(p, slot_bytes, err);
+}
+
 static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err *err)
 {
     double t0 = pl__now();
@@ -42,6 +59,9 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
                            .khop_max_genes = o->khop_max_genes};
     PL_TRY(pl__producer_init(p, &po, err));
     PL_TRY(pl__producer_load(p, err));
+    uint32_t n_slots;
+    PL_TRY(size_ring(o, p, &n_slots, err));
+    uint64_t n_deliveries = pl__producer_deliveries(p);
     /* From the segment's creation on, a termination signal must find its name
      * in abort_name: hold those signals until both are done (no other thread
      * runs yet, so a blocked signal waits for this one). */
@@ -51,22 +71,33 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
     sigaddset(&term, SIGINT);
     sigaddset(&term, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &term, &old);
-    int rc = pl_ring_create(o->ring, o->slots, p->slot_bytes, o->consumer_pid, ring, err);
+    int rc = pl_ring_create(o->ring, n_slots, p->slot_bytes, o->consumer_pid, ring, err);
     if (rc == 0)
         snprintf(abort_name, sizeof abort_name, "/pertload-%s", o->ring);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     PL_TRY(rc);
     pl_ring *r = *ring;
-    pl_ring_set_total(r, p->n_batches);
+    pl_ring_set_total(r, n_deliveries);
     if (o->verbose) {
-        printf("ring %s: %u slots x %llu bytes, %llu batches\n", o->ring, o->slots,
-               (unsigned long long)p->slot_bytes, (unsigned long long)p->n_batches);
+        const pl__needs *nd = &p->needs;
+        printf("ring %s: %u slots x %llu bytes, %llu batches, %llu deliveries\n", o->ring,
+               n_slots, (unsigned long long)p->slot_bytes, (unsigned long long)p->n_batches,
+               (unsigned long long)n_deliveries);
         fflush(stdout);
         fprintf(stderr, "pertload serve: %llu samples loaded in %.2f s (%s%s), payload %s, "
-                "%u worker threads, %.1f MiB ring\n", (unsigned long long)p->table.n,
-                pl__now() - t0, p->table.backend, p->table.locked ? ", page-locked buffers" : "",
+                "%u worker threads\n", (unsigned long long)p->table.n, pl__now() - t0,
+                p->table.backend, p->table.locked ? ", page-locked buffers" : "",
                 p->payload_fd < 0 ? "none" : p->payload_direct ? "O_DIRECT" : "buffered",
-                o->threads, (double)p->slot_bytes * o->slots / 1048576.0);
+                o->threads);
+        fprintf(stderr, "pertload serve: %.1f MiB ring (limit %.1f MiB): %u slots of %.2f MiB; "
+                "a typical batch needs %.2f MiB, the largest %.2f MiB, the largest sample "
+                "(row %llu) %.2f MiB; %llu of %llu batches split, %llu deliveries\n",
+                mib(pl_ring_bytes(n_slots, p->slot_bytes)),
+                mib(serve_limit(o)), n_slots,
+                mib(p->slot_bytes), mib(nd->typical), mib(nd->largest),
+                (unsigned long long)nd->one_row, mib(nd->one),
+                (unsigned long long)p->parts.n_split, (unsigned long long)p->n_batches,
+                (unsigned long long)n_deliveries);
     }
     pl__sink sink = {r, ring_acquire, ring_publish, NULL};
     rc = pl__producer_start(p, &sink, err);
@@ -75,14 +106,14 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
     if (rc < 0 && rc != PL_EPEER) {
         pl_ring_finish(r, atomic_load(&p->next), err->msg);
         /* Let the consumer read the failure before the segment goes. */
-        pl_ring_acquire(r, atomic_load(&p->next) + o->slots, NULL);
+        pl_ring_acquire(r, atomic_load(&p->next) + n_slots, NULL);
         return rc;
     }
     PL_TRY(rc);
-    pl_ring_finish(r, p->n_batches, NULL);
+    pl_ring_finish(r, n_deliveries, NULL);
     /* Keep the segment until the consumer drained it (or died). */
-    if (p->n_batches)
-        PL_TRY(pl_ring_acquire(r, p->n_batches - 1 + o->slots, err));
+    if (n_deliveries)
+        PL_TRY(pl_ring_acquire(r, n_deliveries - 1 + n_slots, err));
     return 0;
 }
 

@@ -7,12 +7,17 @@
 
 #include "pertload.h"
 
+/** The default bound on a ring's size (segment header included). */
+#define PL__SERVE_RING_BYTES ((uint64_t)256 << 20)
+
 typedef struct pl__serve_opts {
     const char *db, *ring;
     pl_plan_opts plan;      /* n_samples is filled from the database */
     uint64_t start_batch;   /* resume: first plan batch to produce */
     uint32_t dense;         /* PL_DENSE_* (collate/collate.h) */
-    uint32_t threads, slots;
+    uint32_t threads;
+    uint32_t slots;         /* the most slots; fewer when they do not fit max_ring_bytes */
+    uint64_t max_ring_bytes; /* the segment's largest size; 0: PL__SERVE_RING_BYTES */
     int32_t consumer_pid;
     int io_mode;            /* PL_IO_* (loader/io.h) */
     int verbose;            /* print the ready line and a summary */
@@ -21,7 +26,10 @@ typedef struct pl__serve_opts {
 } pl__serve_opts;
 
 /** Produce one epoch into a new ring and wait until the consumer drained it
- *  (or died: PL_EPEER). The ring is removed on return. */
+ *  (or died: PL_EPEER). The ring is removed on return. Slots are sized for a
+ *  typical batch within max_ring_bytes (loader/parts.h); a batch that does
+ *  not fit one comes in parts, one slot each: the ring carries deliveries.
+ *  @return 0, PL_EUSAGE (not even one sample fits max_ring_bytes), ... */
 int pl__serve(const pl__serve_opts *o, pl_err *err);
 
 /** Remove the ring of the running pl__serve() (async-signal-safe; for the CLI's

@@ -78,6 +78,8 @@ static int decode(pl_db *db, const pl_graph *g, group gr, const char *half, pl__
             }
             if (total > t->max_bound)
                 t->max_bound = total;
+            t->weight[row] = total + (uint64_t)m < UINT32_MAX ? (uint32_t)(total + (uint64_t)m)
+                                                             : UINT32_MAX;
             if ((uint32_t)m > t->max_genes)
                 t->max_genes = (uint32_t)m;
             *refs += (uint64_t)m;
@@ -98,7 +100,8 @@ static int load(pl_db *db, const pl_graph *g, pl__io *io, char *buf, size_t hb, 
     t->genes = malloc((total_refs ? total_refs : 1) * 4);
     uint64_t n_lab = t->n * t->n_labels;
     t->labels = malloc((n_lab ? n_lab : 1) * 4);
-    PL_FAIL_IF(!t->ids || !t->gptr || !t->genes || !t->labels, err, -ENOMEM,
+    t->weight = malloc((t->n ? t->n : 1) * 4);
+    PL_FAIL_IF(!t->ids || !t->gptr || !t->genes || !t->labels || !t->weight, err, -ENOMEM,
                "out of memory for %llu samples", (unsigned long long)t->n);
     group cur = next_group(db, 0, hb);
     int half = 0;
@@ -197,5 +200,6 @@ void pl__table_free(pl__table *t)
     free(t->gptr);
     free(t->genes);
     free(t->labels);
+    free(t->weight);
     memset(t, 0, sizeof *t);
 }

@@ -1,5 +1,5 @@
 /* The sample table: every sample of the store decoded into memory once per
- * process (about 32 bytes a sample: 430 MB for 13.5M samples), so that any
+ * process (about 36 bytes a sample: 490 MB for 13.5M samples), so that any
  * epoch order reads it at random at memory speed.
  *
  * Blocks are read with the io backend (io_uring with registered, page-locked
@@ -21,6 +21,9 @@ typedef struct pl__table {
     uint64_t *gptr;      /* [n+1] into genes */
     int32_t *genes;      /* per sample sorted ascending, unique */
     float *labels;       /* [n * n_labels] */
+    uint32_t *weight;    /* [n] deleted genes + positions (pl__masks_bound over every
+                            kind): what a sample adds to a slot's lists, 4 bytes
+                            each; saturated at UINT32_MAX */
     uint32_t max_genes;  /* most genes of one sample */
     uint64_t max_bound;  /* most positions of one sample, all kinds (pl__masks_bound) */
     uint64_t max_kind_bound; /* most positions of one sample in one kind */

@@ -24,6 +24,7 @@
 #include "masks.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
+#include "src/core/rule.h"
 #include "src/core/vec.h"
 
 #define HUGE_PAGE ((size_t)2 << 20)
@@ -177,6 +178,22 @@ static int load_rmr(pl_db *db, pl_graph *g, pl_err *err)
     return rc;
 }
 
+/* The rules of a database built with rule GPR, each program checked. */
+static int load_rules(pl_db *db, pl_graph *g, pl_err *err)
+{
+    const struct pl__meta *m = &db->meta;
+    size_t len = (m->n_reactions + 1 + m->n_rule_words) * sizeof(uint32_t);
+    uint32_t depth;
+    int rc = pl__db_get_zstd(db->txn, db->dbi[PL_DBI_EDGES], PL_DBI_EDGES, "rules", 5, len,
+                             &g->rules_buf, err);
+    PL_FAIL_IF(rc == -ENOENT, err, PL_ECORRUPT, "%s: key edges/rules missing", db->path);
+    PL_TRY(rc);
+    PL_TRY(pl__rules_decode(g->rules_buf, len, m->n_reactions, m->n_rule_words, m->n_rules,
+                            m->n_genes, &g->rule_off, &g->rule_code, &depth, err));
+    g->rules_kind = g->n_types + PL_LIST_REACTION;
+    return 0;
+}
+
 static int load(pl_db *db, pl_graph *g, kind_lists *t, pl_err *err)
 {
     const struct pl__meta *m = &db->meta;
@@ -185,6 +202,7 @@ static int load(pl_db *db, pl_graph *g, kind_lists *t, pl_err *err)
     g->n_lists = m->n_types + (m->has_metabolism ? 3 : 0);
     g->n_gene_lists = m->n_types + (m->has_metabolism ? 2 : 0);
     g->type_names = db->info.type_names;
+    g->rules_kind = UINT32_MAX;
     for (uint32_t k = 0; k < g->n_lists; k++) {
         uint64_t n = k < m->n_types                         ? m->n_edges[k]
                      : k - m->n_types == PL_LIST_GPR      ? m->n_gpr
@@ -207,7 +225,9 @@ static int load(pl_db *db, pl_graph *g, kind_lists *t, pl_err *err)
     mdb_cursor_close(cur);
     PL_TRY(rc);
     PL_TRY(regroup(g, t, err));
-    return m->has_metabolism ? load_rmr(db, g, err) : 0;
+    if (m->has_metabolism)
+        PL_TRY(load_rmr(db, g, err));
+    return m->reaction_rule == PL_REACTION_GPR ? load_rules(db, g, err) : 0;
 }
 
 PL_API int pl_graph_load(pl_db *db, pl_graph **out, pl_err *err)
@@ -241,6 +261,7 @@ PL_API void pl_graph_free(pl_graph *g)
     free(g->rmr_off);
     free(g->rmr_vals);
     free(g->rmr_len);
+    free(g->rules_buf);
     free(g);
 }
 

@@ -22,6 +22,11 @@
  *   running union costs positions * n / 2: 3.3 times more for 32 genes). A
  *   set whose lists cover much of a kind marks a bitmap of the kind's
  *   positions instead; three lists, or more than TREE_RUNS * 2, are folded.
+ * Under reaction rule gpr the reaction kind's union, the reactions of a
+ * deleted gene (typically a few), is filtered in place by their compiled
+ * rules (src/core/rule.h): a reaction stays in the removed list when its rule
+ * is false with the set deleted. Other reactions' rules hold, as rules have
+ * no negation, so nothing else is evaluated.
  * The RMR kind is not a union of gene lists: its positions are those of the
  * removed reactions, whose RMR sets are disjoint, copied end to end in
  * reaction order (ascending when the input lists RMR rows in reaction order),
@@ -33,6 +38,7 @@
 #include <string.h>
 
 #include "masks.h"
+#include "src/core/rule.h"
 #include "src/core/vec.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -282,8 +288,8 @@ static uint64_t union_tree(const pl_graph *g, uint32_t kind, const int32_t *gene
     return r[0].n;
 }
 
-uint64_t pl__masks_union(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n,
-                         int32_t *out, int32_t *scratch)
+static uint64_t union_lists(const pl_graph *g, uint32_t kind, const int32_t *genes,
+                            uint32_t n, int32_t *out, int32_t *scratch)
 {
     uint32_t *o = (uint32_t *)out;
     uint64_t la, lb;
@@ -324,6 +330,33 @@ uint64_t pl__masks_union(const pl_graph *g, uint32_t kind, const int32_t *genes,
         dst ^= 1;
     }
     assert(buf[dst] == o);
+    return len;
+}
+
+uint64_t pl__masks_rules(const pl_graph *g, const int32_t *genes, uint32_t n, int32_t *rxns,
+                         uint64_t len)
+{
+    const uint32_t *off = g->rule_off, *code = g->rule_code;
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        int32_t r = rxns[i];
+        uint32_t a = off[r], b = off[r + 1];
+        rxns[k] = r;
+        /* Without a rule, never removed (none when the GPR edges come from
+         * the rules, as pl_build makes them). */
+        k += a != b && !pl__rule_eval(code + a, b - a, genes, n);
+    }
+    for (uint32_t p = 0; p < PAD; p++)
+        rxns[k + p] = -1;
+    return k;
+}
+
+uint64_t pl__masks_union(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n,
+                         int32_t *out, int32_t *scratch)
+{
+    uint64_t len = union_lists(g, kind, genes, n, out, scratch);
+    if (kind == g->rules_kind)
+        len = pl__masks_rules(g, genes, n, out, len);
     return len;
 }
 

@@ -61,6 +61,13 @@ struct pl_graph {
                                         rmr_vals[rmr_off[r] .. rmr_off[r + 1]) */
     uint32_t *rmr_vals;            /**< [n_rmr + PL__MASKS_PAD], ascending per reaction */
     uint32_t *rmr_len;             /**< [n_genes]: RMR positions of the gene's reactions */
+    /* Rule GPR (DESIGN section 2): */
+    uint32_t rules_kind;           /**< n_types + PL_LIST_REACTION under rule GPR, where
+                                        the reaction union is filtered by the rules;
+                                        UINT32_MAX under rule ANY */
+    const uint32_t *rule_off;      /**< [n_reactions + 1] into rule_code (GPR only) */
+    const uint32_t *rule_code;     /**< the programs of src/core/rule.h */
+    void *rules_buf;               /**< owns rule_off and rule_code */
 };
 
 /** Gene `gene`'s list of kind `kind` (< n_gene_lists), followed by
@@ -81,7 +88,9 @@ static inline const uint32_t *pl__graph_list(const pl_graph *g, uint32_t kind, u
  *  @param genes gene indices, each < g->n_genes. */
 uint64_t pl__masks_bound(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n);
 
-/** Union of the kind-`kind` lists of a deletion set, written ascending to `out`.
+/** Union of the kind-`kind` lists of a deletion set, written ascending to `out`:
+ *  its removed positions (for the reaction kind under rule GPR, the union
+ *  filtered by pl__masks_rules()).
  *  @param kind a kind kept per gene (< g->n_gene_lists; RMR: pl__masks_rmr())
  *  @param genes sorted ascending, without duplicates, each < g->n_genes
  *         (pl__masks_genes() prepares them).
@@ -93,6 +102,16 @@ uint64_t pl__masks_bound(const pl_graph *g, uint32_t kind, const int32_t *genes,
  *  @return the number of positions written. */
 uint64_t pl__masks_union(const pl_graph *g, uint32_t kind, const int32_t *genes, uint32_t n,
                          int32_t *out, int32_t *scratch);
+
+/** Keep, of the reactions `rxns[0..len)` whose GPR genes include a deleted
+ *  one, those whose rule is false with `genes[0..n)` (sorted) deleted, in
+ *  place and in order (rule GPR; pl__masks_union() applies it to the
+ *  reaction kind). A reaction without a rule is dropped (never removed).
+ *  @param rxns room for len + PL__MASKS_PAD: the pad after the kept ones is
+ *  set to the sentinel.
+ *  @return the number kept. */
+uint64_t pl__masks_rules(const pl_graph *g, const int32_t *genes, uint32_t n, int32_t *rxns,
+                         uint64_t len);
 
 /** The RMR positions of the reactions `rxns[0..n)`, written ascending to
  *  `out`: the removed RMR list of a deletion set whose removed reactions (its

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ruleset.h"
 #include "src/core/checksum.h"
 #include "src/core/dbformat.h"
 #include "src/core/error.h"
@@ -62,6 +63,7 @@ typedef struct builder {
     char *ser;
     uint64_t ser_cap;
     struct pl__meta meta;
+    pl__ruleset rules;
 } builder;
 
 #define NOMEM(b) pl__err((b)->err, -ENOMEM, "out of memory")
@@ -271,6 +273,20 @@ static int read_gpr(builder *b, const char *path)
     }
     pl__text_close(&tx);
     return rc < 0 ? rc : 0;
+}
+
+static int64_t rule_reaction(void *ctx, const pl__text *tx, const pl__field *f, int *rc)
+{
+    return reaction_of(ctx, tx, f, rc);
+}
+
+/* Gene-reaction rules: compiled, and their genes as the GPR edges. */
+static int read_rules(builder *b, const char *path)
+{
+    const pl__gpr_out gpr = {&b->gpr_gene, &b->gpr_rxn, &b->n_gpr, &b->cap_gpr,
+                             &b->st.dropped_gpr};
+    return pl__ruleset_read(&b->rules, path, &b->genes, b->o->drop_unknown_genes,
+                            rule_reaction, b, &gpr, b->err);
 }
 
 static int read_rmr(builder *b, const char *path)
@@ -786,6 +802,7 @@ static int write_lmdb(builder *b, const chunker *payload)
         const void *rmr[3] = {b->rmr_rxn, b->rmr_met, b->rmr_stoich};
         PL_TRY(put_arrays(b, "gpr", 3, gpr, 2, b->n_gpr));
         PL_TRY(put_arrays(b, "rmr", 3, rmr, 3, b->n_rmr));
+        PL_TRY(pl__ruleset_put(&b->rules, b->txn, b->dbi[PL_DBI_EDGES], m, b->err));
     }
     for (uint32_t t = 0; t < m->n_types; t++) {
         csr c;
@@ -860,6 +877,7 @@ static int run(builder *b)
     PL_FAIL_IF(!o->out || !o->genes || !o->samples || !o->type_names || !o->type_files,
                b->err, PL_EUSAGE, "pl_build: out, genes, edge types and samples are required");
     PL_TRY(check_type_names(o, b->err));
+    PL_TRY(pl__ruleset_check_opts(o, b->err));
     size_t olen = strlen(o->out);
     PL_FAIL_IF(olen == 0 || o->out[olen - 1] == '/', b->err, PL_EUSAGE,
                "output path '%s': give a directory name without a trailing '/'", o->out);
@@ -885,6 +903,9 @@ static int run(builder *b)
         PL_TRY(read_names(b, o->reactions, &b->reactions, "reaction"));
     if (o->gpr)
         PL_TRY(read_gpr(b, o->gpr));
+    if (o->rules)
+        PL_TRY(read_rules(b, o->rules));
+    PL_TRY(pl__ruleset_meta(&b->rules, o, m, b->err));
     if (o->rmr)
         PL_TRY(read_rmr(b, o->rmr));
     PL_TRY(read_samples(b, o->samples));
@@ -898,7 +919,7 @@ static int run(builder *b)
         m->format_version = PL_FORMAT_VERSION;
         m->n_types = (uint32_t)o->n_types;
         m->n_genes = b->n_genes;
-        m->has_metabolism = o->gpr || o->rmr || o->reactions;
+        m->has_metabolism = o->gpr || o->rmr || o->reactions || o->rules;
         m->n_reactions = m->has_metabolism ? b->reactions.n : 0;
         m->n_metabolites = m->has_metabolism ? b->metabolites.n : 0;
         m->n_gpr = b->n_gpr;
@@ -947,6 +968,7 @@ PL_API int pl_build(const pl_build_opts *opts, pl_build_stats *stats, pl_err *er
         stats->n_metabolites = m->n_metabolites;
         stats->n_gpr = m->n_gpr;
         stats->n_rmr = m->n_rmr;
+        stats->n_rules = m->n_rules;
         stats->n_samples = m->n_samples;
         stats->n_labels = m->n_labels;
         stats->graph_bytes = pl__file_size(pl__path_join(p, sizeof p, opts->out, PL_FILE_LMDB));
@@ -965,6 +987,7 @@ PL_API int pl_build(const pl_build_opts *opts, pl_build_stats *stats, pl_err *er
     free(b->rmr_rxn);
     free(b->rmr_met);
     free(b->rmr_stoich);
+    pl__ruleset_free(&b->rules);
     free(b->dropped_rows);
     for (uint32_t i = 0; b->label_names && i < b->n_labels; i++)
         free(b->label_names[i]);

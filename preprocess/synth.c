@@ -59,7 +59,8 @@ static const struct {
 #define NAME_CAP 24
 #define WBUF (1u << 20)
 
-enum { S_NAMES = 1, S_FITNESS, S_METAB, S_SAMPLES, S_PAYLOAD, S_IDS, S_SCORES, S_EDGES = 64 };
+enum { S_NAMES = 1, S_FITNESS, S_METAB, S_SAMPLES, S_PAYLOAD, S_IDS, S_SCORES, S_RULES,
+       S_EDGES = 64 };
 
 /* ------------------------------------------------------------------ PRNG */
 
@@ -290,6 +291,8 @@ typedef struct synth {
     uint32_t n_isolated[N_TYPES];
     uint64_t max_degree[N_TYPES];
     uint64_t n_react, n_met, n_met_used, n_no_gpr, n_gpr, n_rmr;
+    uint64_t n_rule_kind[4];    /* rules: isozymes (or), complexes (and), complexes
+                                   sharing a subunit, complexes of isozymes */
     uint64_t n_by_k[4];         /* samples by number of deleted genes */
 } synth;
 
@@ -487,20 +490,53 @@ static uint32_t pick(rng *r, const double *cum, uint32_t n)
     return i;
 }
 
-/* reactions.txt, gpr.tsv (`gene reaction`), rmr.tsv (`reaction metabolite stoich`). */
+/* The gene-reaction rule of a reaction of k >= 1 genes v[0..k), as yeast-GEM
+ * writes them, into `line` (after "NAME\t"): one gene; isozymes `A or B`; a
+ * complex `A and B`; complexes sharing a subunit `(A and B) or (A and C)`;
+ * a complex of isozymes `(A or B) and (C or D)`. The genes appear first in
+ * the order v[0..k), so the rule's GPR edges are those of gpr.tsv. Draws
+ * from its own stream: the rest of the data set does not depend on it. */
+static size_t put_rule(synth *s, rng *r, const uint32_t *v, uint32_t k, char *line, size_t cap)
+{
+    size_t n = 0;
+#define PUT(...) (n += (size_t)snprintf(line + n, n < cap ? cap - n : 0, __VA_ARGS__))
+    double u = rng_unif(r);
+    int kind = k == 1 ? -1 : u < 0.40 ? 0 : u < 0.60 || k == 2 ? 1 : u < 0.80 ? 2 : 3;
+    if (kind >= 0)
+        s->n_rule_kind[kind]++;
+    if (kind <= 1) {
+        for (uint32_t i = 0; i < k; i++)
+            PUT("%s%s", i ? (kind == 0 ? " or " : " and ") : "", s->name[v[i]]);
+    } else if (kind == 2) {
+        for (uint32_t i = 1; i < k; i++)
+            PUT("%s(%s and %s)", i > 1 ? " or " : "", s->name[v[0]], s->name[v[i]]);
+    } else {
+        uint32_t h = k / 2;
+        for (uint32_t i = 0; i < k; i++)
+            PUT("%s%s", i == 0 ? "(" : i == h ? ") and (" : " or ", s->name[v[i]]);
+        PUT(")");
+    }
+    PUT("\n");
+#undef PUT
+    return n < cap ? n : cap - 1;
+}
+
+/* reactions.txt, gpr.tsv (`gene reaction`), rules.tsv (`reaction rule`, the
+ * same genes), rmr.tsv (`reaction metabolite stoich`). */
 static int write_metabolism(synth *s, pl_err *err)
 {
     static const double gpr_k[] = {0.65, 0.83, 0.91, 0.96, 0.98, 1.0};          /* 1..6 */
     static const double rmr_k[] = {0.20, 0.45, 0.70, 0.82, 0.90, 0.95, 1.0};    /* 2..8 */
-    const char *names[3] = {"reactions.txt", "gpr.tsv", "rmr.tsv"};
-    char path[PATH_MAX], line[256];
-    wfile w[3];
+    const char *names[4] = {"reactions.txt", "gpr.tsv", "rmr.tsv", "rules.tsv"};
+    char path[PATH_MAX], line[1024];
+    wfile w[4];
     plaw genes = {0}, mets = {0};
     uint8_t *used = NULL;
-    int rc = 0, open[3] = {0};
-    rng r;
+    int rc = 0, open[4] = {0};
+    rng r, rr;
 
     rng_seed(&r, s->o->seed, S_METAB);
+    rng_seed(&rr, s->o->seed, S_RULES);
     double mg = floor(YEAST_METABOLIC_GENES * s->n / YEAST_GENES + 0.5);
     uint32_t n_mg = mg < 1 ? 1 : mg > s->n ? s->n : (uint32_t)mg;
     if ((rc = plaw_init(&genes, &r, s->n, n_mg, err)) < 0 ||
@@ -510,11 +546,13 @@ static int write_metabolism(synth *s, pl_err *err)
         rc = pl__err(err, -ENOMEM, "out of memory");
         goto out;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if ((rc = out_path(s, path, names[i], err)) < 0 || (rc = w_open(&w[i], path, err)) < 0)
             goto out;
         open[i] = 1;
     }
+    if ((rc = w_put(&w[3], "reaction\trule\n", 14, err)) < 0)
+        goto out;
     for (uint64_t j = 1; j <= s->n_react; j++) {
         char rname[32];
         uint32_t v[8];
@@ -522,8 +560,12 @@ static int write_metabolism(synth *s, pl_err *err)
         snprintf(line, sizeof line, "%s\n", rname);
         if ((rc = w_put(&w[0], line, (size_t)rn + 1, err)) < 0)
             goto out;
+        int rn_tab = snprintf(line, sizeof line, "%s\t", rname);
         if (rng_unif(&r) < P_NO_GPR) {
             s->n_no_gpr++;
+            line[rn_tab] = '\n';
+            if ((rc = w_put(&w[3], line, (size_t)rn_tab + 1, err)) < 0)
+                goto out;
         } else {
             uint32_t k = 1 + pick(&r, gpr_k, 6);
             k = k < n_mg ? k : n_mg;
@@ -534,6 +576,10 @@ static int write_metabolism(synth *s, pl_err *err)
                     goto out;
             }
             s->n_gpr += k;
+            int rt = snprintf(line, sizeof line, "%s\t", rname);
+            size_t rl = put_rule(s, &rr, v, k, line + rt, sizeof line - (size_t)rt);
+            if ((rc = w_put(&w[3], line, (size_t)rt + rl, err)) < 0)
+                goto out;
         }
         uint32_t k = 2 + pick(&r, rmr_k, 7);
         k = k < s->n_met ? k : (uint32_t)s->n_met;
@@ -558,13 +604,13 @@ static int write_metabolism(synth *s, pl_err *err)
         }
         s->n_rmr += k;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         open[i] = 0;
         if ((rc = w_close(&w[i], err)) < 0)
             goto out;
     }
 out:
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (open[i])
             w_abort(&w[i]);
     plaw_free(&genes);
@@ -752,7 +798,7 @@ out:
 static int write_build_args(synth *s, pl_err *err)
 {
     static const char *const files[][2] = {
-        {"--reactions", "reactions.txt"}, {"--gpr", "gpr.tsv"}, {"--rmr", "rmr.tsv"},
+        {"--reactions", "reactions.txt"}, {"--rules", "rules.tsv"}, {"--rmr", "rmr.tsv"},
         {"--samples", "samples.tsv"},     {"--payload", "payload.npy"},
     };
     char path[PATH_MAX], line[2 * PATH_MAX];
@@ -809,6 +855,10 @@ static void print_summary(const synth *s, double seconds)
     printf("  reactions.txt   %llu reactions (%llu without genes)\n",
            (unsigned long long)s->n_react, (unsigned long long)s->n_no_gpr);
     printf("  gpr.tsv         %llu gene-reaction rows\n", (unsigned long long)s->n_gpr);
+    printf("  rules.tsv       gene-reaction rules: %llu isozymes (or), %llu complexes (and), "
+           "%llu complexes sharing a subunit, %llu complexes of isozymes\n",
+           (unsigned long long)s->n_rule_kind[0], (unsigned long long)s->n_rule_kind[1],
+           (unsigned long long)s->n_rule_kind[2], (unsigned long long)s->n_rule_kind[3]);
     printf("  rmr.tsv         %llu reaction-metabolite rows, %llu metabolites\n",
            (unsigned long long)s->n_rmr, (unsigned long long)s->n_met_used);
     printf("  samples.tsv     %llu samples (%llu single, %llu double, %llu triple)\n",

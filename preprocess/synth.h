@@ -19,10 +19,12 @@ typedef struct pl_synth_opts {
 
 /** Write a synthetic data set into `o->out`: genes.txt, edges/<type>.tsv for the nine
  *  yeast edge types (heavy-tailed degrees, isolated genes, ~0.1% self-loops, ~0.5%
- *  duplicate edges), reactions.txt, gpr.tsv, rmr.tsv, samples.tsv (single, double and
+ *  duplicate edges), reactions.txt, rules.tsv (gene-reaction rules with a header line:
+ *  one gene, isozymes, complexes, complexes sharing a subunit, complexes of isozymes),
+ *  gpr.tsv (the rules' genes, in order), rmr.tsv, samples.tsv (single, double and
  *  triple deletions with fitness and gene_interaction labels, some missing),
  *  payload.npy (float32 [S, payload_dim]) when payload_dim > 0, and build-args.txt:
- *  the arguments of `pertload build` after `-o DB`, one per line.
+ *  the arguments of `pertload build` after `-o DB`, one per line (with --rules).
  *
  *  The output is a function of the options only: the same options give byte-identical
  *  files. Each file is written under a temporary name and renamed when complete, so a

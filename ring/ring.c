@@ -366,6 +366,14 @@ static int clear_stale(const char *name, pl_err *err)
 
 /* ----------------------------------------------------------------- producer */
 
+PL_API uint64_t pl_ring_bytes(uint32_t n_slots, uint64_t slot_bytes)
+{
+    if (n_slots > PL__RING_MAX_SLOTS || slot_bytes > PL_RING_MAX_BYTES)
+        return UINT64_MAX;
+    uint64_t stride = (slot_bytes + PL__RING_PAGE - 1) / PL__RING_PAGE * PL__RING_PAGE;
+    return pl__ring_header_bytes(n_slots) + (uint64_t)n_slots * stride; /* < 2^16 * 2^35 */
+}
+
 PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_bytes,
                           int32_t consumer_pid, pl_ring **out, pl_err *err)
 {
@@ -378,11 +386,8 @@ PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_byte
     PL_FAIL_IF(consumer_pid < 0, err, PL_EUSAGE, "ring '%s': consumer pid %d", name,
                (int)consumer_pid);
     uint64_t hdr_bytes = pl__ring_header_bytes(n_slots);
-    uint64_t stride = 0, total = UINT64_MAX;
-    if (slot_bytes <= PL_RING_MAX_BYTES) {
-        stride = (slot_bytes + PL__RING_PAGE - 1) / PL__RING_PAGE * PL__RING_PAGE;
-        total = hdr_bytes + (uint64_t)n_slots * stride; /* < 2^16 * 2^35: no overflow */
-    }
+    uint64_t stride = (slot_bytes + PL__RING_PAGE - 1) / PL__RING_PAGE * PL__RING_PAGE;
+    uint64_t total = pl_ring_bytes(n_slots, slot_bytes);
     PL_FAIL_IF(total > PL_RING_MAX_BYTES, err, PL_EUSAGE,
                "ring '%s' of %u slots x %llu bytes needs %s%llu bytes, over the limit of "
                "%llu bytes", name, n_slots, (unsigned long long)slot_bytes,

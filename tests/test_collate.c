@@ -504,7 +504,8 @@ static void make_batch(const pl__table *tab, batch *b, uint32_t n, uint64_t *s)
 
 static pl__batch_src src_of(const batch *b)
 {
-    return (pl__batch_src){b->n, b->ids, b->rows, b->genes, b->n_genes, b->labels, NULL};
+    return (pl__batch_src){.n = b->n, .ids = b->ids, .rows = b->rows, .genes = b->genes,
+                           .n_genes = b->n_genes, .labels = b->labels};
 }
 
 static uint64_t slot_cap(const pl__collate_cfg *c, const pl__table *tab, uint32_t B)

@@ -43,6 +43,9 @@ static struct pl__meta good_meta(void)
     m.payload_row_bytes = 24;
     m.payload_offset = PL_PAYLOAD_ALIGN;
     m.payload_bytes = PL_PAYLOAD_ALIGN + 24 * 2000;
+    m.reaction_rule = PL_REACTION_GPR;
+    m.n_rules = 3;
+    m.n_rule_words = 7;
     return m;
 }
 
@@ -68,6 +71,8 @@ Test(dbvalue, meta_consistent_passes)
     m.payload_row_bytes = m.payload_offset = m.payload_bytes = 0;
     m.has_metabolism = 0;
     m.n_reactions = m.n_metabolites = m.n_gpr = m.n_rmr = 0;
+    m.reaction_rule = PL_REACTION_ANY;
+    m.n_rules = m.n_rule_words = 0;
     cr_assert_eq(pl__meta_decode(&m, sizeof m, &out, &err), 0, "%s", err.msg);
     /* no samples at all */
     m.n_samples = m.n_blocks = 0;
@@ -105,6 +110,21 @@ Test(dbvalue, meta_refuses_bad_sizes_and_counts)
     m = good_meta(), m.has_metabolism = 0; /* with GPR and RMR counts */
     meta_refused(&m, counts);
     m = good_meta(), m.has_metabolism = 2;
+    meta_refused(&m, counts);
+    m = good_meta(), m.reaction_rule = 0;
+    meta_refused(&m, counts);
+    m = good_meta(), m.reaction_rule = 3;
+    meta_refused(&m, counts);
+    m = good_meta(), m.n_rules = 5; /* more rules than reactions */
+    meta_refused(&m, counts);
+    m = good_meta(), m.n_rules = 0; /* rule gpr without rules */
+    m.n_rule_words = 0;
+    meta_refused(&m, counts);
+    m = good_meta(), m.n_rule_words = 0; /* rules without words */
+    meta_refused(&m, counts);
+    m = good_meta(), m.n_rule_words = (uint64_t)UINT32_MAX + 1;
+    meta_refused(&m, counts);
+    m = good_meta(), m.reserved = 1;
     meta_refused(&m, counts);
 }
 

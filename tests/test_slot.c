@@ -48,6 +48,7 @@ static void valid_slot(void)
     h->n_arrays = N_ARRAYS;
     h->n_samples = 4;
     h->dense = 0;
+    h->n_parts = 1;
     put(0, "sample_id", "<u8", DATA0, 1, 4, 0, 8);
     put(1, "labels", "<f4", DATA0 + 64, 2, 4, 3, 4);
     put(2, "payload", "|u1", 1024, 2, 4, 100, 1);
@@ -100,8 +101,20 @@ Test(slot, refuses_bad_headers)
     head()->magic[7] = '2';
     refused("bad magic");
     valid_slot();
-    head()->version = 2;
-    refused("layout version 2");
+    head()->version = 1;
+    refused("layout version 1");
+    valid_slot();
+    head()->n_parts = 0;
+    refused("part 0 of 0");
+    valid_slot();
+    head()->n_parts = 3;
+    head()->part = 3;
+    refused("part 3 of 3");
+    valid_slot();
+    head()->n_parts = 3;
+    head()->part = 2;
+    head()->first = 1000;
+    cr_assert_eq(pl_slot_check(slot, SLOT_BYTES, &err), 0, "the last part: %s", err.msg);
     valid_slot();
     head()->dense = 3;
     refused("unknown dense format 3");
@@ -218,6 +231,7 @@ Test(slot, refuses_many_arrays_and_duplicates_among_them)
     memcpy(h->magic, PL_SLOT_MAGIC, 8);
     h->version = PL_SLOT_VERSION;
     h->n_arrays = PL_SLOT_MAX_ARRAYS;
+    h->n_parts = 1;
     h->used = sizeof big;
     struct pl_slot_array *a = (struct pl_slot_array *)(h + 1);
     for (uint32_t i = 0; i < PL_SLOT_MAX_ARRAYS; i++) {

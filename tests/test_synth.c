@@ -59,7 +59,7 @@ Test(synth, same_options_same_bytes_and_parents_are_created)
     synth(b, 11);
     synth(c, 12);
     static const char *const files[] = {"genes.txt", "reactions.txt", "gpr.tsv", "rmr.tsv",
-                                        "samples.tsv", "payload.npy",
+                                        "rules.tsv", "samples.tsv", "payload.npy",
                                         "edges/physical.tsv",
                                         "edges/string12_0_coexpression.tsv"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
@@ -70,6 +70,65 @@ Test(synth, same_options_same_bytes_and_parents_are_created)
     free(c);
     pl_test_rmtree(dir);
     free(dir);
+}
+
+/* The rules: a header, one line per reaction, every shape of rule present,
+ * their genes in order those of gpr.tsv, which are the database's GPR edges;
+ * the database removes reactions by rule gpr. */
+static void check_rules(const char *in, pl_db *d, const pl_build_stats *st)
+{
+    const pl_db_info *info = pl_db_info_get(d);
+    cr_expect_eq(info->reaction_rule, PL_REACTION_GPR);
+    size_t len, glen;
+    char *rp = pl_test_path(in, "rules.tsv"), *gp = pl_test_path(in, "gpr.tsv");
+    char *rules = pl_test_read_file(rp, &len), *gpr = pl_test_read_file(gp, &glen);
+    cr_assert(!strncmp(rules, "reaction\trule\n", 14), "rules.tsv starts with its header");
+    int shapes[4] = {0};
+    uint64_t with_rule = 0;
+    /* Genes of the rules in order of first appearance, as "gene\treaction\n". */
+    pl_test_text edges = {0};
+    char *sv = NULL;
+    for (char *ln = strtok_r(rules + 14, "\n", &sv); ln; ln = strtok_r(NULL, "\n", &sv)) {
+        char *tab = strchr(ln, '\t');
+        cr_assert_not_null(tab, "%s", ln);
+        *tab = 0;
+        const char *rule = tab + 1;
+        with_rule += *rule != 0;
+        shapes[0] += strstr(rule, " or ") && !strstr(rule, " and ");
+        shapes[1] += strstr(rule, " and ") && !strstr(rule, " or ");
+        shapes[2] += strstr(rule, ") or (") != NULL;
+        shapes[3] += strstr(rule, ") and (") != NULL;
+        char seen[64][32];
+        int n_seen = 0;
+        for (const char *p = rule; *p;) {
+            while (*p == ' ' || *p == '(' || *p == ')')
+                p++;
+            size_t n = strcspn(p, " ()");
+            if (n == 0)
+                break;
+            if (!(n == 3 && !strncmp(p, "and", 3)) && !(n == 2 && !strncmp(p, "or", 2))) {
+                int k = 0;
+                while (k < n_seen && (strlen(seen[k]) != n || strncmp(seen[k], p, n)))
+                    k++;
+                if (k == n_seen && n < 32 && n_seen < 64) {
+                    snprintf(seen[n_seen++], 32, "%.*s", (int)n, p);
+                    pl_test_tprintf(&edges, "%.*s\t%s\n", (int)n, p, ln);
+                }
+            }
+            p += n;
+        }
+    }
+    for (int k = 0; k < 4; k++)
+        cr_expect_gt(shapes[k], 0, "rule shape %d missing", k);
+    cr_expect_eq(info->n_rules, with_rule);
+    cr_expect_eq(st->n_rules, with_rule);
+    cr_expect_str_eq(edges.s ? edges.s : "", gpr, "the rules' genes are gpr.tsv's rows");
+    cr_expect_eq(info->n_gpr, st->n_gpr);
+    free(edges.s);
+    free(rules);
+    free(gpr);
+    free(rp);
+    free(gp);
 }
 
 Test(synth, counts_mix_and_a_database_that_verifies)
@@ -149,8 +208,8 @@ Test(synth, counts_mix_and_a_database_that_verifies)
             o.genes = v;
         else if (!strcmp(opt, "--reactions"))
             o.reactions = v;
-        else if (!strcmp(opt, "--gpr"))
-            o.gpr = v;
+        else if (!strcmp(opt, "--rules"))
+            o.rules = v;
         else if (!strcmp(opt, "--rmr"))
             o.rmr = v;
         else if (!strcmp(opt, "--samples"))
@@ -179,9 +238,11 @@ Test(synth, counts_mix_and_a_database_that_verifies)
     cr_expect_eq(st.n_samples, SAMPLES);
     cr_expect_gt(st.n_reactions, 0);
     cr_expect_gt(st.n_rmr, 0);
+    cr_assert_not_null(o.rules, "the build arguments give the gene-reaction rules");
     pl_db *d;
     cr_assert_eq(pl_db_open(db, &d, &err), 0, "%s", err.msg);
     cr_expect_eq(pl_db_verify(d, &err), 0, "%s", err.msg);
+    check_rules(in, d, &st);
     cr_expect_str_eq(pl_db_info_get(d)->payload_dtype, "<f4");
     pl_db_close(d);
     for (size_t i = 0; i < o.n_types; i++)

@@ -21,8 +21,9 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-/* Build from build-args.txt: option lines each followed by their value. */
-static void build(pl_test_db *t, const char *in)
+/* Build from build-args.txt: option lines each followed by their value.
+ * Returns the rules file named there (malloc'd), or NULL. */
+static char *build(pl_test_db *t, const char *in)
 {
     char p[4608];
     snprintf(p, sizeof p, "%s/build-args.txt", in);
@@ -50,6 +51,8 @@ static void build(pl_test_db *t, const char *in)
             o.reactions = v;
         } else if (!strcmp(opt, "--gpr")) {
             o.gpr = v;
+        } else if (!strcmp(opt, "--rules")) {
+            o.rules = v;
         } else if (!strcmp(opt, "--rmr")) {
             o.rmr = v;
         } else if (!strcmp(opt, "--samples")) {
@@ -64,7 +67,35 @@ static void build(pl_test_db *t, const char *in)
     pl_err err = {0};
     if (pl_build(&o, NULL, &err) != 0)
         pl_test_die("pl_build: %s", err.msg);
+    char *rules = o.rules ? strdup(o.rules) : NULL;
     free(args);
+    return rules;
+}
+
+/* The rule text of every reaction from a rules file (`reaction<TAB>rule`,
+ * the header line `reaction<TAB>rule` skipped). */
+static void read_rules(pl_test_db *t, const char *path, const char *const *rx_names)
+{
+    size_t len;
+    char *text = pl_test_read_file(path, &len), *save = NULL;
+    t->rule = calloc(t->n_rx ? t->n_rx : 1, sizeof *t->rule);
+    if (!t->rule)
+        pl_test_die("out of memory");
+    for (char *ln = strtok_r(text, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+        char *tab = strchr(ln, '\t');
+        if (!tab)
+            pl_test_die("%s: no tab in '%s'", path, ln);
+        *tab = 0;
+        if (!strcmp(ln, "reaction"))
+            continue;
+        uint64_t r = 0;
+        while (r < t->n_rx && strcmp(rx_names[r], ln))
+            r++;
+        if (r == t->n_rx)
+            pl_test_die("%s: unknown reaction %s", path, ln);
+        t->rule[r] = strdup(tab + 1);
+    }
+    free(text);
 }
 
 static int32_t *array(pl_test_db *t, int which, uint64_t count)
@@ -78,8 +109,54 @@ static int32_t *array(pl_test_db *t, int which, uint64_t count)
     return a;
 }
 
+/* Rewrite the `genes` field of some rows of IN/samples.tsv (outliers). */
+static void edit_samples(const char *in, const pl_test_outlier *out, uint32_t n_out)
+{
+    char p[4608];
+    snprintf(p, sizeof p, "%s/genes.txt", in);
+    size_t len;
+    char *genes = pl_test_read_file(p, &len);
+    snprintf(p, sizeof p, "%s/samples.tsv", in);
+    char *text = pl_test_read_file(p, &len);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        pl_test_die("%s: cannot write", p);
+    uint64_t line = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save), line++) {
+        const pl_test_outlier *o = NULL;
+        for (uint32_t i = 0; i < n_out; i++)
+            if (line == out[i].row + 1) /* after the header */
+                o = &out[i];
+        char *tab = strchr(l, '\t'), *end = tab ? strchr(tab + 1, '\t') : NULL;
+        if (!o || !end) { /* synth writes id, genes, labels */
+            fprintf(f, "%s\n", l);
+            continue;
+        }
+        fprintf(f, "%.*s\t", (int)(tab - l), l);
+        uint32_t k = 0;
+        for (const char *g = genes; *g && k < o->n_genes; k++) {
+            size_t n = strcspn(g, "\n");
+            fprintf(f, "%s%.*s", k ? ";" : "", (int)n, g);
+            g += n + (g[n] == '\n');
+        }
+        fprintf(f, "%s\n", end);
+    }
+    if (fclose(f) != 0)
+        pl_test_die("%s: write failed", p);
+    free(text);
+    free(genes);
+}
+
 void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
                      uint32_t payload_dim, uint64_t seed)
+{
+    pl_test_db_make_outliers(t, n_genes, n_samples, scale, payload_dim, seed, NULL, 0);
+}
+
+void pl_test_db_make_outliers(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
+                              uint32_t payload_dim, uint64_t seed, const pl_test_outlier *out,
+                              uint32_t n_out)
 {
     memset(t, 0, sizeof *t);
     t->dir = pl_test_tmpdir();
@@ -90,10 +167,16 @@ void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double
     pl_err err = {0};
     if (pl__synth(&so, &err) != 0)
         pl_test_die("synth: %s", err.msg);
-    build(t, in);
+    if (n_out)
+        edit_samples(in, out, n_out);
+    char *rules = build(t, in);
     if (pl_db_open(t->path, &t->db, &err) != 0)
         pl_test_die("open: %s", err.msg);
     const pl_db_info *info = pl_db_info_get(t->db);
+    t->n_rx = info->n_reactions;
+    if (rules && info->reaction_rule == PL_REACTION_GPR)
+        read_rules(t, rules, info->reaction_names);
+    free(rules);
     t->n_types = info->n_types;
     t->n_lists = info->n_types + (info->has_metabolism ? 3 : 0);
     t->n_genes = info->n_genes;
@@ -138,6 +221,9 @@ void pl_test_db_free(pl_test_db *t)
     for (uint32_t k = 0; k < t->n_types; k++)
         free(t->edges[k]);
     free(t->gpr);
+    for (uint64_t r = 0; t->rule && r < t->n_rx; r++)
+        free(t->rule[r]);
+    free(t->rule);
     free(t->rmr);
     free(t->payload);
     if (t->dir)
@@ -155,6 +241,25 @@ void pl_test_db_pert(const pl_test_db *t, uint64_t row, unsigned char *P)
     memset(P, 0, t->n_genes);
     for (uint32_t i = 0; i < s.n_genes; i++)
         P[s.genes[i]] = 1;
+}
+
+typedef struct oracle_ctx {
+    const pl_test_db *t;
+    const unsigned char *P;
+} oracle_ctx;
+
+static int oracle_deleted(void *ctx, const char *name, size_t len)
+{
+    const oracle_ctx *c = ctx;
+    char buf[256];
+    if (len >= sizeof buf)
+        pl_test_die("gene name too long");
+    memcpy(buf, name, len);
+    buf[len] = 0;
+    int64_t g = pl_db_gene_index(c->t->db, buf);
+    if (g < 0)
+        pl_test_die("rule names unknown gene %s", buf);
+    return c->P[g];
 }
 
 uint64_t pl_test_oracle(const pl_test_db *t, uint32_t k, const unsigned char *P, int32_t *out)
@@ -175,10 +280,18 @@ uint64_t pl_test_oracle(const pl_test_db *t, uint32_t k, const unsigned char *P,
         unsigned char *gone = calloc(t->n_rx ? t->n_rx : 1, 1);
         if (!gone)
             pl_test_die("out of memory");
-        /* a reaction is removed when any of its GPR genes is deleted */
+        /* a reaction is removed when any of its GPR genes is deleted (rule
+         * any), or when its rule is false (rule gpr) */
         for (uint64_t i = 0; i < n_gpr; i++)
             if (P[t->gpr[i]])
                 gone[t->gpr[n_gpr + i]] = 1;
+        for (uint64_t r = 0; t->rule && r < t->n_rx; r++) {
+            oracle_ctx c = {t, P};
+            int holds = t->rule[r] ? pl_test_rule_holds(t->rule[r], oracle_deleted, &c) : 1;
+            if (holds < 0)
+                pl_test_die("rule of reaction %llu does not parse", (unsigned long long)r);
+            gone[r] = !holds;
+        }
         switch (k - t->n_types) {
         case PL_LIST_GPR:
             for (uint64_t i = 0; i < n_gpr; i++)
@@ -298,7 +411,8 @@ uint32_t pl_test_collate(pl_test_db *t, const pl_plan *plan, uint32_t B, uint64_
     for (uint32_t i = 0; i < n && c.payload_row_bytes; i++)
         memcpy(pay + i * c.payload_row_bytes, t->payload + rows[i] * c.payload_row_bytes,
                c.payload_row_bytes);
-    pl__batch_src src = {n, ids, rows, genes, ng, labels, NULL};
+    pl__batch_src src = {.n = n, .ids = ids, .rows = rows, .genes = genes, .n_genes = ng,
+                         .labels = labels};
     pl_err err = {0};
     if (pl__collate(&c, &src, t->want, cap, pb, epoch, t->scratch,
                     t->table.max_kind_bound + PL__MASKS_PAD, &err) != 0)

@@ -22,6 +22,8 @@ typedef struct pl_test_db {
     uint64_t len[PL_MAX_TYPES + 4];   /**< positions per list kind, then genes */
     int32_t *edges[PL_MAX_TYPES];     /**< int32 [2, E_t] per edge type */
     int32_t *gpr, *rmr;               /**< int32 [2, n_gpr], [2, n_rmr] (NULL without) */
+    char **rule;                      /**< [n_rx] rule text by reaction under the reaction
+                                           rule gpr (NULL for none), else NULL */
     unsigned char *payload;           /**< payload rows [n_samples, payload_row_bytes] */
     uint64_t payload_row_bytes;
     /* pl_test_db_load() */
@@ -36,6 +38,19 @@ typedef struct pl_test_db {
 /** Generate and build a database in a fresh temporary directory. */
 void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
                      uint32_t payload_dim, uint64_t seed);
+
+/** A sample of pl_test_db_make_outliers(): row `row` deletes the first
+ *  n_genes genes of the gene list (all of them when n_genes >= the genes). */
+typedef struct pl_test_outlier {
+    uint64_t row;
+    uint32_t n_genes;
+} pl_test_outlier;
+
+/** pl_test_db_make() with the deleted genes of some samples replaced before
+ *  the build. */
+void pl_test_db_make_outliers(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
+                              uint32_t payload_dim, uint64_t seed, const pl_test_outlier *out,
+                              uint32_t n_out);
 
 /** Close and remove everything. */
 void pl_test_db_free(pl_test_db *t);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -347,4 +348,98 @@ const char *pl_test_tmp_tail(const char *msg, const char *out)
             return h + 17;
     }
     return NULL;
+}
+
+/* ------------------------------------------------ gene-reaction rules */
+
+typedef struct rule_eval {
+    const char *s;
+    int (*deleted)(void *, const char *, size_t);
+    void *ctx;
+    int bad;
+} rule_eval;
+
+static int rule_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/* The next token's start and length (0 at the end). */
+static size_t rule_token(rule_eval *e, const char **start)
+{
+    while (rule_space(*e->s))
+        e->s++;
+    *start = e->s;
+    if (!*e->s)
+        return 0;
+    if (*e->s == '(' || *e->s == ')')
+        return 1;
+    size_t n = 0;
+    while (e->s[n] && !rule_space(e->s[n]) && e->s[n] != '(' && e->s[n] != ')')
+        n++;
+    return n;
+}
+
+static int rule_is(const char *t, size_t n, const char *w)
+{
+    return n == strlen(w) && strncasecmp(t, w, n) == 0;
+}
+
+static int rule_or(rule_eval *e);
+
+static int rule_atom(rule_eval *e)
+{
+    const char *t;
+    size_t n = rule_token(e, &t);
+    if (n == 0 || *t == ')' || rule_is(t, n, "and") || rule_is(t, n, "or")) {
+        e->bad = 1;
+        return 0;
+    }
+    e->s = t + n;
+    if (*t == '(') {
+        int v = rule_or(e);
+        n = rule_token(e, &t);
+        if (n != 1 || *t != ')')
+            e->bad = 1;
+        else
+            e->s = t + 1;
+        return v;
+    }
+    return !e->deleted(e->ctx, t, n);
+}
+
+static int rule_and(rule_eval *e)
+{
+    int v = rule_atom(e);
+    for (;;) {
+        const char *t;
+        size_t n = rule_token(e, &t);
+        if (!rule_is(t, n, "and"))
+            return v;
+        e->s = t + n;
+        v &= rule_atom(e); /* both sides are parsed: no short cut */
+    }
+}
+
+static int rule_or(rule_eval *e)
+{
+    int v = rule_and(e);
+    for (;;) {
+        const char *t;
+        size_t n = rule_token(e, &t);
+        if (!rule_is(t, n, "or"))
+            return v;
+        e->s = t + n;
+        v |= rule_and(e);
+    }
+}
+
+int pl_test_rule_holds(const char *rule, int (*deleted)(void *ctx, const char *name, size_t len),
+                       void *ctx)
+{
+    rule_eval e = {rule, deleted, ctx, 0};
+    const char *t;
+    if (rule_token(&e, &t) == 0)
+        return 1;
+    int v = rule_or(&e);
+    if (rule_token(&e, &t) != 0)
+        e.bad = 1;
+    return e.bad ? -1 : v;
 }

@@ -129,6 +129,14 @@ int pl_test_inputs_build(pl_test_inputs *in, const char *out, pl_build_stats *st
 /** Free the paths (the files stay) and zero `in`. */
 void pl_test_inputs_free(pl_test_inputs *in);
 
+/** Evaluate a gene-reaction rule (`and`, `or` in any case, parentheses;
+ *  `and` binds tighter) by recursive descent over its text, independently of
+ *  the library's compiler: a gene holds unless deleted(ctx, name, len).
+ *  @return 1 (holds; also for an empty rule), 0, or -1 when it does not
+ *  parse. */
+int pl_test_rule_holds(const char *rule, int (*deleted)(void *ctx, const char *name, size_t len),
+                       void *ctx);
+
 /** Deterministic PRNG (splitmix64). */
 uint64_t pl_test_rand(uint64_t *state);
 

@@ -15,6 +15,7 @@ PL_RING_NAME_MAX = 64
 PL_ARRAY_GPR = -1
 PL_ARRAY_RMR = -2
 PL_ARRAY_RMR_STOICH = -3
+PL_ARRAY_RULES = -4
 PL_RING_RUNNING, PL_RING_DONE, PL_RING_FAILED = 0, 1, 2
 
 
@@ -68,6 +69,10 @@ class DbInfo(ctypes.Structure):
         ("graph_bytes", ctypes.c_uint64),
         ("samples_bytes", ctypes.c_uint64),
         ("payload_bytes", ctypes.c_uint64),
+        ("reaction_rule", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("n_rules", ctypes.c_uint64),
+        ("n_rule_words", ctypes.c_uint64),
     ]
 
 

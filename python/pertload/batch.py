@@ -17,10 +17,11 @@ from . import _lib
 from ._lib import LoaderError
 
 SLOT_MAGIC = b"PLBATCH1"
+SLOT_VERSION = 2  # PL_SLOT_VERSION
 DENSE_NONE, DENSE_BITS, DENSE_BOOL = 0, 1, 2
 
 # struct pl_slot_header and struct pl_slot_array (collate/slot.h).
-HEADER = struct.Struct("<8sIIQQIIQ16x")
+HEADER = struct.Struct("<8sIIQQIIQIIQ")
 ARRAY = struct.Struct("<128s8sIIQQ10Q")
 assert HEADER.size == 64 and ARRAY.size == 240
 
@@ -70,7 +71,9 @@ def parse_slot(buf, slot_bytes):
     into private memory first; the library's pl_slot_check() validates that
     copy (bounds, overflow, dtypes, names, overlaps; it reads nothing past the
     descriptor table) and the views are made from it alone, so a rewrite of
-    the shared slot after the copy cannot change a checked descriptor."""
+    the shared slot after the copy cannot change a checked descriptor. A part
+    of a split batch also has part, n_parts and first (its first sample
+    within the batch) in its header."""
     mv = memoryview(buf).cast("B")
     if len(mv) < slot_bytes:
         raise LoaderError(f"slot: {len(mv)} bytes, {slot_bytes} expected")
@@ -85,9 +88,11 @@ def parse_slot(buf, slot_bytes):
     rc = _lib.lib().pl_slot_check(table, slot_bytes, ctypes.byref(err))
     if rc < 0:
         raise LoaderError(err.text(rc))
-    _, _, n_arrays, batch, epoch, n_samples, dense, used = HEADER.unpack_from(table)
+    (_, _, n_arrays, batch, epoch, n_samples, dense, used, part, n_parts,
+     first) = HEADER.unpack_from(table)
     head = {"batch": batch, "epoch": epoch, "n_samples": n_samples, "dense": dense,
-            "used": used, "n_arrays": n_arrays}
+            "used": used, "n_arrays": n_arrays, "part": part, "n_parts": n_parts,
+            "first": first}
     arrays = {}
     for rec in ARRAY.iter_unpack(memoryview(table)[HEADER.size:]):
         raw, dtype, ndim, off = rec[0], rec[1], rec[2], rec[4]
@@ -108,14 +113,42 @@ def parse_slot(buf, slot_bytes):
     return head, arrays
 
 
+def merge_parts(parts):
+    """One batch from the parts of a batch split over several slots: `parts`
+    are the (head, arrays) of its parts in order (each checked as a Batch).
+    Arrays with a row per sample are stacked, removed lists concatenated and
+    their ptr arrays shifted by the positions before each part. The result
+    owns its memory (the parts' slots may be reused)."""
+    head = dict(parts[0][0])
+    head.update(n_samples=sum(h["n_samples"] for h, _ in parts), part=0, first=0, used=0)
+    names = parts[0][1].keys()
+    if any(a.keys() != names for _, a in parts):
+        raise LoaderError(f"batch {head['batch']}: its parts hold different arrays")
+    out = {}
+    for name in names:
+        pieces = [a[name] for _, a in parts]
+        if name == "perturbation_ptr" or name.endswith("/ptr"):
+            shift, shifted = 0, [pieces[0][:1]]
+            for ptr in pieces:
+                shifted.append(ptr[1:] + shift)
+                shift += int(ptr[-1])
+            out[name] = np.concatenate(shifted)
+        else:
+            out[name] = np.concatenate(pieces)
+    return head, out
+
+
 class Batch:
     """One batch of B samples, as numpy views of its ring slot (no copy).
 
     The views are valid until the loader is asked for the next batch: then
     the slot is handed back to the producer, which refills it. Copy what must
     outlive the step (or call to_torch(), whose tensors own their memory).
+    A batch too large for one slot came in several (`parts` of them) and was
+    put together in memory of its own: its arrays are not views of the ring.
 
-    Attributes: index (the batch's position in the epoch plan), epoch,
+    Attributes: index (the batch's position in the epoch plan), epoch, parts
+    (the slots it came in: 1, more when it was split to fit the ring),
     sample_id, row (sample-store rows), labels [B, L], perturbation_indices,
     perturbation_ptr [B+1], removed[type] -> (positions, ptr), gpr, reaction,
     rmr -> (positions, ptr) or None, payload or None, dense (PyG key -> mask
@@ -136,6 +169,7 @@ class Batch:
         dense = int(head["dense"])  # 0, 1 or 2: pl_slot_check refuses others
         self.dense_format = {DENSE_NONE: None, DENSE_BITS: "bits", DENSE_BOOL: "bool"}[dense]
         self._kinds = kinds
+        self.parts = int(head.get("n_parts", 1))
         self._ring = ring
         self._slot_addr = slot_addr
         self._slot_bytes = slot_bytes

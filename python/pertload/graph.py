@@ -16,6 +16,10 @@ class Graph:
     gene_names, type_names, label_names, reaction_names, metabolite_names
     n_genes, n_edges (dict), n_reactions, n_metabolites, n_gpr, n_rmr,
     n_samples, n_labels, has_metabolism
+    reaction_rule     "gpr" (a reaction is removed when its gene-reaction rule
+                      is false) or "any" (when any of its GPR genes is deleted)
+    rules             (off uint32 [n_reactions + 1], code uint32 [words]): the
+                      compiled rules (PL_ARRAY_RULES in pertload.h), or None
     payload_dtype ("" without payload), payload_shape (after the sample axis)
     """
 
@@ -29,6 +33,7 @@ class Graph:
         self.n_metabolites = int(info.n_metabolites)
         self.n_gpr = int(info.n_gpr)
         self.n_rmr = int(info.n_rmr)
+        self.reaction_rule = "gpr" if info.reaction_rule == 2 else "any"
         self.type_names = _lib.names(info.type_names, info.n_types)
         self.gene_names = _lib.names(info.gene_names, self.n_genes)
         self.label_names = _lib.names(info.label_names, self.n_labels)
@@ -42,7 +47,13 @@ class Graph:
             return db.graph_array(which, np.empty((2, n), np.int32)).astype(np.int64)
 
         self.edge_index = {t: pairs(k, self.n_edges[t]) for k, t in enumerate(self.type_names)}
-        self.gpr = self.rmr = self.rmr_stoich = None
+        self.gpr = self.rmr = self.rmr_stoich = self.rules = None
+        n_rules = int(info.n_rules)
+        if n_rules:
+            n = self.n_reactions + 1 + int(info.n_rule_words)
+            words = db.graph_array(_lib.PL_ARRAY_RULES, np.empty(n, np.uint32))
+            off = words[:self.n_reactions + 1].copy()
+            self.rules = (off, words[self.n_reactions + 1:].copy())
         if self.has_metabolism:
             self.gpr = pairs(_lib.PL_ARRAY_GPR, self.n_gpr)
             self.rmr = pairs(_lib.PL_ARRAY_RMR, self.n_rmr)

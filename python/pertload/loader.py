@@ -15,11 +15,12 @@ import weakref
 
 from . import _lib
 from ._lib import LoaderError
-from .batch import Batch, list_kinds, parse_slot
+from .batch import Batch, list_kinds, merge_parts, parse_slot
 from .graph import Graph
 
 _SHM_DIR = "/dev/shm"
-_READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches$")
+_READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches, "
+                    rb"(\d+) deliveries$")
 # Fresh names a Loader tries when serve finds its ring's name taken.
 _NAME_TRIES = 8
 _PR_SET_PDEATHSIG = 1
@@ -204,7 +205,7 @@ class _Producer:
         self.mapping = None
         self._stopped = False
         try:
-            self.n_batches = self._wait_ready(timeout)
+            self.n_batches, self.n_deliveries = self._wait_ready(timeout)
             self._owns_name = True
             self.mapping = self._attach()
         except BaseException:
@@ -212,7 +213,8 @@ class _Producer:
             raise
 
     def _wait_ready(self, timeout):
-        """Wait for serve's ready line; return the batches it announces."""
+        """Wait for serve's ready line; return the batches and the deliveries
+        (batches and the parts of split batches) it announces."""
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
         line = b""
@@ -234,7 +236,7 @@ class _Producer:
         m = _READY.match(line.split(b"\n", 1)[0])
         if not m or m.group(1).decode() != self.name:
             raise LoaderError(f"pertload serve: unexpected first line {line!r}")
-        return int(m.group(4))
+        return int(m.group(4)), int(m.group(5))
 
     def _attach(self):
         """Map the ring serve announced. It was complete before the ready line,
@@ -354,14 +356,19 @@ def _start_producer(loader, start):
 
 
 class _Epoch:
-    """Iterator over the batches of one run of the producer."""
+    """Iterator over the batches of one run of the producer.
+
+    The ring carries deliveries: whole batches, which are yielded as views of
+    their slot, and the parts of a batch too large for one slot, which are
+    copied out and yielded as one batch (merge_parts)."""
 
     def __init__(self, loader, start, n_batches):
         self._loader = loader
         self._start = start
         self._n = n_batches
-        self._i = 0
-        self._prev = None
+        self._i = 0          # deliveries taken from the ring
+        self._b = 0          # batches yielded
+        self._prev = None    # the last batch yielded, while it holds its slot
         self._producer = None
         self._finalizer = None
         if n_batches > start:
@@ -386,20 +393,15 @@ class _Epoch:
     def __iter__(self):
         return self
 
-    def __next__(self):
+    def _take(self):
+        """The next delivery as a Batch of its slot (views), or None at the
+        end of the epoch."""
         p = self._producer
-        if p is None or p._stopped:
-            raise StopIteration
         m = p.mapping
         lib = _lib.lib()
-        prev, self._prev = self._prev, None
-        if prev is not None:
-            prev.wait_copies()
         # Before the header is touched (a truncated segment faults), and again
         # before the slot is, as the wait for it may be long.
         self._check_size(m)
-        if prev is not None:
-            lib.pl_ring_release(m.handle, self._i - 1, len(prev))
         slot = ctypes.c_void_p()
         err = _lib.PlErr()
         rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
@@ -410,19 +412,19 @@ class _Epoch:
             # returned lets the wait go on.
             rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
         if rc == 1:
-            self.close(finish=True)
-            raise StopIteration
+            return None
         if rc < 0:
             msg = err.text(rc)
             if p.proc.poll() is not None:
                 msg += f" ({p.exit_message()})"
             self.close()
             raise LoaderError(msg)
+        self._i += 1
         try:
             m.check_size()
             head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
             batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes)
-            want = self._start + self._i
+            want = self._start + self._b
             if batch.index != want or batch.epoch != self._loader.epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
                                   f"{batch.epoch}, batch {want} of epoch "
@@ -431,10 +433,62 @@ class _Epoch:
             self.close()
             if isinstance(e, LoaderError):
                 raise
-            raise LoaderError(f"ring '{p.name}': batch {self._start + self._i}: {e!r}") from e
-        self._prev = batch
-        self._i += 1
-        self._loader._consumed = self._start + self._i
+            raise LoaderError(f"ring '{p.name}': batch {self._start + self._b}: {e!r}") from e
+        return head, batch
+
+    def _release(self, batch):
+        """Hand the slot of the last delivery taken back to the producer."""
+        batch.wait_copies()
+        m = self._producer.mapping
+        self._check_size(m)  # the release touches the shared header
+        _lib.lib().pl_ring_release(m.handle, self._i - 1, len(batch))
+
+    def _gather(self, head, batch):
+        """The remaining parts of a split batch, merged with its first."""
+        n_parts, parts = head["n_parts"], []
+        while True:
+            if (head["part"] != len(parts) or head["n_parts"] != n_parts or
+                    head["first"] != sum(h["n_samples"] for h, _ in parts)):
+                self.close()
+                raise LoaderError(f"ring '{self._producer.name}': batch {batch.index}: part "
+                                  f"{head['part']} of {head['n_parts']} at sample "
+                                  f"{head['first']} out of order")
+            last = len(parts) + 1 == n_parts
+            # The last part is merged straight from its slot; the others are
+            # copied first, as their slots are handed back before the next.
+            parts.append((head, batch.arrays if last else
+                          {k: v.copy() for k, v in batch.arrays.items()}))
+            if last:
+                merged_head, arrays = merge_parts(parts)
+                merged = Batch(arrays, merged_head, self._loader._kinds)
+                self._release(batch)
+                return merged
+            self._release(batch)
+            got = self._take()
+            if got is None:
+                self.close()
+                raise LoaderError(f"ring '{self._producer.name}': the epoch ended within "
+                                  f"batch {batch.index} ({len(parts)} of {n_parts} parts)")
+            head, batch = got
+
+    def __next__(self):
+        p = self._producer
+        if p is None or p._stopped:
+            raise StopIteration
+        if self._prev is not None:
+            prev, self._prev = self._prev, None
+            self._release(prev)
+        got = self._take()
+        if got is None:
+            self.close(finish=True)
+            raise StopIteration
+        head, batch = got
+        if head["n_parts"] > 1:
+            batch = self._gather(head, batch)
+        else:
+            self._prev = batch
+        self._b += 1
+        self._loader._consumed = self._start + self._b
         return batch
 
     def _check_size(self, m):
@@ -461,7 +515,7 @@ class Loader:
 
     Loader(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
            rank=None, world_size=None, dense=None, threads=2, ring=None,
-           timeout=30.0, slots=None, khop=None, khop_types=None,
+           timeout=30.0, slots=None, max_ring_bytes=None, khop=None, khop_types=None,
            khop_max_genes=None)
 
     rank and world_size default to torchrun's RANK and WORLD_SIZE (else 0 and
@@ -479,6 +533,12 @@ class Loader:
     caps a set (default 1024: a hop that would pass it is dropped whole and
     the sample flagged in khop["capped"]).
 
+    The ring in /dev/shm takes at most max_ring_bytes (default: serve's, 256
+    MiB) with at most `slots` slots (default 16), each sized for a typical
+    batch; a batch too large for a slot comes in parts that are put together
+    here, so every batch still has its batch_size samples (Batch.parts says
+    how many slots it took).
+
     state_dict() saves the position in the epoch; load_state_dict() makes the
     next iteration yield exactly the remaining batches. A producer failure or
     death raises LoaderError.
@@ -490,7 +550,7 @@ class Loader:
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
-                 khop=None, khop_types=None, khop_max_genes=None):
+                 max_ring_bytes=None, khop=None, khop_types=None, khop_max_genes=None):
         if rank is None:
             rank = _env_int("RANK", 0)
         if world_size is None:
@@ -502,6 +562,8 @@ class Loader:
             raise ValueError(f"dense is None, 'bits' or 'bool', not {dense!r}")
         if threads < 1 or (slots is not None and slots < 1):
             raise ValueError("threads and slots must be at least 1")
+        if max_ring_bytes is not None and max_ring_bytes < 1:
+            raise ValueError(f"max_ring_bytes {max_ring_bytes}: must be at least 1")
         if ring is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,%d}" % _lib.PL_RING_NAME_MAX,
                                                  ring):
             raise ValueError(f"ring name {ring!r}: 1 to {_lib.PL_RING_NAME_MAX} of "
@@ -529,6 +591,7 @@ class Loader:
         self.ring = ring
         self.timeout = float(timeout)
         self.slots = slots
+        self.max_ring_bytes = None if max_ring_bytes is None else int(max_ring_bytes)
         self.epoch = 0
         self._start = 0      # batch the next iteration starts at
         self._consumed = 0   # batches of this epoch consumed
@@ -619,6 +682,8 @@ class Loader:
             a += ["--dense", self.dense]
         if self.slots:
             a += ["--slots", str(self.slots)]
+        if self.max_ring_bytes:
+            a += ["--max-ring-bytes", str(self.max_ring_bytes)]
         if self.khop is not None:
             a += ["--khop", str(self.khop), "--khop-types", ",".join(self.khop_types)]
             if self.khop_max_genes is not None:

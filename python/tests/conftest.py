@@ -52,6 +52,12 @@ class Inputs:
         ri = {r: i for i, r in enumerate(self.reactions)}
         gpr = [ln.split() for ln in (self.dir / "gpr.tsv").read_text().splitlines() if ln.strip()]
         self.gpr = np.array([[gi[g] for g, _ in gpr], [ri[r] for _, r in gpr]], np.int64)
+        # rules.tsv (`reaction<TAB>rule`, a header line first) gives the
+        # rules the database removes reactions by (rule gpr).
+        self.rules = {}
+        for ln in (self.dir / "rules.tsv").read_text().splitlines()[1:]:
+            r, rule = ln.split("\t")
+            self.rules[ri[r]] = rule
         rmr = [ln.split() for ln in (self.dir / "rmr.tsv").read_text().splitlines() if ln.strip()]
         self.metabolites = list(dict.fromkeys(m for _, m, _ in rmr))
         mi = {m: i for i, m in enumerate(self.metabolites)}
@@ -81,11 +87,9 @@ class Inputs:
             out["edges/" + t] = np.flatnonzero(np.isin(src, P) | np.isin(dst, P))
         gpr_removed = np.isin(self.gpr[0], P)
         out["gpr"] = np.flatnonzero(gpr_removed)
-        has_gene = np.zeros(len(self.reactions), bool)
-        has_gene[self.gpr[1]] = True
-        hit = np.zeros(len(self.reactions), bool)
-        hit[self.gpr[1][gpr_removed]] = True
-        out["reaction"] = np.flatnonzero(has_gene & hit)
+        deleted = {self.genes[g] for g in P}
+        out["reaction"] = np.array([r for r, rule in sorted(self.rules.items())
+                                    if rule and not rule_holds(rule, deleted)], np.int64)
         out["rmr"] = np.flatnonzero(np.isin(self.rmr[0], out["reaction"]))
         return out
 
@@ -104,6 +108,56 @@ def small(tmp_path_factory):
 def medium(tmp_path_factory):
     """2000 samples with an 8-float payload."""
     return Inputs(tmp_path_factory.mktemp("medium"), 2000, 8)
+
+
+def rule_holds(rule, deleted):
+    """A gene-reaction rule with the genes of `deleted` false and every other
+    true, evaluated by Python itself (as COBRApy does): `and` binds tighter
+    than `or`."""
+    text = rule.replace("(", " ( ").replace(")", " ) ")
+    words = []
+    for w in text.split():
+        if w.lower() in ("and", "or") or w in "()":
+            words.append(w.lower())
+        else:
+            words.append(str(w not in deleted))
+    return eval(" ".join(words), {"__builtins__": {}})
+KINDS = ("gpr", "reaction", "rmr")
+
+
+def sample_lists(batch, i):
+    """Sample i of a batch as {"gene": P, "edges/<t>": ..., "gpr", ...}."""
+    def cut(pos, ptr):
+        return pos[ptr[i]:ptr[i + 1]]
+
+    out = {"gene": cut(batch.perturbation_indices, batch.perturbation_ptr)}
+    for t, (pos, ptr) in batch.removed.items():
+        out["edges/" + t] = cut(pos, ptr)
+    for k in KINDS:
+        out[k] = cut(*getattr(batch, k))
+    return out
+
+
+def assert_lists_equal(got, want, where):
+    assert got.keys() == want.keys()
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=f"{where}: {k}")
+
+
+def expected_masks(inputs, batch):
+    """Dense kept-masks of a batch from the brute-force oracle, by PyG key."""
+    n = {"gene": len(inputs.genes), "gpr": inputs.gpr.shape[1],
+         "reaction": len(inputs.reactions), "rmr": inputs.rmr.shape[1]}
+    keys = {"gene": "gene", "gpr": ("gene", "gpr", "reaction"), "reaction": "reaction",
+            "rmr": ("reaction", "rmr", "metabolite")}
+    for t in inputs.types:
+        n["edges/" + t] = inputs.edges[t].shape[1]
+        keys["edges/" + t] = ("gene", t, "gene")
+    out = {key: np.ones((len(batch), n[kind]), bool) for kind, key in keys.items()}
+    for i, row in enumerate(batch.row.tolist()):
+        for kind, removed in inputs.expected(row).items():
+            out[keys[kind]][i, removed] = False
+    return out
 
 
 def splitmix64(s):

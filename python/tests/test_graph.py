@@ -144,7 +144,8 @@ def fake_slot(arrays):
         placed.append((name, a, at))
         at = (at + a.nbytes + 63) // 64 * 64
     buf = bytearray(at + 4096)
-    pbatch.HEADER.pack_into(buf, 0, pbatch.SLOT_MAGIC, 1, len(arrays), 5, 0, 2, 0, at)
+    pbatch.HEADER.pack_into(buf, 0, pbatch.SLOT_MAGIC, pbatch.SLOT_VERSION, len(arrays), 5, 0, 2,
+                            0, at, 0, 1, 0)
     for k, (name, a, off) in enumerate(placed):
         shape = list(a.shape) + [0] * (10 - a.ndim)
         pbatch.ARRAY.pack_into(buf, 64 + 240 * k, name.encode(), a.dtype.str.encode(), a.ndim,
@@ -153,7 +154,8 @@ def fake_slot(arrays):
     return buf
 
 
-HEADER_FIELDS = ["magic", "version", "n_arrays", "batch", "epoch", "n_samples", "dense", "used"]
+HEADER_FIELDS = ["magic", "version", "n_arrays", "batch", "epoch", "n_samples", "dense", "used",
+                 "part", "n_parts", "first"]
 ARRAY_FIELDS = ["name", "dtype", "ndim", "reserved", "offset", "nbytes"]
 
 
@@ -174,11 +176,13 @@ def test_parse_slot_maps_arrays_without_copy():
 
 @pytest.mark.parametrize("field,value,match", [
     ("magic", b"PLBATCH2", "bad magic"),
-    ("version", 2, "layout version 2"),
+    ("version", 1, "layout version 1"),
     ("n_arrays", 10 ** 6, "1000000 arrays"),
     ("n_arrays", 2, "descriptors end at"),
     ("dense", 7, "unknown dense format 7"),
     ("used", 1 << 40, "bytes in use, the slot has"),
+    ("n_parts", 0, "part 0 of 0"),
+    ("part", 1, "part 1 of 1"),
 ])
 def test_parse_slot_rejects_bad_headers(field, value, match):
     buf = fake_slot([("sample_id", np.zeros(2, np.uint64))])
@@ -240,3 +244,28 @@ def test_long_path_keeps_the_reason(tmp_path):
         _lib.Database(d)
     want = f"{d}/samples.pls: No such file or directory"
     assert str(e.value).endswith(want)
+def test_graph_rules_are_the_rules_file(small):
+    """graph.rules (the compiled programs) evaluate as the rules' text does."""
+    from conftest import rule_holds
+
+    g = pertload.Loader(small.db).graph
+    assert g.reaction_rule == "gpr"
+    off, code = g.rules
+    assert off.shape == (g.n_reactions + 1,) and off[0] == 0 and off[-1] == len(code)
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        gone = set(rng.choice(g.n_genes, 3, replace=False).tolist())
+        names = {g.gene_names[i] for i in gone}
+        for r in range(g.n_reactions):
+            stack = []
+            for w in code[off[r]:off[r + 1]].tolist():
+                if w < 0xFFFFFFFD:
+                    stack.append(w not in gone)
+                elif w == 0xFFFFFFFD:
+                    stack.append(True)
+                else:
+                    b, a = stack.pop(), stack.pop()
+                    stack.append(a and b if w == 0xFFFFFFFF else a or b)
+            assert len(stack) <= 1
+            text = small.rules.get(r, "")
+            assert (stack[0] if stack else True) == (rule_holds(text, names) if text else True)

@@ -17,29 +17,8 @@ import pytest
 import torch
 
 import pertload
-from conftest import Inputs, pertload_bin, plan_batches, reaped, rings
-
-KINDS = ("gpr", "reaction", "rmr")
-
-
-def sample_lists(batch, i):
-    """Sample i of a batch as {"gene": P, "edges/<t>": ..., "gpr", ...}."""
-    def cut(pos, ptr):
-        return pos[ptr[i]:ptr[i + 1]]
-
-    out = {"gene": cut(batch.perturbation_indices, batch.perturbation_ptr)}
-    for t, (pos, ptr) in batch.removed.items():
-        out["edges/" + t] = cut(pos, ptr)
-    for k in KINDS:
-        out[k] = cut(*getattr(batch, k))
-    return out
-
-
-def assert_lists_equal(got, want, where):
-    assert got.keys() == want.keys()
-    for k in want:
-        np.testing.assert_array_equal(got[k], want[k], err_msg=f"{where}: {k}")
-
+from conftest import (KINDS, Inputs, assert_lists_equal, expected_masks, pertload_bin,
+                      plan_batches, reaped, rings, sample_lists)
 
 def test_every_sample_equals_the_masks_command(small):
     seen = 0
@@ -446,22 +425,6 @@ def test_consumer_death_or_exit_stops_the_producer(small, how):
         time.sleep(0.05)
     assert dead(pid), child.stderr
     assert ring not in rings()
-
-
-def expected_masks(inputs, batch):
-    """Dense kept-masks of a batch from the brute-force oracle, by PyG key."""
-    n = {"gene": len(inputs.genes), "gpr": inputs.gpr.shape[1],
-         "reaction": len(inputs.reactions), "rmr": inputs.rmr.shape[1]}
-    keys = {"gene": "gene", "gpr": ("gene", "gpr", "reaction"), "reaction": "reaction",
-            "rmr": ("reaction", "rmr", "metabolite")}
-    for t in inputs.types:
-        n["edges/" + t] = inputs.edges[t].shape[1]
-        keys["edges/" + t] = ("gene", t, "gene")
-    out = {key: np.ones((len(batch), n[kind]), bool) for kind, key in keys.items()}
-    for i, row in enumerate(batch.row.tolist()):
-        for kind, removed in inputs.expected(row).items():
-            out[keys[kind]][i, removed] = False
-    return out
 
 
 def test_to_torch_cpu_masks_equal_the_oracle(medium):

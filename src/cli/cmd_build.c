@@ -9,8 +9,8 @@
 
 static const char usage[] =
     "-o DB --genes F --edges NAME=FILE... [--min-score NAME=X]... [--reactions F]\n"
-    "       [--gpr F] [--rmr F] --samples F [--payload F.npy] [--drop-unknown-genes]\n"
-    "       [--quiet]";
+    "       [--gpr F | --rules F] [--reaction-rule any|gpr] [--rmr F] --samples F\n"
+    "       [--payload F.npy] [--drop-unknown-genes] [--quiet]";
 
 /* Parse the arguments into `o`, `min_score` and `quiet`: -1 to go on, else
  * the exit status. The edge type names are strndup'ed into `names`, o->n_types
@@ -49,12 +49,21 @@ static int parse(int argc, char **argv, pl_build_opts *o, const char **names,
             target = &o->gpr;
         else if (!strcmp(a, "--rmr"))
             target = &o->rmr;
+        else if (!strcmp(a, "--rules"))
+            target = &o->rules;
         else if (!strcmp(a, "--samples"))
             target = &o->samples;
         else if (!strcmp(a, "--payload"))
             target = &o->payload;
         if (target) {
             *target = v;
+            continue;
+        }
+        if (!strcmp(a, "--reaction-rule")) {
+            if (strcmp(v, "any") && strcmp(v, "gpr"))
+                return pl_cli_usage(cmd, usage, "--reaction-rule wants any or gpr, got '%s'",
+                                    v);
+            o->reaction_rule = !strcmp(v, "gpr") ? PL_REACTION_GPR : PL_REACTION_ANY;
             continue;
         }
         const char *eq = strchr(v, '=');
@@ -127,10 +136,11 @@ static int build(pl_build_opts *o, int argc, char **argv, int quiet)
         pl_cli_bytes(s, sizeof s, st.sample_bytes);
         pl_cli_bytes(p, sizeof p, st.payload_bytes);
         printf("built %s in %.2f s: %llu genes, %llu edges (%llu under min score), "
-               "%llu reactions, %llu metabolites, %llu GPR, %llu RMR, %llu samples, "
-               "%llu labels\n", o->out, st.seconds, (unsigned long long)st.n_genes,
+               "%llu reactions (%llu with rules), %llu metabolites, %llu GPR, %llu RMR, "
+               "%llu samples, %llu labels\n", o->out, st.seconds, (unsigned long long)st.n_genes,
                (unsigned long long)st.n_edges, (unsigned long long)st.filtered_edges,
-               (unsigned long long)st.n_reactions, (unsigned long long)st.n_metabolites,
+               (unsigned long long)st.n_reactions, (unsigned long long)st.n_rules,
+               (unsigned long long)st.n_metabolites,
                (unsigned long long)st.n_gpr, (unsigned long long)st.n_rmr,
                (unsigned long long)st.n_samples, (unsigned long long)st.n_labels);
         printf("sizes: graph (LMDB) %s, samples %s, payload %s\n", g, s, p);

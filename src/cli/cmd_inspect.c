@@ -51,6 +51,13 @@ int pl_cmd_inspect(int argc, char **argv)
                "edges\n", (unsigned long long)i->n_reactions,
                (unsigned long long)i->n_metabolites, (unsigned long long)i->n_gpr,
                (unsigned long long)i->n_rmr);
+    if (i->has_metabolism)
+        printf("reaction rule: %s (%llu reactions with a gene-reaction rule)\n",
+               i->reaction_rule == PL_REACTION_GPR ? "gpr: a reaction is removed when its "
+                                                     "rule is false"
+                                                   : "any: a reaction is removed when any "
+                                                     "of its GPR genes is deleted",
+               (unsigned long long)i->n_rules);
     else
         printf("metabolism: none\n");
     printf("samples: %llu in %llu blocks of %u\n", (unsigned long long)i->n_samples,

@@ -27,7 +27,8 @@ static const char *const help_text =
     "                     core and print the throughput\n"
     "  --json             one JSON object on one line: {\"perturbation_indices\":\n"
     "                     [...], \"edges\": {\"<type>\": [...], ...}, \"gpr\": [...],\n"
-    "                     \"reaction\": [...], \"rmr\": [...]}, plus \"row\", \"id\"\n"
+    "                     \"reaction\": [...], \"rmr\": [...], \"reaction_rule\":\n"
+    "                     \"gpr\" or \"any\"}, plus \"row\", \"id\"\n"
     "                     and \"labels\" (by label name, NaN as null) with --row;\n"
     "                     without it, a summary of counts per list\n"
     "  --khop K           also the perturbation neighbourhood: the genes within K\n"
@@ -203,6 +204,9 @@ static void print_json(const pl_db_info *info, const pl_graph *g, const pl_masks
         fputc(':', f);
         json_ints(f, r->removed[k].v, r->removed[k].n);
     }
+    if (info->has_metabolism)
+        fprintf(f, ",\"reaction_rule\":\"%s\"",
+                info->reaction_rule == PL_REACTION_GPR ? "gpr" : "any");
     if (kr->kh) {
         fprintf(f, ",\"khop\":{\"k\":%u,\"capped\":%d,\"genes\":", pl__khop_k(kr->kh),
                 kr->capped);

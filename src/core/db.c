@@ -12,6 +12,7 @@
 
 #include "checksum.h"
 #include "error.h"
+#include "rule.h"
 #include "fileio.h"
 #include "npy.h"
 
@@ -229,6 +230,9 @@ static void fill_info(pl_db *db)
     i->payload_row_bytes = m->payload_row_bytes;
     i->samples_bytes = m->samples_bytes;
     i->payload_bytes = m->payload_bytes;
+    i->reaction_rule = m->reaction_rule;
+    i->n_rules = m->n_rules;
+    i->n_rule_words = m->n_rule_words;
     char p[4096];
     i->graph_bytes = pl__file_size(pl__path_join(p, sizeof p, db->path, PL_FILE_LMDB));
 }
@@ -400,6 +404,10 @@ PL_API int64_t pl_db_graph_array(pl_db *db, int which, void *out, size_t cap, pl
         want = 12 * m->n_rmr;
         len = which == PL_ARRAY_RMR ? 8 * m->n_rmr : 4 * m->n_rmr;
         skip = which == PL_ARRAY_RMR ? 0 : 8 * m->n_rmr;
+    } else if (which == PL_ARRAY_RULES && m->n_rules) {
+        key = "rules";
+        klen = 5;
+        want = len = 4 * (m->n_reactions + 1 + m->n_rule_words);
     } else {
         return pl__err(err, PL_ERANGE, "no graph array %d in this database", which);
     }
@@ -482,6 +490,24 @@ static int verify_payload(pl_db *db, pl_err *err)
     return rc;
 }
 
+/* The gene-reaction rules: every program well formed (rule.h). */
+static int verify_rules(pl_db *db, pl_err *err)
+{
+    const struct pl__meta *m = &db->meta;
+    const uint32_t *off, *code;
+    uint32_t depth;
+    void *v;
+    size_t len = (m->n_reactions + 1 + m->n_rule_words) * sizeof(uint32_t);
+    int rc = pl__db_get_zstd(db->txn, db->dbi[PL_DBI_EDGES], PL_DBI_EDGES, "rules", 5, len,
+                             &v, err);
+    PL_FAIL_IF(rc == -ENOENT, err, PL_ECORRUPT, "key edges/rules missing");
+    PL_TRY(rc);
+    rc = pl__rules_decode(v, len, m->n_reactions, m->n_rule_words, m->n_rules, m->n_genes,
+                          &off, &code, &depth, err);
+    free(v);
+    return rc;
+}
+
 PL_API int pl_db_verify(pl_db *db, pl_err *err)
 {
     for (int d = 0; d < PL_DBI_COUNT; d++) {
@@ -539,6 +565,8 @@ PL_API int pl_db_verify(pl_db *db, pl_err *err)
             PL_FAIL_IF(bad, err, PL_ECORRUPT, "key edges/%s: index out of range", arr[k].key);
         }
     }
+    if (m->n_rules)
+        PL_TRY(verify_rules(db, err));
     for (uint64_t b = 0; b < m->n_blocks; b++)
         PL_TRY(pl__db_load_block(db, b, err));
     return verify_payload(db, err);

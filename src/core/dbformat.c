@@ -151,6 +151,11 @@ int pl__meta_decode(const void *v, size_t len, struct pl__meta *out, pl_err *err
         bad |= t < m.n_types ? m.n_edges[t] >= UINT32_MAX : m.n_edges[t] != 0;
     if (!m.has_metabolism)
         bad |= m.n_reactions || m.n_metabolites || m.n_gpr || m.n_rmr;
+    /* Rules: GPR needs them; programs are indexed by uint32 offsets. */
+    bad |= (m.reaction_rule != PL_REACTION_ANY && m.reaction_rule != PL_REACTION_GPR) ||
+           m.reserved != 0 || m.n_rules > m.n_reactions || m.n_rule_words > UINT32_MAX ||
+           (m.n_rules == 0) != (m.n_rule_words == 0) ||
+           (m.reaction_rule == PL_REACTION_GPR && m.n_rules == 0);
     PL_FAIL_IF(bad, err, PL_ECORRUPT, "key meta/meta: inconsistent counts");
     PL_FAIL_IF(!meta_payload_ok(&m), err, PL_ECORRUPT,
                "key meta/meta: inconsistent payload description");

@@ -19,6 +19,13 @@
  *   "edges"  'e' u8 type   zstd( int32 src[E], int32 dst[E] )
  *            "gpr"         zstd( int32 gene[n], int32 reaction[n] )
  *            "rmr"         zstd( int32 reaction[n], int32 metabolite[n], float stoich[n] )
+ *            "rules"       zstd( uint32 off[n_reactions + 1], uint32 code[n_rule_words] )
+ *                          (since version 4, present when n_rules > 0): reaction
+ *                          r's gene-reaction rule is the postfix program
+ *                          code[off[r] .. off[r + 1]) of src/core/rule.h, empty
+ *                          for a reaction without a rule. meta.reaction_rule
+ *                          says which rule removes reactions (DESIGN section 2):
+ *                          ANY (a GPR gene deleted) or GPR (the rule is false).
  *   "inc"    be16 kind, be32 gene -> roaring portable bitmap of positions
  *            kinds 0..n_types-1: incident edge positions of the gene;
  *            n_types+PL_LIST_GPR: GPR edge positions of the gene;
@@ -65,6 +72,10 @@ struct pl__meta {
     uint64_t payload_offset;     /* data start in payload.npy */
     uint64_t samples_bytes;      /* size of samples.pls */
     uint64_t payload_bytes;      /* size of payload.npy */
+    uint32_t reaction_rule;      /* PL_REACTION_ANY or PL_REACTION_GPR (version 4) */
+    uint32_t reserved;           /* 0 */
+    uint64_t n_rules;            /* reactions with a rule */
+    uint64_t n_rule_words;       /* words of the programs in edges/"rules" */
 };
 
 /* Sample-store index entry, one per block. */
