@@ -196,7 +196,7 @@ static int64_t khop_lists(const pl__collate_cfg *c, const pl__batch_src *src,
     }
     char name[PL_SLOT_NAME_MAX];
     add(h, "khop/genes", "<i4", at, 4 * (uint64_t)gptr[n], 1, (uint64_t)gptr[n], 0);
-    add(h, "khop/genes_ptr", "<i8", f->khop_gptr, 8 * (uint64_t)(n + 1), 1, n + 1, 0);
+    add(h, "khop/genes/ptr", "<i8", f->khop_gptr, 8 * (uint64_t)(n + 1), 1, n + 1, 0);
     add(h, "khop/capped", "|u1", f->khop_capped, n, 1, n, 0);
     at = ALIGN(at + 4 * (uint64_t)gptr[n]);
     for (uint32_t j = 0; j < nt; j++) {
@@ -205,7 +205,7 @@ static int64_t khop_lists(const pl__collate_cfg *c, const pl__batch_src *src,
         const char *tn = c->g->type_names[pl__khop_type(kh, j)];
         join(name, sizeof name, "khop/edges/", tn);
         add(h, name, "<i4", at, 4 * len, 1, len, 0);
-        join(name, sizeof name, "khop/edges_ptr/", tn);
+        join(name + strlen(name), sizeof name - strlen(name), "/ptr", "");
         add(h, name, "<i8", f->khop_eptr[j], 8 * (uint64_t)(n + 1), 1, n + 1, 0);
         at = ALIGN(at + 4 * len);
     }

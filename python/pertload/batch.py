@@ -219,13 +219,13 @@ class Batch:
                 self.dense[key] = m
         self.khop = None
         if "khop/genes" in arrays:
-            genes = (get("khop/genes", None, "<i4"), get("khop/genes_ptr", B + 1, "<i8"))
+            genes = (get("khop/genes", None, "<i4"), get("khop/genes/ptr", B + 1, "<i8"))
             _check_ptr("khop/genes", *genes)
             edges = {}
             for name in arrays:
-                if name.startswith("khop/edges/"):
+                if name.startswith("khop/edges/") and not name.endswith("/ptr"):
                     t = name[len("khop/edges/"):]
-                    edges[t] = (get(name, None, "<i4"), get("khop/edges_ptr/" + t, B + 1, "<i8"))
+                    edges[t] = (get(name, None, "<i4"), get(name + "/ptr", B + 1, "<i8"))
                     _check_ptr(name, *edges[t])
             self.khop = {"genes": genes, "capped": get("khop/capped", B, "|u1"),
                          "edges": edges}

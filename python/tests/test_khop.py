@@ -119,3 +119,25 @@ def test_khop_option_errors(small, kw, reason):
     with pytest.raises((ValueError, pertload.LoaderError), match=reason):
         for _ in pertload.Loader(small.db, **kw):
             pass
+
+
+def test_khop_lists_of_batches_split_in_parts(small):
+    """Slots too small for a whole batch: its parts' lists are merged with
+    their ptr arrays shifted, and equal the BFS."""
+    types = ["physical", "regulatory"]
+    loader = pertload.Loader(small.db, batch_size=64, khop=1, khop_types=types,
+                             max_ring_bytes=1 << 20, slots=2)
+    seen = split = 0
+    for batch in loader:
+        split += batch.parts > 1
+        genes, gptr = batch.khop["genes"]
+        for i, row in enumerate(batch.row.tolist()):
+            want_g, want_e, want_cap = bfs(small, small.sample_genes[row], 1, types, 1024)
+            assert genes[gptr[i]:gptr[i + 1]].tolist() == want_g, f"row {row}"
+            assert bool(batch.khop["capped"][i]) == want_cap
+            for t in types:
+                pos, ptr = batch.khop["edges"][t]
+                np.testing.assert_array_equal(pos[ptr[i]:ptr[i + 1]], want_e[t])
+            seen += 1
+    assert seen == small.n
+    assert split > 0
