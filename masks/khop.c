@@ -471,6 +471,8 @@ int64_t pl__khop_edges(pl__khop_ctx *x, uint32_t j, const int32_t *set, uint32_t
             m += stamp[p->other] == gen;
         }
     }
+    if (m <= 1)
+        return (int64_t)m;
     int how = x->sort;
     if (how == PL__KHOP_SORT_AUTO) {
         /* A bitmap of the type's positions costs a read of its words; the
