@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import LoaderError
+from .graph import check_same_database
 
 SLOT_MAGIC = b"PLBATCH1"
 SLOT_VERSION = 2  # PL_SLOT_VERSION
@@ -158,11 +159,14 @@ class Batch:
     "capped": uint8 [B], "edges": {type: (positions, ptr)}}, per sample the
     genes within k hops of its deleted genes and, per walked type, the
     positions of the edges with both ends among them.
+    gene_fingerprint and edge_fingerprints (of its database, as Graph's).
     Sample i's entries of a list are positions[ptr[i]:ptr[i+1]].
     """
 
-    def __init__(self, arrays, head, kinds, ring=None, slot_addr=0, slot_bytes=0):
+    def __init__(self, arrays, head, kinds, ring=None, slot_addr=0, slot_bytes=0,
+                 fingerprints=(None, {})):
         self.arrays = arrays
+        self.gene_fingerprint, self.edge_fingerprints = fingerprints
         self.index = int(head["batch"])
         self.epoch = int(head["epoch"])
         self._n = B = int(head["n_samples"])
@@ -237,8 +241,13 @@ class Batch:
         return (f"<pertload.Batch {self.index} of epoch {self.epoch}: {self._n} samples, "
                 f"{len(self.perturbation_indices)} deleted genes>")
 
-    def to_torch(self, device="cpu", non_blocking=True):
+    def to_torch(self, device="cpu", non_blocking=True, graph=None):
         """The batch as torch tensors on `device`, keyed as PyG HeteroData keys.
+
+        With `graph` (a Graph), first checks that both come from the same
+        database (gene list and edge arrays, by their fingerprints) and raises
+        LoaderError when not: the batch's indices would address the wrong
+        genes and edges.
 
         Returns {("gene", t, "gene"): {"mask" bool [B, E_t] (True = kept),
         "removed" int64, "ptr" int64}, "gene": {"pert_mask", "mask",
@@ -262,6 +271,8 @@ class Batch:
         waits for; the loader waits for those copies before it lets the
         producer reuse the slot.
         """
+        if graph is not None:
+            check_same_database(self, graph)
         import torch
 
         dev = torch.device(device)

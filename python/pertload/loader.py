@@ -16,7 +16,7 @@ import weakref
 from . import _lib
 from ._lib import LoaderError
 from .batch import Batch, list_kinds, merge_parts, parse_slot
-from .graph import Graph
+from .graph import Graph, fingerprints
 
 _SHM_DIR = "/dev/shm"
 _READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches, "
@@ -423,7 +423,8 @@ class _Epoch:
         try:
             m.check_size()
             head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
-            batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes)
+            batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes,
+                          self._loader._fingerprints)
             want = self._start + self._b
             if batch.index != want or batch.epoch != self._loader.epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
@@ -460,7 +461,8 @@ class _Epoch:
                           {k: v.copy() for k, v in batch.arrays.items()}))
             if last:
                 merged_head, arrays = merge_parts(parts)
-                merged = Batch(arrays, merged_head, self._loader._kinds)
+                merged = Batch(arrays, merged_head, self._loader._kinds,
+                               fingerprints=self._loader._fingerprints)
                 self._release(batch)
                 return merged
             self._release(batch)
@@ -601,6 +603,7 @@ class Loader:
         try:
             self.n_samples = int(database.info.n_samples)
             self._kinds = list_kinds(database.info)
+            self._fingerprints = fingerprints(database.info)
             if self.khop is not None and self.khop_types is None:
                 self.khop_types = _lib.names(database.info.type_names, database.info.n_types)
         finally:
