@@ -102,9 +102,24 @@ def test_real_recipe_against_the_raw_files(tmp_path):
     root = Path(os.environ.get("PERTLOAD_REAL_DATA") or SOURCE / "tests" / "data")
     recipe = SOURCE / "recipes" / "yeast-real.yaml"
     db = tmp_path / "yeast"
-    out = run_cli("build", "--recipe", recipe, "--root", root, "-o", db, "--quiet")
+    unres = tmp_path / "unresolved.tsv"
+    out = run_cli("build", "--recipe", recipe, "--root", root, "-o", db, "--quiet",
+                  "--unresolved", unres)
     assert out.stdout == ""
     genes, want, kept = import_recipe_real.expected(str(root))
+    # every unresolved name, the metabolism's and the sample tables' too,
+    # as `recipe check` lists them and as the oracle finds them
+    listed = {}
+    for ln in unres.read_text().splitlines()[1:]:
+        source, name = ln.split("\t")[:2]
+        listed.setdefault(source, set()).add(name)
+    _, m_names, _, s_names = import_recipe_real.expected.more
+    assert listed.get("metabolism", set()) == m_names
+    assert listed.get("samples", set()) == s_names and s_names
+    check = run_cli("recipe", "check", "--root", root, "--unresolved", tmp_path / "check.tsv",
+                    recipe)
+    assert check.returncode == 0
+    assert unres.read_text() == (tmp_path / "check.tsv").read_text()
     g = pertload.Graph(pertload._lib.Database(db))
     assert g.gene_names == genes
     assert g.type_names == list(want)

@@ -46,4 +46,18 @@ struct pl_unres;
  *  file:line" (tab-separated) to `f`. @return 0, or -1 on a write error. */
 int pl_cli_write_unresolved(FILE *f, const struct pl_imp_source *s, const struct pl_unres *u);
 
+struct pl_recipe;
+struct pl_names;
+
+/** Read the metabolism and the sample tables of recipe `r` (names resolved
+ *  with `nm`; `strict` as in a build): their counts as report lines to `out`
+ *  (may be NULL), their unresolved names appended to `uf` (may be NULL) as
+ *  pl_cli_write_unresolved() writes them ("metabolism" and "samples"
+ *  sources), their unresolved occurrences added to `*unresolved`. Used by
+ *  `recipe check` and by `build --recipe --unresolved`.
+ *  @return 0 or a negative code (a write error names `unres_path`). */
+int pl_cli_recipe_more(const struct pl_recipe *r, const struct pl_names *nm, int strict,
+                       FILE *out, FILE *uf, const char *unres_path, uint64_t *unresolved,
+                       pl_err *err);
+
 #endif

@@ -216,8 +216,20 @@ static int recipe_report(const recipe_args *a, const pl_recipe *r, const pl_imp_
     int bad = fprintf(f, "source\tname\tcount\tfirst_seen\n") < 0;
     for (uint32_t i = 0; !bad && i < r->n_sources; i++)
         bad = pl_cli_write_unresolved(f, &r->sources[i], &res[i].names) < 0;
-    bad |= fflush(f) != 0;
     PL_FAIL_IF(bad, err, -EIO, "%s: write failed", a->unresolved);
+    /* The names the metabolism and the sample tables left unresolved: read
+     * again as `recipe check` reads them (only for this list). */
+    if (r->metabolism.model != PL_METAB_NONE || r->n_tables) {
+        pl_alias_stats ast[PL_RECIPE_MAX_ALIASES];
+        pl_names *nm = NULL;
+        uint64_t unresolved = 0;
+        int rc = pl__recipe_names(r, &nm, ast, err);
+        if (rc == 0)
+            rc = pl_cli_recipe_more(r, nm, a->strict, NULL, f, a->unresolved, &unresolved, err);
+        pl__names_free(nm);
+        PL_TRY(rc);
+    }
+    PL_FAIL_IF(fflush(f) != 0, err, -EIO, "%s: write failed", a->unresolved);
     return 0;
 }
 

@@ -46,22 +46,22 @@ int pl_cli_write_unresolved(FILE *f, const pl_imp_source *s, const pl_unres *u)
     return write_names(f, s->name, s->file, u);
 }
 
-/* The metabolism and the sample tables of the recipe. */
-static int check_more(const pl_recipe *r, const pl_names *nm, int strict, FILE *uf,
-                      const char *unres_path, uint64_t *unresolved, pl_err *err)
+int pl_cli_recipe_more(const pl_recipe *r, const pl_names *nm, int strict, FILE *out,
+                       FILE *uf, const char *unres_path, uint64_t *unresolved, pl_err *err)
 {
     int rc = 0;
     if (r->metabolism.model != PL_METAB_NONE) {
         pl_metab m;
         rc = pl__recipe_metab(r, nm, strict, &m, err);
-        if (rc == 0) {
-            printf("metabolism format=%s reactions=%u metabolites=%u rmr=%llu rules=%llu "
-                   "gpr=%llu model_genes=%llu unresolved=%llu unresolved_names=%u file=%s\n",
+        if (rc == 0 && out)
+            fprintf(out, "metabolism format=%s reactions=%u metabolites=%u rmr=%llu rules=%llu "
+                    "gpr=%llu model_genes=%llu unresolved=%llu unresolved_names=%u file=%s\n",
                    r->metabolism.format, m.reactions.n,
                    m.metabolites.n, (unsigned long long)m.n_rmr, (unsigned long long)m.n_rules,
                    (unsigned long long)m.n_gpr, (unsigned long long)m.n_model_genes,
                    (unsigned long long)m.unresolved, pl__unres_distinct(&m.names),
                    r->metabolism.file);
+        if (rc == 0) {
             *unresolved += m.unresolved;
             if (write_names(uf, "metabolism", r->metabolism.file, &m.names) < 0)
                 rc = pl__err(err, -EIO, "%s: write failed", unres_path);
@@ -79,8 +79,9 @@ static int check_more(const pl_recipe *r, const pl_names *nm, int strict, FILE *
         rc = pl__smp_read(s, nm, strict, NULL, NULL, &res, err);
         if (rc < 0)
             break;
-        printf("samples format=%s rows=%llu kept=%llu dropped_unresolved=%llu "
-               "unresolved_names=%u labels=%u categories=%u file=%s\n",
+        if (out)
+            fprintf(out, "samples format=%s rows=%llu kept=%llu dropped_unresolved=%llu "
+                    "unresolved_names=%u labels=%u categories=%u file=%s\n",
                s->format == PL_SMP_SGA ? "sga" : "table", (unsigned long long)(res.rows - rows),
                (unsigned long long)(res.kept - kept), (unsigned long long)(res.dropped - dropped),
                pl__unres_distinct(&res.names) - seen, res.n_labels, res.n_categories, s->file);
@@ -159,7 +160,7 @@ static int check(const char *path, const char *root, int strict, const char *unr
         }
         pl__unres_free(&res.names);
     }
-    rc = check_more(r, nm, strict, uf, unres_path, &unresolved, &err);
+    rc = pl_cli_recipe_more(r, nm, strict, stdout, uf, unres_path, &unresolved, &err);
     if (rc < 0)
         goto fail;
     printf("total sources=%u kept=%llu unresolved=%llu\n", r->n_sources,
