@@ -148,10 +148,11 @@ static double median(const double *v, unsigned n)
 int pl_bench_payload(int argc, char **argv)
 {
     const char *usage = "usage: pertload bench payload DB [--batch-size B] [--threads T] "
-                        "[--shuffle] [--rounds R] [--json FILE]\n";
+                        "[--shuffle | --order block [--block-rows K] [--block-window W]] "
+                        "[--rounds R] [--json FILE]\n";
     const char *path = NULL, *json = NULL;
-    unsigned long long B = 64, T = 2, R = 3;
-    int shuffle = 0;
+    unsigned long long B = 64, T = 2, R = 3, K = 0, Wb = 0;
+    int shuffle = 0, block = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--batch-size") && i + 1 < argc) {
             if (pl_cli_u64("bench payload", "--batch-size", argv[++i], &B) < 0)
@@ -162,6 +163,15 @@ int pl_bench_payload(int argc, char **argv)
         } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
             if (pl_cli_u64("bench payload", "--rounds", argv[++i], &R) < 0)
                 return 2;
+        } else if (!strcmp(argv[i], "--block-rows") && i + 1 < argc) {
+            if (pl_cli_u64("bench payload", "--block-rows", argv[++i], &K) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--block-window") && i + 1 < argc) {
+            if (pl_cli_u64("bench payload", "--block-window", argv[++i], &Wb) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--order") && i + 1 < argc &&
+                   (!strcmp(argv[i + 1], "block") || !strcmp(argv[i + 1], "rows"))) {
+            block = !strcmp(argv[++i], "block");
         } else if (!strcmp(argv[i], "--shuffle"))
             shuffle = 1;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
@@ -173,7 +183,8 @@ int pl_bench_payload(int argc, char **argv)
             return 2;
         }
     }
-    if (!path || !B || !T || !R || R > 64) { /* at most 64 rounds: the arrays below */
+    if (!path || !B || !T || !R || R > 64 || K > UINT32_MAX || Wb > UINT32_MAX ||
+        ((K || Wb) && !block)) { /* at most 64 rounds: the arrays below */
         fputs(usage, stderr);
         return 2;
     }
@@ -182,7 +193,10 @@ int pl_bench_payload(int argc, char **argv)
     pl__path_join(file, sizeof file, path, PL_FILE_PAYLOAD);
     pl__produce_opts po = {.db = path,
                            .plan = {.seed = 1, .world_size = 1, .batch_size = (uint32_t)B,
-                                    .shuffle = shuffle},
+                                    .shuffle = shuffle,
+                                    .order = block ? PL_ORDER_BLOCK : PL_ORDER_ROWS,
+                                    .block_rows = (uint32_t)K,
+                                    .window_blocks = (uint32_t)Wb},
                            .threads = (uint32_t)T};
     pool pl = {.n = (uint32_t)T * 2};
     payload_file pf = {0};
@@ -217,12 +231,25 @@ int pl_bench_payload(int argc, char **argv)
         printf("  share of each round:");
         for (unsigned r = 0; r < R; r++)
             printf(" %.0f%%", 100 * share[r]);
+        /* the plan's defaults (pertload.h) */
+        unsigned long long Kd = K ? K : 16, Wd = Wb ? Wb : (B + Kd - 1) / Kd;
+        char what[96];
+        if (block)
+            snprintf(what, sizeof what, "block-shuffled (%llu-row blocks, windows of %llu)",
+                     Kd, Wd);
+        else
+            snprintf(what, sizeof what, "%s", shuffle ? "shuffled" : "in-order");
         printf("\n  (%s plan, batches of %llu, %llu worker threads, masks collated too)\n",
-               shuffle ? "shuffled" : "in-order", B, T);
+               what, B, T);
         pl_bench_json j;
         if (pl_bench_json_open(&j, json) < 0)
             rc = -1;
-        pl_bench_json_str(&j, "plan", shuffle ? "shuffled" : "in-order");
+        pl_bench_json_str(&j, "plan", block ? "block" : shuffle ? "shuffled" : "in-order");
+        pl_bench_json_num(&j, "batch_size", (double)B);
+        if (block) {
+            pl_bench_json_num(&j, "block_rows", (double)Kd);
+            pl_bench_json_num(&j, "block_window", (double)Wd);
+        }
         pl_bench_json_num(&j, "rows", (double)rows);
         pl_bench_json_num(&j, "row_bytes", (double)row_bytes);
         pl_bench_json_num(&j, "rounds", (double)R);

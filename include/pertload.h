@@ -272,7 +272,20 @@ typedef struct pl_plan_opts {
     uint32_t rank, world_size;  /**< rank < world_size; world_size >= 1 */
     uint32_t batch_size;        /**< >= 1 */
     int shuffle, drop_last;
+    /* Sample order (loader/plan.h documents each). */
+    uint32_t order;             /**< PL_ORDER_*; PL_ORDER_ROWS (0) is the default */
+    uint32_t block_rows;        /**< PL_ORDER_BLOCK: rows per block; 0 means 16 */
+    uint32_t window_blocks;     /**< PL_ORDER_BLOCK: blocks per window; 0 means
+                                     ceil(batch_size / block_rows) (one batch) */
 } pl_plan_opts;
+
+/** Sample orders of an epoch plan (pl_plan_opts.order). */
+enum {
+    PL_ORDER_ROWS = 0,  /**< rows in order, or shuffled one by one with `shuffle` */
+    PL_ORDER_BLOCK = 1, /**< blocks of consecutive rows shuffled, then rows within
+                             windows of blocks; ranks take whole batches; rows
+                             sorted within each batch (read in runs) */
+};
 
 typedef struct pl_plan pl_plan;
 

@@ -6,6 +6,47 @@
 
 #include "src/core/error.h"
 
+#define PL_GOLDEN 0x9E3779B97F4A7C15ULL
+#define PL_BLOCK_ROWS_DEFAULT 16u
+
+/* Fisher-Yates over a[0..n) from the top, drawing from splitmix64 state *s. */
+static void shuffle_u32(uint32_t *a, uint64_t n, uint64_t *s)
+{
+    for (uint64_t i = n; i-- > 1;) {
+        uint64_t j = (uint64_t)(((unsigned __int128)pl__splitmix64(s) * (i + 1)) >> 64);
+        uint32_t t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+}
+
+/* Steps 1b of plan.h: blocks of k rows permuted, then rows within windows of
+ * w blocks. `tmp` has room for ceil(n / k) entries. */
+static void block_order(uint32_t *order, uint32_t *tmp, uint64_t n, uint64_t k, uint64_t w,
+                        uint64_t s)
+{
+    uint64_t nb = (n + k - 1) / k, at = 0;
+    for (uint64_t b = 0; b < nb; b++)
+        tmp[b] = (uint32_t)b;
+    shuffle_u32(tmp, nb, &s);
+    for (uint64_t b = 0; b < nb; b++)
+        for (uint64_t r = tmp[b] * k; r < n && r < (tmp[b] + 1) * k; r++)
+            order[at++] = (uint32_t)r;
+    for (uint64_t b = 0, lo = 0; b < nb; b += w) {
+        uint64_t hi = lo;
+        for (uint64_t x = b; x < nb && x < b + w; x++) /* the window's rows */
+            hi += tmp[x] == nb - 1 ? n - (nb - 1) * k : k;
+        shuffle_u32(order + lo, hi - lo, &s);
+        lo = hi;
+    }
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
 PL_API int pl_plan_new(const pl_plan_opts *o, pl_plan **out, pl_err *err)
 {
     *out = NULL;
@@ -13,36 +54,50 @@ PL_API int pl_plan_new(const pl_plan_opts *o, pl_plan **out, pl_err *err)
                "rank %u is not below world size %u", o->rank, o->world_size);
     PL_FAIL_IF(o->batch_size < 1, err, PL_EUSAGE, "batch size must be at least 1");
     PL_FAIL_IF(o->n_samples > UINT32_MAX, err, PL_EUSAGE, "too many samples for one plan");
-    uint64_t n = o->n_samples, W = o->world_size;
+    PL_FAIL_IF(o->order > PL_ORDER_BLOCK, err, PL_EUSAGE, "unknown sample order %u", o->order);
+    const int block = o->order == PL_ORDER_BLOCK;
+    uint64_t n = o->n_samples, W = o->world_size, B = o->batch_size;
+    uint64_t k = o->block_rows ? o->block_rows : PL_BLOCK_ROWS_DEFAULT;
+    uint64_t w = o->window_blocks ? o->window_blocks : (B + k - 1) / k;
+    uint64_t m = o->drop_last ? n / W : (n + W - 1) / W;
+    if (block) /* whole batches per rank: S * B rows (plan.h, step 2b) */
+        m = (o->drop_last ? n / (B * W) : (n + B * W - 1) / (B * W)) * B;
     pl_plan *p = calloc(1, sizeof *p);
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
-    uint64_t m = o->drop_last ? n / W : (n + W - 1) / W;
+    uint32_t *tmp = block ? malloc(((n + k - 1) / k + 1) * sizeof *tmp) : NULL;
     if (p)
         p->rows = malloc((m ? m : 1) * sizeof *p->rows);
-    if (!p || !order || !p->rows) {
+    if (!p || !order || !p->rows || (block && !tmp)) {
         free(order);
+        free(tmp);
         pl_plan_free(p);
         return pl__err(err, -ENOMEM, "out of memory for a plan of %llu samples",
                        (unsigned long long)n);
     }
-    for (uint64_t i = 0; i < n; i++)
-        order[i] = (uint32_t)i;
-    if (o->shuffle) {
-        uint64_t s = o->seed + o->epoch * 0x9E3779B97F4A7C15ULL;
-        for (uint64_t i = n; i-- > 1;) {
-            uint64_t j = (uint64_t)(((unsigned __int128)pl__splitmix64(&s) * (i + 1)) >> 64);
-            uint32_t t = order[i];
-            order[i] = order[j];
-            order[j] = t;
+    uint64_t s = o->seed + o->epoch * PL_GOLDEN;
+    if (block) {
+        block_order(order, tmp, n, k, w, s);
+        for (uint64_t b = 0; b < m / B; b++) { /* steps 2b and 3b */
+            uint64_t first = (b * W + o->rank) * B;
+            for (uint64_t i = 0; i < B; i++)
+                p->rows[b * B + i] = order[(first + i) % n];
+            qsort(p->rows + b * B, B, sizeof *p->rows, cmp_u32);
         }
+    } else {
+        for (uint64_t i = 0; i < n; i++)
+            order[i] = (uint32_t)i;
+        if (o->shuffle)
+            shuffle_u32(order, n, &s);
+        for (uint64_t i = 0; i < m; i++)
+            p->rows[i] = order[(o->rank + i * W) % n];
     }
-    for (uint64_t k = 0; k < m; k++)
-        p->rows[k] = order[(o->rank + k * W) % n];
     free(order);
+    free(tmp);
     p->o = *o;
+    p->o.block_rows = (uint32_t)k;
+    p->o.window_blocks = (uint32_t)(w < UINT32_MAX ? w : UINT32_MAX);
     p->m = m;
-    p->n_batches = o->drop_last ? m / o->batch_size
-                                : (m + o->batch_size - 1) / o->batch_size;
+    p->n_batches = o->drop_last ? m / B : (m + B - 1) / B;
     *out = p;
     return 0;
 }

@@ -19,6 +19,36 @@
  *  3. Batches: the rank's m samples in runs of batch_size; with drop_last a
  *     final partial batch is dropped.
  * Resuming at batch b yields batches b, b+1, ... of the same plan.
+ *
+ * Block-shuffled order (order = PL_ORDER_BLOCK; `shuffle` is not read), for
+ * payloads read from disk: K = block_rows (0 means 16), w = window_blocks (0
+ * means ceil(batch_size / K), one batch), B = batch_size, W = world_size.
+ *
+ *  1b. Blocks: row i belongs to block i / K (nb = ceil(n / K) blocks, the last
+ *      one shorter when K does not divide n). The blocks are permuted by the
+ *      Fisher-Yates of step 1 over nb items (same seed, same splitmix64
+ *      stream), and their rows laid out block after block, each block's rows
+ *      in increasing order. This sequence is cut into windows of w blocks
+ *      (the last window may hold fewer); window after window, the same
+ *      splitmix64 stream, continued, shuffles the rows inside the window by
+ *      Fisher-Yates as in step 1 (i from the window's length - 1 down to 1,
+ *      positions relative to the window).
+ *  2b. Ranks take whole batches: S = floor(n / (B * W)) steps with drop_last,
+ *      else S = ceil(n / (B * W)) (the same count as steps 2-3 give); the
+ *      order is cut, or padded by repeating it from its start (cyclically), to
+ *      S * B * W entries; batch k of rank r is entries (k * W + r) * B ..
+ *      (k * W + r + 1) * B - 1. Every batch has B samples.
+ *  3b. The rows of each batch are sorted increasingly (a batch is a set to
+ *      the model; consecutive rows are read from the payload in one request).
+ *
+ * Randomness of the block order: a batch takes rows of the windows it meets.
+ * When K divides n and wK = B (the default window with K dividing B), windows
+ * and batches coincide, so every batch holds exactly w whole blocks, chosen at
+ * random; with wK = cB every batch is a uniformly random B-subset of its
+ * window's rows and meets on average w * (1 - C(wK - K, B) / C(wK, B))
+ * distinct blocks (tests/test_plan_block.c measures both). Larger windows mix
+ * more and read shorter runs.
+ *
  * The public interface is in pertload.h (pl_plan_*).
  */
 #ifndef PL_LOADER_PLAN_H

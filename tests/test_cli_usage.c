@@ -188,6 +188,12 @@ Test(cli_usage, serve)
     USAGE("--rank 2 must be below --world-size 2", "serve", "db", "--ring", "r", "--rank", "2",
           "--world-size", "2");
     USAGE("unknown option '--bogus'", "serve", "db", "--ring", "r", "--bogus", "1");
+    USAGE("--order is rows or block, not 'random'", "serve", "db", "--ring", "r", "--order",
+          "random");
+    USAGE("--block-rows and --block-window need --order block", "serve", "db", "--ring", "r",
+          "--block-rows", "8");
+    USAGE("--block-window 0 is out of range", "serve", "db", "--ring", "r", "--order", "block",
+          "--block-window", "0");
     USAGE("unexpected argument 'db2'", "serve", "db", "db2", "--ring", "r");
 }
 

@@ -88,6 +88,9 @@ class PlanOpts(ctypes.Structure):
         ("batch_size", ctypes.c_uint32),
         ("shuffle", ctypes.c_int),
         ("drop_last", ctypes.c_int),
+        ("order", ctypes.c_uint32),
+        ("block_rows", ctypes.c_uint32),
+        ("window_blocks", ctypes.c_uint32),
     ]
 
 

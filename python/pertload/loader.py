@@ -515,7 +515,8 @@ class Loader:
 
     Loader(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
            rank=None, world_size=None, dense=None, threads=2, ring=None,
-           timeout=30.0, slots=None, max_ring_bytes=None)
+           timeout=30.0, slots=None, max_ring_bytes=None, order="rows",
+           block_rows=None, block_window=None)
 
     rank and world_size default to torchrun's RANK and WORLD_SIZE (else 0 and
     1). Each iteration runs one epoch (set_epoch() chooses it): it starts
@@ -525,6 +526,12 @@ class Loader:
     producer for dense masks in the slots. ring names the ring (default
     "py<pid>-<64 random bits in hex>", a fresh one per epoch and again when
     the name is taken); timeout bounds the producer's start in seconds.
+
+    order="block" reads a payload in long runs: blocks of block_rows
+    consecutive rows (default 16) are shuffled, then rows within windows of
+    block_window blocks (default: one batch); ranks take whole batches and the
+    rows of a batch come sorted (serve --order block, loader/plan.h). shuffle
+    is not read in this order.
 
     The ring in /dev/shm takes at most max_ring_bytes (default: serve's, 256
     MiB) with at most `slots` slots (default 16), each sized for a typical
@@ -543,7 +550,7 @@ class Loader:
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
-                 max_ring_bytes=None):
+                 max_ring_bytes=None, order="rows", block_rows=None, block_window=None):
         if rank is None:
             rank = _env_int("RANK", 0)
         if world_size is None:
@@ -555,6 +562,13 @@ class Loader:
             raise ValueError(f"dense is None, 'bits' or 'bool', not {dense!r}")
         if threads < 1 or (slots is not None and slots < 1):
             raise ValueError("threads and slots must be at least 1")
+        if order not in ("rows", "block"):
+            raise ValueError(f"order is 'rows' or 'block', not {order!r}")
+        if order != "block" and (block_rows is not None or block_window is not None):
+            raise ValueError("block_rows and block_window need order='block'")
+        for key, v in (("block_rows", block_rows), ("block_window", block_window)):
+            if v is not None and not 1 <= v <= 1 << 30:
+                raise ValueError(f"{key} {v}: must be 1 to 2**30")
         if max_ring_bytes is not None and max_ring_bytes < 1:
             raise ValueError(f"max_ring_bytes {max_ring_bytes}: must be at least 1")
         if ring is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,%d}" % _lib.PL_RING_NAME_MAX,
@@ -574,6 +588,9 @@ class Loader:
         self.timeout = float(timeout)
         self.slots = slots
         self.max_ring_bytes = None if max_ring_bytes is None else int(max_ring_bytes)
+        self.order = order
+        self.block_rows = None if block_rows is None else int(block_rows)
+        self.block_window = None if block_window is None else int(block_window)
         self.epoch = 0
         self._start = 0      # batch the next iteration starts at
         self._consumed = 0   # batches of this epoch consumed
@@ -609,7 +626,15 @@ class Loader:
         return {"epoch": self.epoch, "seed": self.seed, "batches_consumed": self._consumed,
                 "batch_size": self.batch_size, "shuffle": self.shuffle,
                 "drop_last": self.drop_last, "rank": self.rank,
-                "world_size": self.world_size, "n_samples": self.n_samples}
+                "world_size": self.world_size, "n_samples": self.n_samples,
+                **self._order_state()}
+
+    def _order_state(self):
+        """The order's part of state_dict (none for the default row order)."""
+        if self.order == "rows":
+            return {}
+        return {"order": self.order, "block_rows": self.block_rows,
+                "block_window": self.block_window}
 
     def load_state_dict(self, sd):
         """Resume: the next iteration yields the batches of sd's epoch after the
@@ -617,6 +642,11 @@ class Loader:
         for key in ("batch_size", "shuffle", "drop_last", "rank", "world_size", "n_samples"):
             if key in sd and sd[key] != getattr(self, key):
                 raise ValueError(f"state_dict has {key}={sd[key]!r}, this loader "
+                                 f"{getattr(self, key)!r}")
+        for key in ("order", "block_rows", "block_window"):
+            want = sd.get(key, "rows" if key == "order" else None)
+            if want != getattr(self, key):
+                raise ValueError(f"state_dict has {key}={want!r}, this loader "
                                  f"{getattr(self, key)!r}")
         consumed = int(sd["batches_consumed"])
         if not 0 <= consumed <= self._n_batches:
@@ -658,6 +688,12 @@ class Loader:
             a.append("--shuffle")
         if self.drop_last:
             a.append("--drop-last")
+        if self.order != "rows":
+            a += ["--order", self.order]
+        if self.block_rows:
+            a += ["--block-rows", str(self.block_rows)]
+        if self.block_window:
+            a += ["--block-window", str(self.block_window)]
         if self.dense:
             a += ["--dense", self.dense]
         if self.slots:

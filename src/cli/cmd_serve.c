@@ -13,6 +13,7 @@
 
 static const char usage[] =
     "DB --ring NAME [--batch-size B] [--shuffle] [--seed S] [--epoch E]\n"
+    "       [--order rows|block [--block-rows K] [--block-window W]]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
     "       [--slots N] [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
     "       [--io auto|uring|pread] [--quiet]\n"
@@ -66,6 +67,14 @@ int pl_cmd_serve(int argc, char **argv)
                 o.dense = PL_DENSE_BOOL;
             else
                 return pl_cli_usage(cmd, usage, "--dense is bits or bool, not '%s'", d);
+        } else if (!strcmp(a, "--order")) {
+            const char *d = argv[++i];
+            if (!strcmp(d, "rows"))
+                o.plan.order = PL_ORDER_ROWS;
+            else if (!strcmp(d, "block"))
+                o.plan.order = PL_ORDER_BLOCK;
+            else
+                return pl_cli_usage(cmd, usage, "--order is rows or block, not '%s'", d);
         } else if (!strcmp(a, "--io")) {
             const char *d = argv[++i];
             if (!strcmp(d, "auto"))
@@ -84,7 +93,8 @@ int pl_cmd_serve(int argc, char **argv)
                         {"--rank", 1u << 30},       {"--world-size", 1u << 30},
                         {"--threads", 256},         {"--slots", 1024},
                         {"--start-batch", ~0ULL},   {"--consumer-pid", 1u << 30},
-                        {"--max-ring-bytes", PL_RING_MAX_BYTES}};
+                        {"--max-ring-bytes", PL_RING_MAX_BYTES},
+                        {"--block-rows", 1u << 30},   {"--block-window", 1u << 30}};
             size_t k = 0;
             while (k < sizeof nums / sizeof nums[0] && strcmp(a, nums[k].opt))
                 k++;
@@ -92,7 +102,7 @@ int pl_cmd_serve(int argc, char **argv)
                 return pl_cli_usage(cmd, usage, "unknown option '%s'", a);
             if (pl_cli_u64(cmd, a, argv[++i], &v) < 0)
                 return 2;
-            unsigned min = k == 0 || k == 4 || k == 5 || k == 6 || k == 9;
+            unsigned min = k == 0 || k == 4 || k == 5 || k == 6 || k >= 9;
             if (v > nums[k].max || v < min)
                 return pl_cli_usage(cmd, usage, "%s %llu is out of range (%u to %llu)", a, v,
                                     min, nums[k].max);
@@ -106,12 +116,16 @@ int pl_cmd_serve(int argc, char **argv)
             case 6: o.slots = (uint32_t)v; break;
             case 7: o.start_batch = v; break;
             case 8: o.consumer_pid = (int32_t)v; break;
-            default: o.max_ring_bytes = v; break;
+            case 9: o.max_ring_bytes = v; break;
+            case 10: o.plan.block_rows = (uint32_t)v; break;
+            default: o.plan.window_blocks = (uint32_t)v; break;
             }
         }
     }
     if (!o.db || !o.ring)
         return pl_cli_usage(cmd, usage, "a database and --ring NAME are required");
+    if ((o.plan.block_rows || o.plan.window_blocks) && o.plan.order != PL_ORDER_BLOCK)
+        return pl_cli_usage(cmd, usage, "--block-rows and --block-window need --order block");
     if (o.plan.rank >= o.plan.world_size)
         return pl_cli_usage(cmd, usage, "--rank %u must be below --world-size %u",
                             o.plan.rank, o.plan.world_size);
