@@ -8,9 +8,11 @@
  *               where the file system allows, as the producer uses it)
  *   pertload    the producer of `serve` (worker threads, io backend, payload
  *               rows read straight into page-aligned slots while the batch is
- *               collated) over an epoch plan, into slots recycled at once */
+ *               collated) over an epoch plan, into slots recycled as soon
+ *               as their batch is complete */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,17 +30,26 @@
 
 #define SEQ_CHUNK ((size_t)4 << 20)
 
+/* Slots for the producer: delivery b is written into slot b % n once
+ * delivery b - n of that slot was published (workers finish out of order;
+ * a slot is never written by two of them at once). */
 typedef struct pool {
     unsigned char *mem;
     uint64_t slot_bytes;
     uint32_t n;
     _Atomic uint64_t samples;
+    _Atomic uint64_t *published; /* [n] deliveries published per slot */
+    _Atomic int stopped;
 } pool;
 
 static int pool_acquire(void *ctx, uint64_t b, unsigned char **slot, pl_err *err)
 {
     pool *p = ctx;
-    (void)err;
+    while (atomic_load(&p->published[b % p->n]) < b / p->n) {
+        if (atomic_load(&p->stopped))
+            return pl__err(err, PL_EUSAGE, "stopped");
+        sched_yield();
+    }
     *slot = p->mem + (b % p->n) * p->slot_bytes;
     return 0;
 }
@@ -46,8 +57,16 @@ static int pool_acquire(void *ctx, uint64_t b, unsigned char **slot, pl_err *err
 static void pool_publish(void *ctx, uint64_t b, uint32_t n)
 {
     pool *p = ctx;
-    (void)b;
     atomic_fetch_add(&p->samples, n);
+    atomic_fetch_add(&p->published[b % p->n], 1);
+}
+
+static void pool_stop(void *ctx, int rc, const pl_err *err)
+{
+    pool *p = ctx;
+    (void)rc;
+    (void)err;
+    atomic_store(&p->stopped, 1);
 }
 
 static void drop_cache(const char *path)
@@ -108,14 +127,18 @@ static int producer_round(const pl__produce_opts *po, const char *file, pool *pl
         rc = pl__err(err, PL_EUSAGE, "%s has no payload", po->db);
     if (rc == 0 && !pl->mem) {
         pl->slot_bytes = p.slot_bytes;
-        if (!(pl->mem = aligned_alloc(4096, pl->n * pl->slot_bytes)))
+        pl->published = calloc(pl->n, sizeof *pl->published);
+        if (!(pl->mem = aligned_alloc(4096, pl->n * pl->slot_bytes)) || !pl->published)
             rc = pl__err(err, -ENOMEM, "out of memory");
         else
             memset(pl->mem, 0, pl->n * pl->slot_bytes); /* fault the pages in */
     }
     if (rc == 0) {
-        pl__sink sink = {pl, pool_acquire, pool_publish, NULL};
+        pl__sink sink = {pl, pool_acquire, pool_publish, pool_stop};
         atomic_store(&pl->samples, 0);
+        atomic_store(&pl->stopped, 0);
+        for (uint32_t i = 0; i < pl->n; i++)
+            atomic_store(&pl->published[i], 0);
         drop_cache(file);
         double t0 = pl__now();
         rc = pl__producer_start(&p, &sink, err);
@@ -266,5 +289,6 @@ int pl_bench_payload(int argc, char **argv)
             rc = -1;
     }
     free(pl.mem);
+    free((void *)pl.published);
     return rc < 0 ? 1 : 0;
 }
