@@ -47,7 +47,54 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-PL_API int pl_plan_new(const pl_plan_opts *o, pl_plan **out, pl_err *err)
+/* Steps 2c-3c of plan.h: the rank's batches of the budgeted plan over
+ * `order`. Fills p->rows, p->off, p->m, p->n_batches. */
+static int budget_batches(pl_plan *p, const pl_plan_opts *o, const uint32_t *order,
+                          const uint32_t *cost, pl_err *err)
+{
+    uint64_t n = o->n_samples, W = o->world_size, G = 0, cur = 0, k = 0;
+    uint64_t *start = malloc((n + 1) * sizeof *start); /* global batch starts */
+    PL_FAIL_IF(!start, err, -ENOMEM, "out of memory for a plan of %llu samples",
+               (unsigned long long)n);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t c = cost[order[i]];
+        if (k && (k == o->batch_size || cur + c > o->budget))
+            k = 0;
+        if (k == 0) {
+            start[G++] = i;
+            cur = 0;
+        }
+        cur += c;
+        k++;
+    }
+    start[G] = n;
+    uint64_t S = o->drop_last ? G / W : (G + W - 1) / W, m = 0;
+    for (uint64_t s = 0; s < S; s++) {
+        uint64_t g = (s * W + o->rank) % G;
+        m += start[g + 1] - start[g];
+    }
+    p->rows = malloc((m ? m : 1) * sizeof *p->rows);
+    p->off = malloc((S + 1) * sizeof *p->off);
+    if (!p->rows || !p->off) {
+        free(start);
+        return pl__err(err, -ENOMEM, "out of memory for a plan of %llu samples",
+                       (unsigned long long)n);
+    }
+    p->off[0] = 0;
+    for (uint64_t s = 0, at = 0; s < S; s++) {
+        uint64_t g = (s * W + o->rank) % G;
+        for (uint64_t i = start[g]; i < start[g + 1]; i++)
+            p->rows[at++] = order[i];
+        p->off[s + 1] = at;
+    }
+    free(start);
+    p->m = m;
+    p->n_batches = S;
+    return 0;
+}
+
+PL_API int pl_plan_new_costs(const pl_plan_opts *o, const uint32_t *cost, pl_plan **out,
+                             pl_err *err)
 {
     *out = NULL;
     PL_FAIL_IF(o->world_size < 1 || o->rank >= o->world_size, err, PL_EUSAGE,
@@ -55,6 +102,9 @@ PL_API int pl_plan_new(const pl_plan_opts *o, pl_plan **out, pl_err *err)
     PL_FAIL_IF(o->batch_size < 1, err, PL_EUSAGE, "batch size must be at least 1");
     PL_FAIL_IF(o->n_samples > UINT32_MAX, err, PL_EUSAGE, "too many samples for one plan");
     PL_FAIL_IF(o->order > PL_ORDER_BLOCK, err, PL_EUSAGE, "unknown sample order %u", o->order);
+    PL_FAIL_IF(o->budget && !cost, err, PL_EUSAGE, "a budgeted plan needs the rows' costs");
+    PL_FAIL_IF(o->budget && o->order != PL_ORDER_ROWS, err, PL_EUSAGE,
+               "budgeted batches take the row order (not the block order)");
     const int block = o->order == PL_ORDER_BLOCK;
     uint64_t n = o->n_samples, W = o->world_size, B = o->batch_size;
     uint64_t k = o->block_rows ? o->block_rows : PL_BLOCK_ROWS_DEFAULT;
@@ -65,9 +115,9 @@ PL_API int pl_plan_new(const pl_plan_opts *o, pl_plan **out, pl_err *err)
     pl_plan *p = calloc(1, sizeof *p);
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
     uint32_t *tmp = block ? malloc(((n + k - 1) / k + 1) * sizeof *tmp) : NULL;
-    if (p)
+    if (p && !o->budget)
         p->rows = malloc((m ? m : 1) * sizeof *p->rows);
-    if (!p || !order || !p->rows || (block && !tmp)) {
+    if (!p || !order || (!o->budget && !p->rows) || (block && !tmp)) {
         free(order);
         free(tmp);
         pl_plan_free(p);
@@ -77,6 +127,16 @@ PL_API int pl_plan_new(const pl_plan_opts *o, pl_plan **out, pl_err *err)
     uint64_t s = o->seed + o->epoch * PL_GOLDEN;
     if (block) {
         block_order(order, tmp, n, k, w, s);
+    } else {
+        for (uint64_t i = 0; i < n; i++)
+            order[i] = (uint32_t)i;
+        if (o->shuffle)
+            shuffle_u32(order, n, &s);
+    }
+    int rc = 0;
+    if (o->budget) {
+        rc = budget_batches(p, o, order, cost, err);
+    } else if (block) {
         for (uint64_t b = 0; b < m / B; b++) { /* steps 2b and 3b */
             uint64_t first = (b * W + o->rank) * B;
             for (uint64_t i = 0; i < B; i++)
@@ -84,22 +144,29 @@ PL_API int pl_plan_new(const pl_plan_opts *o, pl_plan **out, pl_err *err)
             qsort(p->rows + b * B, B, sizeof *p->rows, cmp_u32);
         }
     } else {
-        for (uint64_t i = 0; i < n; i++)
-            order[i] = (uint32_t)i;
-        if (o->shuffle)
-            shuffle_u32(order, n, &s);
         for (uint64_t i = 0; i < m; i++)
             p->rows[i] = order[(o->rank + i * W) % n];
     }
     free(order);
     free(tmp);
+    if (rc < 0) {
+        pl_plan_free(p);
+        return rc;
+    }
     p->o = *o;
     p->o.block_rows = (uint32_t)k;
     p->o.window_blocks = (uint32_t)(w < UINT32_MAX ? w : UINT32_MAX);
-    p->m = m;
-    p->n_batches = o->drop_last ? m / B : (m + B - 1) / B;
+    if (!o->budget) {
+        p->m = m;
+        p->n_batches = o->drop_last ? m / B : (m + B - 1) / B;
+    }
     *out = p;
     return 0;
+}
+
+PL_API int pl_plan_new(const pl_plan_opts *o, pl_plan **out, pl_err *err)
+{
+    return pl_plan_new_costs(o, NULL, out, err);
 }
 
 PL_API void pl_plan_free(pl_plan *p)
@@ -107,6 +174,7 @@ PL_API void pl_plan_free(pl_plan *p)
     if (!p)
         return;
     free(p->rows);
+    free(p->off);
     free(p);
 }
 
@@ -118,10 +186,9 @@ PL_API uint32_t pl_plan_batch(const pl_plan *p, uint64_t b, uint64_t *rows)
 {
     if (b >= p->n_batches)
         return 0;
-    uint64_t start = b * p->o.batch_size, end = start + p->o.batch_size;
-    if (end > p->m)
-        end = p->m;
-    for (uint64_t i = start; i < end; i++)
-        rows[i - start] = p->rows[i];
-    return (uint32_t)(end - start);
+    uint64_t lo, hi;
+    pl__plan_span(p, b, &lo, &hi);
+    for (uint64_t i = lo; i < hi; i++)
+        rows[i - lo] = p->rows[i];
+    return (uint32_t)(hi - lo);
 }

@@ -49,6 +49,22 @@
  * distinct blocks (tests/test_plan_block.c measures both). Larger windows mix
  * more and read shorter runs.
  *
+ * Budgeted batches (budget > 0, pl_plan_new_costs with cost[row]; the row
+ * order of step 1, shuffled or not; not with PL_ORDER_BLOCK): batches cost
+ * about the same instead of holding the same count.
+ *
+ *  2c. Global batches: walking the epoch's order, a row joins the current
+ *      batch unless the batch is not empty and either holds batch_size rows
+ *      or would cost more than `budget` with the row; then the row starts the
+ *      next batch. A batch costs at most `budget` unless it is one row that
+ *      alone costs more. G batches in all.
+ *  3c. Ranks take whole batches: S = floor(G / W) steps with drop_last, else
+ *      S = ceil(G / W); step k of rank r is global batch (k * W + r) mod G
+ *      (padding repeats the first global batches, as steps 2-3 repeat the
+ *      first samples). Every global batch goes to exactly one rank when W
+ *      divides G. Rows keep their order within a batch.
+ * Resuming at batch b yields batches b, b+1, ... as before.
+ *
  * The public interface is in pertload.h (pl_plan_*).
  */
 #ifndef PL_LOADER_PLAN_H
@@ -63,7 +79,22 @@ struct pl_plan {
     uint64_t m;          /* the rank's samples */
     uint64_t n_batches;
     uint32_t *rows;      /* [m] sample-store rows in order */
+    uint64_t *off;       /* budgeted plans: [n_batches + 1] batch starts in
+                            rows; NULL: batch b starts at b * batch_size */
 };
+
+/** Rows [*lo, *hi) of `rows` that make batch b (< n_batches) of plan p. */
+static inline void pl__plan_span(const struct pl_plan *p, uint64_t b, uint64_t *lo,
+                                 uint64_t *hi)
+{
+    if (p->off) {
+        *lo = p->off[b];
+        *hi = p->off[b + 1];
+    } else {
+        *lo = b * p->o.batch_size;
+        *hi = *lo + p->o.batch_size < p->m ? *lo + p->o.batch_size : p->m;
+    }
+}
 
 /** splitmix64 step (exposed for tests that re-derive the order). */
 static inline uint64_t pl__splitmix64(uint64_t *s)

@@ -192,6 +192,12 @@ Test(cli_usage, serve)
           "random");
     USAGE("--block-rows and --block-window need --order block", "serve", "db", "--ring", "r",
           "--block-rows", "8");
+    USAGE("--budget is removed=N or payload=BYTES, not 'bytes=5'", "serve", "db", "--ring",
+          "r", "--budget", "bytes=5");
+    USAGE("--budget removed=0: the budget must be at least 1", "serve", "db", "--ring", "r",
+          "--budget", "removed=0");
+    USAGE("--budget takes the row order, not --order block", "serve", "db", "--ring", "r",
+          "--budget", "payload=4096", "--order", "block");
     USAGE("--block-window 0 is out of range", "serve", "db", "--ring", "r", "--order", "block",
           "--block-window", "0");
     USAGE("unexpected argument 'db2'", "serve", "db", "db2", "--ring", "r");

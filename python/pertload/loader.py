@@ -516,7 +516,7 @@ class Loader:
     Loader(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
            rank=None, world_size=None, dense=None, threads=2, ring=None,
            timeout=30.0, slots=None, max_ring_bytes=None, order="rows",
-           block_rows=None, block_window=None)
+           block_rows=None, block_window=None, budget=None)
 
     rank and world_size default to torchrun's RANK and WORLD_SIZE (else 0 and
     1). Each iteration runs one epoch (set_epoch() chooses it): it starts
@@ -532,6 +532,14 @@ class Loader:
     block_window blocks (default: one batch); ranks take whole batches and the
     rows of a batch come sorted (serve --order block, loader/plan.h). shuffle
     is not read in this order.
+
+    budget="removed=N" or "payload=BYTES" fills each batch up to a budget
+    instead of batch_size samples (then the most a batch holds): a sample
+    costs its removed positions as serve sizes slots for them (an upper
+    bound), or its payload bytes. Every rank still runs the same number of
+    steps (serve --budget, loader/plan.h steps 2c-3c); the count depends on
+    the seed and epoch, so len() is computed from the database's sample table
+    (decoded for it) at construction, set_epoch() and load_state_dict().
 
     The ring in /dev/shm takes at most max_ring_bytes (default: serve's, 256
     MiB) with at most `slots` slots (default 16), each sized for a typical
@@ -550,7 +558,8 @@ class Loader:
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
-                 max_ring_bytes=None, order="rows", block_rows=None, block_window=None):
+                 max_ring_bytes=None, order="rows", block_rows=None, block_window=None,
+                 budget=None):
         if rank is None:
             rank = _env_int("RANK", 0)
         if world_size is None:
@@ -569,6 +578,15 @@ class Loader:
         for key, v in (("block_rows", block_rows), ("block_window", block_window)):
             if v is not None and not 1 <= v <= 1 << 30:
                 raise ValueError(f"{key} {v}: must be 1 to 2**30")
+        self.budget = None
+        if budget is not None:
+            kind, _, value = str(budget).partition("=")
+            if kind not in ("removed", "payload") or not value.isdigit() or int(value) < 1:
+                raise ValueError(f"budget is 'removed=N' or 'payload=BYTES' (N >= 1), "
+                                 f"not {budget!r}")
+            if order != "rows":
+                raise ValueError("budget takes the row order, not order='block'")
+            self.budget = f"{kind}={int(value)}"
         if max_ring_bytes is not None and max_ring_bytes < 1:
             raise ValueError(f"max_ring_bytes {max_ring_bytes}: must be at least 1")
         if ring is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,%d}" % _lib.PL_RING_NAME_MAX,
@@ -602,8 +620,22 @@ class Loader:
             self._kinds = list_kinds(database.info)
         finally:
             database.close()
-        self._n_batches = _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
-                                              self.batch_size, self.drop_last)
+        self._n_batches = self._count()
+
+    def _count(self):
+        """Batches of the rank's epoch (with a budget: of this seed and epoch)."""
+        if not self.budget:
+            return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
+                                       self.batch_size, self.drop_last)
+        kind, _, value = self.budget.partition("=")
+        database = _lib.Database(self.db)
+        try:
+            return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
+                                       self.batch_size, self.drop_last, database,
+                                       (kind, int(value)), self.seed, self.epoch,
+                                       self.shuffle)
+        finally:
+            database.close()
 
     def __len__(self):
         return self._n_batches - self._start
@@ -621,6 +653,8 @@ class Loader:
         self._stop_epoch()
         self.epoch = int(epoch)
         self._start = self._consumed = 0
+        if self.budget:
+            self._n_batches = self._count()
 
     def state_dict(self):
         return {"epoch": self.epoch, "seed": self.seed, "batches_consumed": self._consumed,
@@ -631,10 +665,11 @@ class Loader:
 
     def _order_state(self):
         """The order's part of state_dict (none for the default row order)."""
-        if self.order == "rows":
-            return {}
-        return {"order": self.order, "block_rows": self.block_rows,
-                "block_window": self.block_window}
+        out = {"budget": self.budget} if self.budget else {}
+        if self.order != "rows":
+            out.update(order=self.order, block_rows=self.block_rows,
+                       block_window=self.block_window)
+        return out
 
     def load_state_dict(self, sd):
         """Resume: the next iteration yields the batches of sd's epoch after the
@@ -643,15 +678,24 @@ class Loader:
             if key in sd and sd[key] != getattr(self, key):
                 raise ValueError(f"state_dict has {key}={sd[key]!r}, this loader "
                                  f"{getattr(self, key)!r}")
-        for key in ("order", "block_rows", "block_window"):
+        for key in ("order", "block_rows", "block_window", "budget"):
             want = sd.get(key, "rows" if key == "order" else None)
             if want != getattr(self, key):
                 raise ValueError(f"state_dict has {key}={want!r}, this loader "
                                  f"{getattr(self, key)!r}")
         consumed = int(sd["batches_consumed"])
-        if not 0 <= consumed <= self._n_batches:
-            raise ValueError(f"batches_consumed {consumed} is outside 0..{self._n_batches}")
+        n_batches = self._n_batches
+        if self.budget and (int(sd["epoch"]), int(sd["seed"])) != (self.epoch, self.seed):
+            epoch, seed = self.epoch, self.seed
+            self.epoch, self.seed = int(sd["epoch"]), int(sd["seed"])
+            try:
+                n_batches = self._count()
+            finally:
+                self.epoch, self.seed = epoch, seed
+        if not 0 <= consumed <= n_batches:
+            raise ValueError(f"batches_consumed {consumed} is outside 0..{n_batches}")
         self._stop_epoch()
+        self._n_batches = n_batches
         self.epoch = int(sd["epoch"])
         self.seed = int(sd["seed"])
         self._start = self._consumed = consumed
@@ -694,6 +738,8 @@ class Loader:
             a += ["--block-rows", str(self.block_rows)]
         if self.block_window:
             a += ["--block-window", str(self.block_window)]
+        if self.budget:
+            a += ["--budget", self.budget]
         if self.dense:
             a += ["--dense", self.dense]
         if self.slots:

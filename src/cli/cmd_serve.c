@@ -14,6 +14,7 @@
 static const char usage[] =
     "DB --ring NAME [--batch-size B] [--shuffle] [--seed S] [--epoch E]\n"
     "       [--order rows|block [--block-rows K] [--block-window W]]\n"
+    "       [--budget removed=N|payload=BYTES]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
     "       [--slots N] [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
     "       [--io auto|uring|pread] [--quiet]\n"
@@ -75,6 +76,19 @@ int pl_cmd_serve(int argc, char **argv)
                 o.plan.order = PL_ORDER_BLOCK;
             else
                 return pl_cli_usage(cmd, usage, "--order is rows or block, not '%s'", d);
+        } else if (!strcmp(a, "--budget")) {
+            const char *d = argv[++i], *eq = strchr(d, '=');
+            size_t k = eq ? (size_t)(eq - d) : 0;
+            if (!eq || !((k == 7 && !strncmp(d, "removed", 7)) ||
+                         (k == 7 && !strncmp(d, "payload", 7))))
+                return pl_cli_usage(cmd, usage, "--budget is removed=N or payload=BYTES, not '%s'",
+                                    d);
+            o.budget_payload = d[0] == 'p';
+            if (pl_cli_u64(cmd, "--budget", eq + 1, &v) < 0)
+                return 2;
+            if (v < 1)
+                return pl_cli_usage(cmd, usage, "--budget %s: the budget must be at least 1", d);
+            o.plan.budget = v;
         } else if (!strcmp(a, "--io")) {
             const char *d = argv[++i];
             if (!strcmp(d, "auto"))
@@ -126,6 +140,8 @@ int pl_cmd_serve(int argc, char **argv)
         return pl_cli_usage(cmd, usage, "a database and --ring NAME are required");
     if ((o.plan.block_rows || o.plan.window_blocks) && o.plan.order != PL_ORDER_BLOCK)
         return pl_cli_usage(cmd, usage, "--block-rows and --block-window need --order block");
+    if (o.plan.budget && o.plan.order != PL_ORDER_ROWS)
+        return pl_cli_usage(cmd, usage, "--budget takes the row order, not --order block");
     if (o.plan.rank >= o.plan.world_size)
         return pl_cli_usage(cmd, usage, "--rank %u must be below --world-size %u",
                             o.plan.rank, o.plan.world_size);
