@@ -280,6 +280,10 @@ typedef struct pl_plan_opts {
     /** > 0: budgeted batches (pl_plan_new_costs): each batch takes rows while
      *  their costs sum to at most `budget` (batch_size rows at most). */
     uint64_t budget;
+    /** Weighted ranks: NULL, or [world_size] weights >= 1 (read during
+     *  pl_plan_new only); rank r's batches hold about batch_size * w[r] /
+     *  max(w) samples, every rank the same number of steps (plan.h 2d). */
+    const uint32_t *rank_weights;
 } pl_plan_opts;
 
 /** Sample orders of an epoch plan (pl_plan_opts.order). */

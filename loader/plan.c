@@ -93,6 +93,48 @@ static int budget_batches(pl_plan *p, const pl_plan_opts *o, const uint32_t *ord
     return 0;
 }
 
+/* Step 2d of plan.h: rank r's batches of the weighted plan over `order`.
+ * Fills p->rows, p->off, p->m, p->n_batches. */
+static int weighted_batches(pl_plan *p, const pl_plan_opts *o, const uint32_t *order,
+                            pl_err *err)
+{
+    uint64_t n = o->n_samples, W = o->world_size, B = o->batch_size, sum = 0, top = 0;
+    uint64_t before = 0;
+    for (uint64_t r = 0; r < W; r++) {
+        uint64_t w = o->rank_weights[r];
+        PL_FAIL_IF(w < 1, err, PL_EUSAGE, "rank %llu has weight 0 (weights are at least 1)",
+                   (unsigned long long)r);
+        sum += w;
+        top = w > top ? w : top;
+        before += r < o->rank ? w : 0;
+    }
+    uint64_t T = (uint64_t)((unsigned __int128)B * sum / top);
+    for (uint64_t r = 0, c = 0; r < W; r++) { /* every rank's batch holds a sample */
+        uint64_t next = (uint64_t)((unsigned __int128)T * (c + o->rank_weights[r]) / sum);
+        PL_FAIL_IF(next == (uint64_t)((unsigned __int128)T * c / sum), err, PL_EUSAGE,
+                   "rank %llu's weight %u of %llu gives it no sample in a step of %llu "
+                   "(raise the batch size)", (unsigned long long)r, o->rank_weights[r],
+                   (unsigned long long)sum, (unsigned long long)T);
+        c += o->rank_weights[r];
+    }
+    uint64_t lo = (uint64_t)((unsigned __int128)T * before / sum);
+    uint64_t hi = (uint64_t)((unsigned __int128)T * (before + o->rank_weights[o->rank]) / sum);
+    uint64_t S = o->drop_last ? n / T : (n + T - 1) / T, b = hi - lo;
+    p->rows = malloc((S * b > 0 ? S * b : 1) * sizeof *p->rows);
+    p->off = malloc((S + 1) * sizeof *p->off);
+    PL_FAIL_IF(!p->rows || !p->off, err, -ENOMEM, "out of memory for a plan of %llu samples",
+               (unsigned long long)n);
+    for (uint64_t k = 0; k < S; k++) {
+        for (uint64_t i = 0; i < b; i++)
+            p->rows[k * b + i] = order[(k * T + lo + i) % n];
+        p->off[k] = k * b;
+    }
+    p->off[S] = S * b;
+    p->m = S * b;
+    p->n_batches = S;
+    return 0;
+}
+
 PL_API int pl_plan_new_costs(const pl_plan_opts *o, const uint32_t *cost, pl_plan **out,
                              pl_err *err)
 {
@@ -105,6 +147,8 @@ PL_API int pl_plan_new_costs(const pl_plan_opts *o, const uint32_t *cost, pl_pla
     PL_FAIL_IF(o->budget && !cost, err, PL_EUSAGE, "a budgeted plan needs the rows' costs");
     PL_FAIL_IF(o->budget && o->order != PL_ORDER_ROWS, err, PL_EUSAGE,
                "budgeted batches take the row order (not the block order)");
+    PL_FAIL_IF(o->rank_weights && (o->budget || o->order != PL_ORDER_ROWS), err, PL_EUSAGE,
+               "weighted ranks take the row order and fixed batch sizes (no budget)");
     const int block = o->order == PL_ORDER_BLOCK;
     uint64_t n = o->n_samples, W = o->world_size, B = o->batch_size;
     uint64_t k = o->block_rows ? o->block_rows : PL_BLOCK_ROWS_DEFAULT;
@@ -115,9 +159,10 @@ PL_API int pl_plan_new_costs(const pl_plan_opts *o, const uint32_t *cost, pl_pla
     pl_plan *p = calloc(1, sizeof *p);
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
     uint32_t *tmp = block ? malloc(((n + k - 1) / k + 1) * sizeof *tmp) : NULL;
-    if (p && !o->budget)
+    const int own_rows = !o->budget && !o->rank_weights; /* else sized as they are made */
+    if (p && own_rows)
         p->rows = malloc((m ? m : 1) * sizeof *p->rows);
-    if (!p || !order || (!o->budget && !p->rows) || (block && !tmp)) {
+    if (!p || !order || (own_rows && !p->rows) || (block && !tmp)) {
         free(order);
         free(tmp);
         pl_plan_free(p);
@@ -136,6 +181,8 @@ PL_API int pl_plan_new_costs(const pl_plan_opts *o, const uint32_t *cost, pl_pla
     int rc = 0;
     if (o->budget) {
         rc = budget_batches(p, o, order, cost, err);
+    } else if (o->rank_weights) {
+        rc = weighted_batches(p, o, order, err);
     } else if (block) {
         for (uint64_t b = 0; b < m / B; b++) { /* steps 2b and 3b */
             uint64_t first = (b * W + o->rank) * B;
@@ -156,7 +203,8 @@ PL_API int pl_plan_new_costs(const pl_plan_opts *o, const uint32_t *cost, pl_pla
     p->o = *o;
     p->o.block_rows = (uint32_t)k;
     p->o.window_blocks = (uint32_t)(w < UINT32_MAX ? w : UINT32_MAX);
-    if (!o->budget) {
+    p->o.rank_weights = NULL; /* read during the call only */
+    if (own_rows) {
         p->m = m;
         p->n_batches = o->drop_last ? m / B : (m + B - 1) / B;
     }

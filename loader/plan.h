@@ -65,6 +65,18 @@
  *      divides G. Rows keep their order within a batch.
  * Resuming at batch b yields batches b, b+1, ... as before.
  *
+ * Weighted ranks (rank_weights w[0..W), each >= 1; the row order of step 1;
+ * not with a budget or the block order): mixed GPUs get shares proportional
+ * to their weights in the same number of steps.
+ *
+ *  2d. With sum = w[0] + ... + w[W-1] and top = max(w), a step takes
+ *      T = floor(B * sum / top) entries; rank r's part of a step starts at
+ *      c[r] = floor(T * (w[0] + ... + w[r-1]) / sum) (c[W] = T), so its
+ *      batches hold b[r] = c[r+1] - c[r] <= B samples (each must be >= 1).
+ *      S = floor(n / T) steps with drop_last, else ceil(n / T); the order is
+ *      cut or padded (repeated from its start, cyclically) to S * T entries;
+ *      batch k of rank r is entries k * T + c[r] .. k * T + c[r+1] - 1.
+ *
  * The public interface is in pertload.h (pl_plan_*).
  */
 #ifndef PL_LOADER_PLAN_H

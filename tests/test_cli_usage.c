@@ -198,6 +198,14 @@ Test(cli_usage, serve)
           "--budget", "removed=0");
     USAGE("--budget takes the row order, not --order block", "serve", "db", "--ring", "r",
           "--budget", "payload=4096", "--order", "block");
+    USAGE("--rank-weights has 2 weights for --world-size 3", "serve", "db", "--ring", "r",
+          "--world-size", "3", "--rank-weights", "1,2");
+    USAGE("--rank-weights: '1,,2' is not a list of weights", "serve", "db", "--ring", "r",
+          "--world-size", "3", "--rank-weights", "1,,2");
+    USAGE("--rank-weights: weight 0 is out of range (1 to 1048576)", "serve", "db", "--ring",
+          "r", "--world-size", "2", "--rank-weights", "0,2");
+    USAGE("--rank-weights take the row order and no --budget", "serve", "db", "--ring", "r",
+          "--world-size", "2", "--rank-weights", "1,2", "--budget", "removed=9");
     USAGE("--block-window 0 is out of range", "serve", "db", "--ring", "r", "--order", "block",
           "--block-window", "0");
     USAGE("unexpected argument 'db2'", "serve", "db", "db2", "--ring", "r");

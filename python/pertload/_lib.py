@@ -92,6 +92,7 @@ class PlanOpts(ctypes.Structure):
         ("block_rows", ctypes.c_uint32),
         ("window_blocks", ctypes.c_uint32),
         ("budget", ctypes.c_uint64),
+        ("rank_weights", ctypes.POINTER(ctypes.c_uint32)),
     ]
 
 
@@ -263,7 +264,7 @@ class Database:
 
 
 def plan_n_batches(n_samples, rank, world_size, batch_size, drop_last, database=None,
-                   budget=None, seed=0, epoch=0, shuffle=False):
+                   budget=None, seed=0, epoch=0, shuffle=False, rank_weights=None):
     """Batches of one rank's epoch (pl_plan_n_batches). Without a budget the
     count does not depend on the seed, the epoch or shuffling; with budget =
     ("removed" or "payload", N) it does, and `database` (an open Database)
@@ -275,6 +276,9 @@ def plan_n_batches(n_samples, rank, world_size, batch_size, drop_last, database=
     opts = PlanOpts(n_samples=n_samples, seed=seed, epoch=epoch, rank=rank,
                     world_size=world_size, batch_size=batch_size, shuffle=int(bool(shuffle)),
                     drop_last=int(bool(drop_last)))
+    if rank_weights:
+        weights = (ctypes.c_uint32 * world_size)(*rank_weights)
+        opts.rank_weights = weights  # kept alive by `weights` through the call
     plan = _vp()
     err = PlErr()
     if budget:

@@ -516,7 +516,7 @@ class Loader:
     Loader(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
            rank=None, world_size=None, dense=None, threads=2, ring=None,
            timeout=30.0, slots=None, max_ring_bytes=None, order="rows",
-           block_rows=None, block_window=None, budget=None)
+           block_rows=None, block_window=None, budget=None, rank_weights=None)
 
     rank and world_size default to torchrun's RANK and WORLD_SIZE (else 0 and
     1). Each iteration runs one epoch (set_epoch() chooses it): it starts
@@ -541,6 +541,11 @@ class Loader:
     the seed and epoch, so len() is computed from the database's sample table
     (decoded for it) at construction, set_epoch() and load_state_dict().
 
+    rank_weights=[w0, w1, ...] (integers >= 1, one per rank; serve
+    --rank-weights) gives mixed GPUs shares in proportion: rank r's batches
+    hold about batch_size * w[r] / max(w) samples, every rank the same number
+    of steps (loader/plan.h step 2d).
+
     The ring in /dev/shm takes at most max_ring_bytes (default: serve's, 256
     MiB) with at most `slots` slots (default 16), each sized for a typical
     batch; a batch too large for a slot comes in parts that are put together
@@ -559,7 +564,7 @@ class Loader:
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
                  max_ring_bytes=None, order="rows", block_rows=None, block_window=None,
-                 budget=None):
+                 budget=None, rank_weights=None):
         if rank is None:
             rank = _env_int("RANK", 0)
         if world_size is None:
@@ -587,6 +592,16 @@ class Loader:
             if order != "rows":
                 raise ValueError("budget takes the row order, not order='block'")
             self.budget = f"{kind}={int(value)}"
+        self.rank_weights = None
+        if rank_weights is not None:
+            rank_weights = [int(w) for w in rank_weights]
+            if len(rank_weights) != world_size or not all(1 <= w <= 1 << 20
+                                                           for w in rank_weights):
+                raise ValueError(f"rank_weights {rank_weights}: one weight (1 to 2**20) per "
+                                 f"rank of {world_size}")
+            if budget is not None or order != "rows":
+                raise ValueError("rank_weights take the row order and no budget")
+            self.rank_weights = rank_weights
         if max_ring_bytes is not None and max_ring_bytes < 1:
             raise ValueError(f"max_ring_bytes {max_ring_bytes}: must be at least 1")
         if ring is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,%d}" % _lib.PL_RING_NAME_MAX,
@@ -626,7 +641,8 @@ class Loader:
         """Batches of the rank's epoch (with a budget: of this seed and epoch)."""
         if not self.budget:
             return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
-                                       self.batch_size, self.drop_last)
+                                       self.batch_size, self.drop_last,
+                                       rank_weights=self.rank_weights)
         kind, _, value = self.budget.partition("=")
         database = _lib.Database(self.db)
         try:
@@ -666,6 +682,8 @@ class Loader:
     def _order_state(self):
         """The order's part of state_dict (none for the default row order)."""
         out = {"budget": self.budget} if self.budget else {}
+        if self.rank_weights:
+            out["rank_weights"] = list(self.rank_weights)
         if self.order != "rows":
             out.update(order=self.order, block_rows=self.block_rows,
                        block_window=self.block_window)
@@ -678,7 +696,7 @@ class Loader:
             if key in sd and sd[key] != getattr(self, key):
                 raise ValueError(f"state_dict has {key}={sd[key]!r}, this loader "
                                  f"{getattr(self, key)!r}")
-        for key in ("order", "block_rows", "block_window", "budget"):
+        for key in ("order", "block_rows", "block_window", "budget", "rank_weights"):
             want = sd.get(key, "rows" if key == "order" else None)
             if want != getattr(self, key):
                 raise ValueError(f"state_dict has {key}={want!r}, this loader "
@@ -740,6 +758,8 @@ class Loader:
             a += ["--block-window", str(self.block_window)]
         if self.budget:
             a += ["--budget", self.budget]
+        if self.rank_weights:
+            a += ["--rank-weights", ",".join(map(str, self.rank_weights))]
         if self.dense:
             a += ["--dense", self.dense]
         if self.slots:

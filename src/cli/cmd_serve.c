@@ -14,7 +14,7 @@
 static const char usage[] =
     "DB --ring NAME [--batch-size B] [--shuffle] [--seed S] [--epoch E]\n"
     "       [--order rows|block [--block-rows K] [--block-window W]]\n"
-    "       [--budget removed=N|payload=BYTES]\n"
+    "       [--budget removed=N|payload=BYTES] [--rank-weights W0,W1,...]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
     "       [--slots N] [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
     "       [--io auto|uring|pread] [--quiet]\n"
@@ -25,6 +25,44 @@ static void on_signal(int sig)
     pl__serve_abort();
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/* "3,2,2": one weight (1 to 2^20) per rank into a new array; NULL after a
+ * usage message. */
+static uint32_t *parse_weights(const char *cmd, const char *text, uint32_t *n)
+{
+    uint32_t *w = NULL, cap = 0;
+    *n = 0;
+    for (const char *at = text;;) {
+        char num[32];
+        size_t len = strcspn(at, ",");
+        unsigned long long v = 0;
+        if (len == 0 || len >= sizeof num) {
+            pl_cli_usage(cmd, usage, "--rank-weights: '%s' is not a list of weights", text);
+            break;
+        }
+        memcpy(num, at, len);
+        num[len] = 0;
+        if (pl_cli_u64(cmd, "--rank-weights", num, &v) < 0)
+            break;
+        if (v < 1 || v > (1u << 20)) {
+            pl_cli_usage(cmd, usage, "--rank-weights: weight %llu is out of range (1 to %u)",
+                         v, 1u << 20);
+            break;
+        }
+        if (*n == cap) {
+            uint32_t *g = realloc(w, (cap = cap ? 2 * cap : 16) * sizeof *w);
+            if (!g)
+                break;
+            w = g;
+        }
+        w[(*n)++] = (uint32_t)v;
+        if (!at[len])
+            return w;
+        at += len + 1;
+    }
+    free(w);
+    return NULL;
 }
 
 int pl_cmd_serve(int argc, char **argv)
@@ -38,6 +76,7 @@ int pl_cmd_serve(int argc, char **argv)
     o.max_ring_bytes = PL__SERVE_RING_BYTES;
     o.verbose = 1;
     int positional = 0; /* after "--": a database path may start with '-' */
+    const char *weights_text = NULL; /* parsed once the other options are checked */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         unsigned long long v = 0;
@@ -89,6 +128,8 @@ int pl_cmd_serve(int argc, char **argv)
             if (v < 1)
                 return pl_cli_usage(cmd, usage, "--budget %s: the budget must be at least 1", d);
             o.plan.budget = v;
+        } else if (!strcmp(a, "--rank-weights")) {
+            weights_text = argv[++i];
         } else if (!strcmp(a, "--io")) {
             const char *d = argv[++i];
             if (!strcmp(d, "auto"))
@@ -145,6 +186,19 @@ int pl_cmd_serve(int argc, char **argv)
     if (o.plan.rank >= o.plan.world_size)
         return pl_cli_usage(cmd, usage, "--rank %u must be below --world-size %u",
                             o.plan.rank, o.plan.world_size);
+    if (weights_text && (o.plan.budget || o.plan.order != PL_ORDER_ROWS))
+        return pl_cli_usage(cmd, usage, "--rank-weights take the row order and no --budget");
+    uint32_t *weights = NULL, n_weights = 0;
+    if (weights_text) {
+        if (!(weights = parse_weights(cmd, weights_text, &n_weights)))
+            return 2;
+        if (n_weights != o.plan.world_size) {
+            free(weights);
+            return pl_cli_usage(cmd, usage, "--rank-weights has %u weights for --world-size %u",
+                                n_weights, o.plan.world_size);
+        }
+        o.plan.rank_weights = weights;
+    }
     /* Die with the consumer when it is our parent; remove the ring on signals. */
     if (o.consumer_pid && o.consumer_pid == (int32_t)getppid())
         prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -154,6 +208,7 @@ int pl_cmd_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     pl_err err = {0};
     int rc = pl__serve(&o, &err);
+    free(weights);
     if (rc < 0)
         return pl_cli_fail(cmd, rc, &err);
     return 0;
