@@ -16,7 +16,7 @@ import weakref
 from . import _lib
 from ._lib import LoaderError
 from .batch import Batch, list_kinds, merge_parts, parse_slot
-from .graph import Graph
+from .graph import Graph, fingerprints
 
 _SHM_DIR = "/dev/shm"
 _READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches, "
@@ -423,7 +423,8 @@ class _Epoch:
         try:
             m.check_size()
             head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
-            batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes)
+            batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes,
+                          self._loader._fingerprints)
             want = self._start + self._b
             if batch.index != want or batch.epoch != self._loader.epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
@@ -460,7 +461,8 @@ class _Epoch:
                           {k: v.copy() for k, v in batch.arrays.items()}))
             if last:
                 merged_head, arrays = merge_parts(parts)
-                merged = Batch(arrays, merged_head, self._loader._kinds)
+                merged = Batch(arrays, merged_head, self._loader._kinds,
+                               fingerprints=self._loader._fingerprints)
                 self._release(batch)
                 return merged
             self._release(batch)
@@ -515,8 +517,9 @@ class Loader:
 
     Loader(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
            rank=None, world_size=None, dense=None, threads=2, ring=None,
-           timeout=30.0, slots=None, max_ring_bytes=None, order="rows",
-           block_rows=None, block_window=None, budget=None, rank_weights=None)
+           timeout=30.0, slots=None, max_ring_bytes=None, khop=None, khop_types=None,
+           khop_max_genes=None, order="rows", block_rows=None, block_window=None,
+           budget=None, rank_weights=None)
 
     rank and world_size default to torchrun's RANK and WORLD_SIZE (else 0 and
     1). Each iteration runs one epoch (set_epoch() chooses it): it starts
@@ -526,6 +529,12 @@ class Loader:
     producer for dense masks in the slots. ring names the ring (default
     "py<pid>-<64 random bits in hex>", a fresh one per epoch and again when
     the name is taken); timeout bounds the producer's start in seconds.
+    khop=K adds to every batch the perturbation neighbourhoods (Batch.khop):
+    the genes within K hops of each sample's deleted genes walking the edge
+    types khop_types (names, a list or a comma-separated string; default every
+    type) both ways, and the walked types' edges among them; khop_max_genes
+    caps a set (default 1024: a hop that would pass it is dropped whole and
+    the sample flagged in khop["capped"]).
 
     order="block" reads a payload in long runs: blocks of block_rows
     consecutive rows (default 16) are shuffled, then rows within windows of
@@ -563,8 +572,9 @@ class Loader:
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
-                 max_ring_bytes=None, order="rows", block_rows=None, block_window=None,
-                 budget=None, rank_weights=None):
+                 max_ring_bytes=None, khop=None, khop_types=None, khop_max_genes=None,
+                 order="rows", block_rows=None, block_window=None, budget=None,
+                 rank_weights=None):
         if rank is None:
             rank = _env_int("RANK", 0)
         if world_size is None:
@@ -608,6 +618,17 @@ class Loader:
                                                  ring):
             raise ValueError(f"ring name {ring!r}: 1 to {_lib.PL_RING_NAME_MAX} of "
                              "[A-Za-z0-9_.-]")
+        if khop is None and (khop_types is not None or khop_max_genes is not None):
+            raise ValueError("khop_types and khop_max_genes need khop")
+        if khop is not None and not 0 <= int(khop) <= 64:
+            raise ValueError(f"khop {khop!r}: 0 to 64 hops")
+        if khop_max_genes is not None and int(khop_max_genes) < 1:
+            raise ValueError("khop_max_genes must be at least 1")
+        if isinstance(khop_types, str):
+            khop_types = khop_types.split(",")
+        self.khop = None if khop is None else int(khop)
+        self.khop_types = None if khop_types is None else [str(t) for t in khop_types]
+        self.khop_max_genes = None if khop_max_genes is None else int(khop_max_genes)
         self.db = os.fspath(db)
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
@@ -633,6 +654,9 @@ class Loader:
         try:
             self.n_samples = int(database.info.n_samples)
             self._kinds = list_kinds(database.info)
+            self._fingerprints = fingerprints(database.info)
+            if self.khop is not None and self.khop_types is None:
+                self.khop_types = _lib.names(database.info.type_names, database.info.n_types)
         finally:
             database.close()
         self._n_batches = self._count()
@@ -766,6 +790,10 @@ class Loader:
             a += ["--slots", str(self.slots)]
         if self.max_ring_bytes:
             a += ["--max-ring-bytes", str(self.max_ring_bytes)]
+        if self.khop is not None:
+            a += ["--khop", str(self.khop), "--khop-types", ",".join(self.khop_types)]
+            if self.khop_max_genes is not None:
+                a += ["--khop-max-genes", str(self.khop_max_genes)]
         return a + ["--", self.db]  # the path may start with '-'
 
     def _stop_epoch(self):

@@ -10,6 +10,7 @@
 #include "collate/collate.h"
 #include "loader/io.h"
 #include "loader/serve.h"
+#include "masks/khop.h"
 
 static const char usage[] =
     "DB --ring NAME [--batch-size B] [--shuffle] [--seed S] [--epoch E]\n"
@@ -17,7 +18,8 @@ static const char usage[] =
     "       [--budget removed=N|payload=BYTES] [--rank-weights W0,W1,...]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
     "       [--slots N] [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
-    "       [--io auto|uring|pread] [--quiet]\n"
+    "       [--io auto|uring|pread] [--khop K --khop-types T1,T2,... [--khop-max-genes N]]\n"
+    "       [--quiet]\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
@@ -77,6 +79,7 @@ int pl_cmd_serve(int argc, char **argv)
     o.verbose = 1;
     int positional = 0; /* after "--": a database path may start with '-' */
     const char *weights_text = NULL; /* parsed once the other options are checked */
+    int khop_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         unsigned long long v = 0;
@@ -130,6 +133,8 @@ int pl_cmd_serve(int argc, char **argv)
             o.plan.budget = v;
         } else if (!strcmp(a, "--rank-weights")) {
             weights_text = argv[++i];
+        } else if (!strcmp(a, "--khop-types")) {
+            o.khop_types = argv[++i];
         } else if (!strcmp(a, "--io")) {
             const char *d = argv[++i];
             if (!strcmp(d, "auto"))
@@ -149,6 +154,7 @@ int pl_cmd_serve(int argc, char **argv)
                         {"--threads", 256},         {"--slots", 1024},
                         {"--start-batch", ~0ULL},   {"--consumer-pid", 1u << 30},
                         {"--max-ring-bytes", PL_RING_MAX_BYTES},
+                        {"--khop", PL_KHOP_MAX_K},  {"--khop-max-genes", UINT32_MAX},
                         {"--block-rows", 1u << 30},   {"--block-window", 1u << 30}};
             size_t k = 0;
             while (k < sizeof nums / sizeof nums[0] && strcmp(a, nums[k].opt))
@@ -157,7 +163,7 @@ int pl_cmd_serve(int argc, char **argv)
                 return pl_cli_usage(cmd, usage, "unknown option '%s'", a);
             if (pl_cli_u64(cmd, a, argv[++i], &v) < 0)
                 return 2;
-            unsigned min = k == 0 || k == 4 || k == 5 || k == 6 || k >= 9;
+            unsigned min = k == 0 || k == 4 || k == 5 || k == 6 || k == 9 || k >= 11;
             if (v > nums[k].max || v < min)
                 return pl_cli_usage(cmd, usage, "%s %llu is out of range (%u to %llu)", a, v,
                                     min, nums[k].max);
@@ -172,7 +178,9 @@ int pl_cmd_serve(int argc, char **argv)
             case 7: o.start_batch = v; break;
             case 8: o.consumer_pid = (int32_t)v; break;
             case 9: o.max_ring_bytes = v; break;
-            case 10: o.plan.block_rows = (uint32_t)v; break;
+            case 10: o.khop = (uint32_t)v; khop_set = 1; break;
+            case 11: o.khop_max_genes = (uint32_t)v; break;
+            case 12: o.plan.block_rows = (uint32_t)v; break;
             default: o.plan.window_blocks = (uint32_t)v; break;
             }
         }
@@ -183,6 +191,9 @@ int pl_cmd_serve(int argc, char **argv)
         return pl_cli_usage(cmd, usage, "--block-rows and --block-window need --order block");
     if (o.plan.budget && o.plan.order != PL_ORDER_ROWS)
         return pl_cli_usage(cmd, usage, "--budget takes the row order, not --order block");
+    if (khop_set != !!o.khop_types || (o.khop_max_genes && !khop_set))
+        return pl_cli_usage(cmd, usage, "--khop and --khop-types go together "
+                                        "(--khop-max-genes with them)");
     if (o.plan.rank >= o.plan.world_size)
         return pl_cli_usage(cmd, usage, "--rank %u must be below --world-size %u",
                             o.plan.rank, o.plan.world_size);

@@ -1,0 +1,292 @@
+/* A dataset recipe into a database (recipe_build.h). */
+#include "recipe_build.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "preprocess/build_input.h"
+#include "src/core/error.h"
+#include "src/core/fileio.h"
+#include "src/core/vec.h"
+
+/* The edges of one source, as the builder takes them. */
+typedef struct edges {
+    int32_t *src, *dst;
+    uint64_t n, cap;
+} edges;
+
+static int push(void *ctx, uint32_t src, uint32_t dst, double score, pl_err *err)
+{
+    (void)score;
+    edges *e = ctx;
+    uint64_t c = e->cap;
+    if (pl__grow(&e->src, &c, e->n + 1, 4) < 0 || pl__grow(&e->dst, &e->cap, e->n + 1, 4) < 0)
+        return pl__err(err, -ENOMEM, "out of memory");
+    e->src[e->n] = (int32_t)src;
+    e->dst[e->n++] = (int32_t)dst;
+    return 0;
+}
+
+/* A growing text. */
+typedef struct text {
+    char *s;
+    uint64_t n, cap;
+} text;
+
+static int add(text *t, pl_err *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int add(text *t, pl_err *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (len < 0 || pl__grow(&t->s, &t->cap, t->n + (uint64_t)len + 1, 1) < 0)
+        return pl__err(err, -ENOMEM, "out of memory");
+    va_start(ap, fmt);
+    vsnprintf(t->s + t->n, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    t->n += (uint64_t)len;
+    return 0;
+}
+
+/* One input line: size, XXH64 and path (each file once); a file that
+ * cannot be read fails naming the recipe line that names it (when known). */
+static int add_input(text *t, const pl_recipe *r, uint64_t line, const char *path, pl_err *err)
+{
+    if (!path)
+        return 0;
+    size_t plen = strlen(path);
+    for (const char *p = t->s; p && (p = strstr(p, path)); p++)
+        if (p > t->s && p[-1] == '\t' && p[plen] == '\n')
+            return 0;
+    uint64_t size, sum;
+    pl_err e = {0};
+    int rc = pl__file_xxh64(path, &size, &sum, &e);
+    if (rc < 0 && line)
+        return pl__err(err, rc, "%s:%llu: %s", r->path, (unsigned long long)line, e.msg);
+    if (rc < 0)
+        return pl__err(err, rc, "%s: %s", r->path, e.msg);
+    return add(t, err, "%llu\t%016llx\t%s\n", (unsigned long long)size,
+               (unsigned long long)sum, path);
+}
+
+/* Every file the recipe names, in recipe order. */
+static int digest_inputs(const pl_recipe *r, text *t, pl_err *err)
+{
+    PL_TRY(add_input(t, r, 0, r->genes, err));
+    for (uint32_t i = 0; i < r->n_aliases; i++)
+        PL_TRY(add_input(t, r, 0, r->aliases[i].path, err));
+    for (uint32_t i = 0; i < r->n_sources; i++) {
+        PL_TRY(add_input(t, r, r->sources[i].line, r->sources[i].file, err));
+        PL_TRY(add_input(t, r, r->sources[i].line, r->sources[i].opts.gene_list, err));
+    }
+    const pl_recipe_metabolism *m = &r->metabolism;
+    const char *more[] = {m->reactions, m->gpr, m->rules, m->rmr, r->samples.file,
+                          r->samples.payload};
+    for (size_t i = 0; i < sizeof more / sizeof *more; i++)
+        PL_TRY(add_input(t, r, i < 4 ? m->line : r->samples.line, more[i], err));
+    PL_TRY(add_input(t, r, m->line, m->file, err));
+    for (uint32_t i = 0; i < r->n_tables; i++)
+        PL_TRY(add_input(t, r, 0, r->tables[i].file, err));
+    return 0;
+}
+
+/* The recipe file's bytes. */
+static int read_recipe(const char *path, char **out, size_t *len, pl_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    PL_FAIL_IF(!f, err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = NULL;
+    uint64_t n = 0, cap = 0;
+    int rc = 0;
+    for (;;) {
+        if (pl__grow(&buf, &cap, n + 65536, 1) < 0) {
+            rc = pl__err(err, -ENOMEM, "out of memory");
+            break;
+        }
+        size_t got = fread(buf + n, 1, 65536, f);
+        n += got;
+        if (got < 65536) {
+            if (ferror(f))
+                rc = pl__err(err, -EIO, "%s: read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* ------------------------------------- model files and sample tables */
+
+/* The recipe's model file (yeast-gem, sbml) as the builder takes it. */
+static int model_part(const pl_recipe *r, const pl_names *nm, int strict, pl_metab *m,
+                      pl__build_metabolism *bm, text *sources, pl_err *err)
+{
+    PL_TRY(pl__recipe_metab(r, nm, strict, m, err));
+    *bm = (pl__build_metabolism){
+        .reactions = (const char *const *)m->reactions.names,
+        .n_reactions = m->reactions.n,
+        .metabolites = (const char *const *)m->metabolites.names,
+        .n_metabolites = m->metabolites.n,
+        .gpr_gene = m->gpr_gene, .gpr_rxn = m->gpr_rxn, .n_gpr = m->n_gpr,
+        .rmr_rxn = m->rmr_rxn, .rmr_met = m->rmr_met, .rmr_stoich = m->rmr_stoich,
+        .n_rmr = m->n_rmr, .rules = m->n_rules ? &m->rules : NULL};
+    return add(sources, err, "metabolism format=%s reactions=%u metabolites=%u rmr=%llu "
+               "rules=%llu gpr=%llu unresolved=%llu file=%s\n",
+               r->metabolism.format, m->reactions.n,
+               m->metabolites.n, (unsigned long long)m->n_rmr, (unsigned long long)m->n_rules,
+               (unsigned long long)m->n_gpr, (unsigned long long)m->unresolved,
+               r->metabolism.file);
+}
+
+/* The recipe's sample tables (table, sga) as one row provider; category
+ * codes go in as float labels after the labels, named after their columns. */
+typedef struct tables {
+    const pl_recipe *r;
+    const pl_names *nm;
+    int strict;
+    pl_smp_result res;
+    pl_smp_rd *rd;
+    uint32_t next;       /* the table to open next */
+    float *labels;
+    const char **names;
+} tables;
+
+static int tables_next(void *ctx, pl__sample_row *row, pl_err *err)
+{
+    tables *t = ctx;
+    for (;;) {
+        if (!t->rd) {
+            if (t->next == t->r->n_tables)
+                return 0;
+            PL_TRY(pl__smp_open(&t->r->tables[t->next++], t->nm, t->strict, &t->res, &t->rd,
+                                err));
+        }
+        const pl_smp_row *x;
+        int rc = pl__smp_next(t->rd, &x, err);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            pl__smp_close(t->rd);
+            t->rd = NULL;
+            continue;
+        }
+        uint32_t nl = t->res.n_labels;
+        memcpy(t->labels, x->labels, nl * sizeof *t->labels);
+        for (uint32_t c = 0; c < t->res.n_categories; c++)
+            t->labels[nl + c] = (float)x->cats[c];
+        *row = (pl__sample_row){x->id, x->genes, x->n_genes, t->labels, x->dropped};
+        return 1;
+    }
+}
+
+/* Open the first table (its header gives the label names). */
+static int tables_open(tables *t, pl__build_samples *bs, pl_err *err)
+{
+    PL_TRY(pl__smp_open(&t->r->tables[t->next++], t->nm, t->strict, &t->res, &t->rd, err));
+    uint32_t nl = t->res.n_labels, n = nl + t->res.n_categories;
+    t->labels = calloc(n + 1, sizeof *t->labels);
+    t->names = calloc(n + 1, sizeof *t->names);
+    PL_FAIL_IF(!t->labels || !t->names, err, -ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        t->names[i] = i < nl ? t->res.label_names[i] : t->res.cat_names[i - nl];
+    *bs = (pl__build_samples){.n_labels = n, .label_names = t->names, .next = tables_next,
+                              .ctx = t};
+    return 0;
+}
+
+static void tables_close(tables *t)
+{
+    pl__smp_close(t->rd);
+    pl__smp_result_free(&t->res);
+    free(t->labels);
+    free(t->names);
+}
+
+int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
+                     pl_imp_result *res, pl_build_stats *st, pl_err *err)
+{
+    memset(res, 0, r->n_sources * sizeof *res);
+    pl_alias_stats ast[PL_RECIPE_MAX_ALIASES];
+    pl_names *nm = NULL;
+    edges *e = calloc(r->n_sources ? r->n_sources : 1, sizeof *e);
+    pl__build_edges *be = calloc(r->n_sources ? r->n_sources : 1, sizeof *be);
+    const char **genes = NULL;
+    text inputs = {0}, sources = {0};
+    char *recipe = NULL;
+    size_t recipe_len = 0;
+    pl_metab mm = {0};
+    pl__build_metabolism bm;
+    tables tb = {.r = r, .strict = strict};
+    pl__build_samples bs;
+    int rc = e && be ? 0 : pl__err(err, -ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = read_recipe(r->path, &recipe, &recipe_len, err);
+    if (rc == 0)
+        rc = digest_inputs(r, &inputs, err);
+    if (rc == 0)
+        rc = pl__recipe_names(r, &nm, ast, err);
+    for (uint32_t i = 0; rc == 0 && i < r->n_sources; i++) {
+        const pl_imp_source *s = &r->sources[i];
+        rc = pl__imp_run(nm, s, strict, push, &e[i], &res[i], err);
+        be[i] = (pl__build_edges){s->name, e[i].src, e[i].dst, e[i].n};
+        if (rc == 0)
+            rc = add(&sources, err, "%s format=%s rows=%llu filtered=%llu unresolved=%llu "
+                     "duplicates=%llu kept=%llu pairs=%s file=%s\n", s->name, s->fmt->name,
+                     (unsigned long long)res[i].read.rows,
+                     (unsigned long long)res[i].read.filtered,
+                     (unsigned long long)res[i].unresolved,
+                     (unsigned long long)res[i].duplicates, (unsigned long long)res[i].kept,
+                     s->undirected ? "unordered" : "as_listed", s->file);
+    }
+    uint32_t ng = rc == 0 ? pl__names_count(nm) : 0;
+    if (rc == 0 && !(genes = malloc((ng ? ng : 1) * sizeof *genes)))
+        rc = pl__err(err, -ENOMEM, "out of memory");
+    for (uint32_t g = 0; rc == 0 && g < ng; g++)
+        genes[g] = pl__names_gene(nm, g);
+    int model = r->metabolism.model != PL_METAB_NONE;
+    if (rc == 0 && model)
+        rc = model_part(r, nm, strict, &mm, &bm, &sources, err);
+    tb.nm = nm;
+    if (rc == 0 && r->n_tables)
+        rc = tables_open(&tb, &bs, err);
+    if (rc == 0) {
+        const pl_recipe_metabolism *m = &r->metabolism;
+        pl_build_opts bo = {.out = o->out, .progress = o->progress, .params = o->params,
+                            .drop_unknown_genes = !strict, .reactions = m->reactions,
+                            .gpr = m->gpr, .rules = m->rules, .rmr = m->rmr,
+                            .reaction_rule = m->reaction_rule, .samples = r->samples.file,
+                            .payload = r->samples.payload};
+        pl__build_input in = {.genes = genes, .n_genes = ng, .edges = be,
+                              .n_types = r->n_sources, .recipe = recipe,
+                              .recipe_len = recipe_len, .inputs = inputs.s ? inputs.s : "",
+                              .sources = sources.s ? sources.s : "",
+                              .metabolism = model ? &bm : NULL,
+                              .samples = r->n_tables ? &bs : NULL};
+        rc = pl__build_run(&bo, &in, st, err);
+    }
+    for (uint32_t i = 0; e && i < r->n_sources; i++) {
+        free(e[i].src);
+        free(e[i].dst);
+    }
+    free(e);
+    free(be);
+    free(genes);
+    free(inputs.s);
+    free(sources.s);
+    free(recipe);
+    pl__metab_free(&mm);
+    tables_close(&tb);
+    pl__names_free(nm);
+    return rc;
+}
