@@ -150,7 +150,9 @@ static int model_part(const pl_recipe *r, const pl_names *nm, int strict, pl_met
 }
 
 /* The recipe's sample tables (table, sga) as one row provider; category
- * codes go in as float labels after the labels, named after their columns. */
+ * codes go in as float labels after the labels, named after their columns,
+ * and their level names (known once every table is read) as the provider's
+ * `levels` text after the last row. */
 typedef struct tables {
     const pl_recipe *r;
     const pl_names *nm;
@@ -160,7 +162,27 @@ typedef struct tables {
     uint32_t next;       /* the table to open next */
     float *labels;
     const char **names;
+    pl__build_samples *bs;
+    text levels;
 } tables;
+
+/* "column<TAB>level 0<TAB>level 1...\n" per category column (build_input.h). */
+static int tables_levels(tables *t, pl_err *err)
+{
+    for (uint32_t c = 0; c < t->res.n_categories; c++) {
+        const pl_strtab *v = &t->res.cat_values[c];
+        PL_TRY(add(&t->levels, err, "%s", t->res.cat_names[c]));
+        for (uint32_t k = 0; k < v->n; k++) {
+            PL_FAIL_IF(strpbrk(v->names[k], "\t\n"), err, PL_EPARSE,
+                       "category '%s': the value '%s' holds a tab or a line break",
+                       t->res.cat_names[c], v->names[k]);
+            PL_TRY(add(&t->levels, err, "\t%s", v->names[k]));
+        }
+        PL_TRY(add(&t->levels, err, "\n"));
+    }
+    t->bs->levels = t->levels.s;
+    return 0;
+}
 
 static int tables_next(void *ctx, pl__sample_row *row, pl_err *err)
 {
@@ -168,7 +190,7 @@ static int tables_next(void *ctx, pl__sample_row *row, pl_err *err)
     for (;;) {
         if (!t->rd) {
             if (t->next == t->r->n_tables)
-                return 0;
+                return t->res.n_categories ? tables_levels(t, err) : 0;
             PL_TRY(pl__smp_open(&t->r->tables[t->next++], t->nm, t->strict, &t->res, &t->rd,
                                 err));
         }
@@ -202,6 +224,7 @@ static int tables_open(tables *t, pl__build_samples *bs, pl_err *err)
         t->names[i] = i < nl ? t->res.label_names[i] : t->res.cat_names[i - nl];
     *bs = (pl__build_samples){.n_labels = n, .label_names = t->names, .next = tables_next,
                               .ctx = t};
+    t->bs = bs;
     return 0;
 }
 
@@ -211,6 +234,7 @@ static void tables_close(tables *t)
     pl__smp_result_free(&t->res);
     free(t->labels);
     free(t->names);
+    free(t->levels.s);
 }
 
 int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,

@@ -6,6 +6,7 @@ recipe builds, and the client refusing batches and graphs of different
 databases. Digests and fingerprints are recomputed here with an XXH64 of
 this file's own, from the public specification."""
 
+import gzip
 import os
 import re
 import subprocess
@@ -152,6 +153,18 @@ def test_real_recipe_against_the_raw_files(tmp_path):
     assert re.search(rf"^samples: {kept} in ", text, re.M), text
     assert "labels: epsilon pvalue query_smf array_smf dmf dmf_std arraytype_temp" in text
     assert (m["reactions"], m["rmr"], kept) == (4131, 15567, 148)
+    # the category column keeps its level names: the Arraytype/Temp values in
+    # order of first appearance over the tables' rows, in recipe order
+    levels = []
+    for part in ("ExE", "ExN_NxE", "NxN"):
+        with gzip.open(root / f"real-raw/sga_costanzo2016/SGA_{part}.txt.gz", "rt") as f:
+            for n, ln in enumerate(f):
+                v = ln.rstrip("\n").split("\t")[4] if n and ln.strip() else None
+                if v is not None and v not in levels:
+                    levels.append(v)
+    graph = pertload.Loader(db).graph
+    assert graph.label_levels == {"arraytype_temp": levels}
+    assert f"label levels: arraytype_temp\t{chr(9).join(levels)}" in text
     run_cli("verify", db)
 
 
