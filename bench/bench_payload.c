@@ -8,9 +8,11 @@
  *               where the file system allows, as the producer uses it)
  *   pertload    the producer of `serve` (worker threads, io backend, payload
  *               rows read straight into page-aligned slots while the batch is
- *               collated) over an epoch plan, into slots recycled at once */
+ *               collated) over an epoch plan, into slots recycled as soon
+ *               as their batch is complete */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,17 +30,26 @@
 
 #define SEQ_CHUNK ((size_t)4 << 20)
 
+/* Slots for the producer: delivery b is written into slot b % n once
+ * delivery b - n of that slot was published (workers finish out of order;
+ * a slot is never written by two of them at once). */
 typedef struct pool {
     unsigned char *mem;
     uint64_t slot_bytes;
     uint32_t n;
     _Atomic uint64_t samples;
+    _Atomic uint64_t *published; /* [n] deliveries published per slot */
+    _Atomic int stopped;
 } pool;
 
 static int pool_acquire(void *ctx, uint64_t b, unsigned char **slot, pl_err *err)
 {
     pool *p = ctx;
-    (void)err;
+    while (atomic_load(&p->published[b % p->n]) < b / p->n) {
+        if (atomic_load(&p->stopped))
+            return pl__err(err, PL_EUSAGE, "stopped");
+        sched_yield();
+    }
     *slot = p->mem + (b % p->n) * p->slot_bytes;
     return 0;
 }
@@ -46,8 +57,16 @@ static int pool_acquire(void *ctx, uint64_t b, unsigned char **slot, pl_err *err
 static void pool_publish(void *ctx, uint64_t b, uint32_t n)
 {
     pool *p = ctx;
-    (void)b;
     atomic_fetch_add(&p->samples, n);
+    atomic_fetch_add(&p->published[b % p->n], 1);
+}
+
+static void pool_stop(void *ctx, int rc, const pl_err *err)
+{
+    pool *p = ctx;
+    (void)rc;
+    (void)err;
+    atomic_store(&p->stopped, 1);
 }
 
 static void drop_cache(const char *path)
@@ -111,14 +130,18 @@ static int producer_round(const pl__produce_opts *po, const char *file, pool *pl
     if (rc == 0 && (!pl->mem || pl->slot_bytes < p.slot_bytes)) {
         free(pl->mem);
         pl->slot_bytes = p.slot_bytes;
-        if (!(pl->mem = aligned_alloc(4096, pl->n * pl->slot_bytes)))
+        pl->published = calloc(pl->n, sizeof *pl->published);
+        if (!(pl->mem = aligned_alloc(4096, pl->n * pl->slot_bytes)) || !pl->published)
             rc = pl__err(err, -ENOMEM, "out of memory");
         else
             memset(pl->mem, 0, pl->n * pl->slot_bytes); /* fault the pages in */
     }
     if (rc == 0) {
-        pl__sink sink = {pl, pool_acquire, pool_publish, NULL};
+        pl__sink sink = {pl, pool_acquire, pool_publish, pool_stop};
         atomic_store(&pl->samples, 0);
+        atomic_store(&pl->stopped, 0);
+        for (uint32_t i = 0; i < pl->n; i++)
+            atomic_store(&pl->published[i], 0);
         drop_cache(file);
         double t0 = pl__now();
         rc = pl__producer_start(&p, &sink, err);
@@ -151,10 +174,11 @@ static double median(const double *v, unsigned n)
 int pl_bench_payload(int argc, char **argv)
 {
     const char *usage = "usage: pertload bench payload DB [--batch-size B] [--threads T] "
-                        "[--shuffle] [--rounds R] [--json FILE]\n";
+                        "[--shuffle | --order block [--block-rows K] [--block-window W]] "
+                        "[--rounds R] [--json FILE]\n";
     const char *path = NULL, *json = NULL;
-    unsigned long long B = 64, T = 2, R = 3;
-    int shuffle = 0;
+    unsigned long long B = 64, T = 2, R = 3, K = 0, Wb = 0;
+    int shuffle = 0, block = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--batch-size") && i + 1 < argc) {
             if (pl_cli_u64("bench payload", "--batch-size", argv[++i], &B) < 0)
@@ -165,6 +189,15 @@ int pl_bench_payload(int argc, char **argv)
         } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
             if (pl_cli_u64("bench payload", "--rounds", argv[++i], &R) < 0)
                 return 2;
+        } else if (!strcmp(argv[i], "--block-rows") && i + 1 < argc) {
+            if (pl_cli_u64("bench payload", "--block-rows", argv[++i], &K) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--block-window") && i + 1 < argc) {
+            if (pl_cli_u64("bench payload", "--block-window", argv[++i], &Wb) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--order") && i + 1 < argc &&
+                   (!strcmp(argv[i + 1], "block") || !strcmp(argv[i + 1], "rows"))) {
+            block = !strcmp(argv[++i], "block");
         } else if (!strcmp(argv[i], "--shuffle"))
             shuffle = 1;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
@@ -176,7 +209,8 @@ int pl_bench_payload(int argc, char **argv)
             return 2;
         }
     }
-    if (!path || !B || !T || !R || R > 64) { /* at most 64 rounds: the arrays below */
+    if (!path || !B || !T || !R || R > 64 || K > UINT32_MAX || Wb > UINT32_MAX ||
+        ((K || Wb) && !block)) { /* at most 64 rounds: the arrays below */
         fputs(usage, stderr);
         return 2;
     }
@@ -185,7 +219,10 @@ int pl_bench_payload(int argc, char **argv)
     pl__path_join(file, sizeof file, path, PL_FILE_PAYLOAD);
     pl__produce_opts po = {.db = path,
                            .plan = {.seed = 1, .world_size = 1, .batch_size = (uint32_t)B,
-                                    .shuffle = shuffle},
+                                    .shuffle = shuffle,
+                                    .order = block ? PL_ORDER_BLOCK : PL_ORDER_ROWS,
+                                    .block_rows = (uint32_t)K,
+                                    .window_blocks = (uint32_t)Wb},
                            .threads = (uint32_t)T};
     pool pl = {.n = (uint32_t)T * 2};
     payload_file pf = {0};
@@ -220,12 +257,25 @@ int pl_bench_payload(int argc, char **argv)
         printf("  share of each round:");
         for (unsigned r = 0; r < R; r++)
             printf(" %.0f%%", 100 * share[r]);
+        /* the plan's defaults (pertload.h) */
+        unsigned long long Kd = K ? K : 16, Wd = Wb ? Wb : (B + Kd - 1) / Kd;
+        char what[96];
+        if (block)
+            snprintf(what, sizeof what, "block-shuffled (%llu-row blocks, windows of %llu)",
+                     Kd, Wd);
+        else
+            snprintf(what, sizeof what, "%s", shuffle ? "shuffled" : "in-order");
         printf("\n  (%s plan, batches of %llu, %llu worker threads, masks collated too)\n",
-               shuffle ? "shuffled" : "in-order", B, T);
+               what, B, T);
         pl_bench_json j;
         if (pl_bench_json_open(&j, json) < 0)
             rc = -1;
-        pl_bench_json_str(&j, "plan", shuffle ? "shuffled" : "in-order");
+        pl_bench_json_str(&j, "plan", block ? "block" : shuffle ? "shuffled" : "in-order");
+        pl_bench_json_num(&j, "batch_size", (double)B);
+        if (block) {
+            pl_bench_json_num(&j, "block_rows", (double)Kd);
+            pl_bench_json_num(&j, "block_window", (double)Wd);
+        }
         pl_bench_json_num(&j, "rows", (double)rows);
         pl_bench_json_num(&j, "row_bytes", (double)row_bytes);
         pl_bench_json_num(&j, "rounds", (double)R);
@@ -242,5 +292,6 @@ int pl_bench_payload(int argc, char **argv)
             rc = -1;
     }
     free(pl.mem);
+    free((void *)pl.published);
     return rc < 0 ? 1 : 0;
 }

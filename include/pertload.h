@@ -349,12 +349,46 @@ typedef struct pl_plan_opts {
     uint32_t rank, world_size;  /**< rank < world_size; world_size >= 1 */
     uint32_t batch_size;        /**< >= 1 */
     int shuffle, drop_last;
+    /* Sample order (loader/plan.h documents each). */
+    uint32_t order;             /**< PL_ORDER_*; PL_ORDER_ROWS (0) is the default */
+    uint32_t block_rows;        /**< PL_ORDER_BLOCK: rows per block; 0 means 16 */
+    uint32_t window_blocks;     /**< PL_ORDER_BLOCK: blocks per window; 0 means
+                                     ceil(batch_size / block_rows) (one batch) */
+    /** > 0: budgeted batches (pl_plan_new_costs): each batch takes rows while
+     *  their costs sum to at most `budget` (batch_size rows at most). */
+    uint64_t budget;
+    /** Weighted ranks: NULL, or [world_size] weights >= 1 (read during
+     *  pl_plan_new only); rank r's batches hold about batch_size * w[r] /
+     *  max(w) samples, every rank the same number of steps (plan.h 2d). */
+    const uint32_t *rank_weights;
 } pl_plan_opts;
+
+/** Sample orders of an epoch plan (pl_plan_opts.order). */
+enum {
+    PL_ORDER_ROWS = 0,  /**< rows in order, or shuffled one by one with `shuffle` */
+    PL_ORDER_BLOCK = 1, /**< blocks of consecutive rows shuffled, then rows within
+                             windows of blocks; ranks take whole batches; rows
+                             sorted within each batch (read in runs) */
+};
 
 typedef struct pl_plan pl_plan;
 
 /** Compute the plan of one epoch for one rank (the rank's rows, in order). */
 PL_API int pl_plan_new(const pl_plan_opts *o, pl_plan **out, pl_err *err);
+
+/** pl_plan_new() for budgeted batches: `cost[0..n_samples)` is each row's cost
+ *  (read only during the call); o->budget > 0 (loader/plan.h, steps 2c-3c).
+ *  Batches then vary in size, up to o->batch_size; every rank still has the
+ *  same number of batches. With o->budget == 0, `cost` is not read. */
+PL_API int pl_plan_new_costs(const pl_plan_opts *o, const uint32_t *cost, pl_plan **out,
+                             pl_err *err);
+
+/** The plan of `o` over database `db` (n_samples is taken from it). With
+ *  o->budget > 0 the rows' costs come from its sample table, decoded for the
+ *  call: removed positions as `serve --budget removed=N` counts them, or with
+ *  `budget_payload` payload bytes (`--budget payload=BYTES`). */
+PL_API int pl_plan_new_db(pl_db *db, const pl_plan_opts *o, int budget_payload, pl_plan **out,
+                          pl_err *err);
 PL_API void pl_plan_free(pl_plan *p);
 
 /** Number of batches of the rank in this epoch. */
@@ -364,7 +398,8 @@ PL_API uint64_t pl_plan_n_batches(const pl_plan *p);
 PL_API uint64_t pl_plan_n_samples(const pl_plan *p);
 
 /** Rows (sample-store order) of batch `b` into `rows[0..batch_size)`.
- *  @return the batch's size; 0 when b >= pl_plan_n_batches(). */
+ *  @return the batch's size (budgeted plans: any from 1 to batch_size); 0
+ *  when b >= pl_plan_n_batches(). */
 PL_API uint32_t pl_plan_batch(const pl_plan *p, uint64_t b, uint64_t *rows);
 
 /* -------------------------------------------------------------------- ring */

@@ -376,6 +376,8 @@ static int start(pl_loader *l, const pl_loader_opts *o, pl_err *err)
         l->table_mem = (pl__table_mem){l, table_alloc, table_free};
         po.table_mem = &l->table_mem;
     }
+    PL_FAIL_IF(o->plan.budget, err, PL_EUSAGE,
+               "budgeted batches are served by pertload serve, not this loader");
     l->prod_init = 1;
     PL_TRY(pl__producer_init(&l->prod, &po, err));
     l->n_batches = l->prod.n_batches;

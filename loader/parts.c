@@ -69,9 +69,14 @@ int pl__parts_measure(const pl__collate_cfg *c, const pl__table *t, const pl_pla
     sizer z;
     PL_FAIL_IF(sizer_init(&z, c, B) < 0, err, -ENOMEM, "out of memory");
     uint64_t hist[HIST_BUCKETS] = {0}, count = 0, largest = 0, best = 0;
-    uint64_t best_row = start_batch < plan->n_batches ? plan->rows[start_batch * B] : 0;
+    uint64_t lo = 0, hi = 0, best_row = 0;
+    if (start_batch < plan->n_batches) {
+        pl__plan_span(plan, start_batch, &lo, &hi);
+        best_row = plan->rows[lo];
+    }
     for (uint64_t pb = start_batch; pb < plan->n_batches; pb++) {
-        uint64_t lo = pb * B, hi = lo + B < plan->m ? lo + B : plan->m, x = 0;
+        uint64_t x = 0;
+        pl__plan_span(plan, pb, &lo, &hi);
         for (uint64_t i = lo; i < hi; i++) {
             uint32_t r = plan->rows[i], w = t->weight[r];
             x += w;
@@ -212,8 +217,10 @@ int pl__parts_plan(pl__parts *s, const pl__collate_cfg *c, const pl__table *t,
     uint32_t *cuts = malloc(B * sizeof *cuts);
     int rc = cuts && sizer_init(&z, c, B) == 0 ? 0 : pl__err(err, -ENOMEM, "out of memory");
     for (uint64_t pb = start_batch; rc == 0 && pb < plan->n_batches; pb++) {
-        const uint32_t *rows = plan->rows + pb * B;
-        uint32_t n = (uint32_t)(pb * B + B < plan->m ? B : plan->m - pb * B);
+        uint64_t lo, hi;
+        pl__plan_span(plan, pb, &lo, &hi);
+        const uint32_t *rows = plan->rows + lo;
+        uint32_t n = (uint32_t)(hi - lo);
         uint64_t x = 0;
         for (uint32_t i = 0; i < n; i++)
             x += t->weight[rows[i]];

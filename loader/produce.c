@@ -13,6 +13,7 @@
 #include "masks/khop.h"
 #include "masks/masks.h"
 #include "plan.h"
+#include "plan_db.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
@@ -29,6 +30,25 @@ typedef struct pl__worker {
     pl__khop_ctx *khop;
 } worker;
 
+/* The batches from start_batch on, once the plan is made. */
+static int start_at(pl__producer *p, pl_err *err)
+{
+    uint64_t total = pl_plan_n_batches(p->plan);
+    PL_FAIL_IF(p->o.start_batch > total, err, PL_EUSAGE,
+               "--start-batch %llu is past the %llu batches of the epoch",
+               (unsigned long long)p->o.start_batch, (unsigned long long)total);
+    p->n_batches = total - p->o.start_batch;
+    return 0;
+}
+
+/* A budgeted plan (plan.h, steps 2c-3c) from the loaded sample table. */
+static int budget_plan(pl__producer *p, pl_err *err)
+{
+    PL_TRY(pl__plan_budgeted(&p->o.plan, &p->table, p->o.budget_payload,
+                             p->cfg.payload_row_bytes, p->o.db, &p->plan, err));
+    return start_at(p, err);
+}
+
 int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err)
 {
     memset(p, 0, sizeof *p);
@@ -36,16 +56,11 @@ int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err)
     p->o = *o;
     p->payload_fd = p->payload_dfd = -1;
     PL_TRY(pl_db_open(o->db, &p->db, err));
-    pl_plan_opts po = o->plan;
-    po.n_samples = pl_db_info_get(p->db)->n_samples;
-    PL_TRY(pl_plan_new(&po, &p->plan, err));
-    p->o.plan = po;
-    uint64_t total = pl_plan_n_batches(p->plan);
-    PL_FAIL_IF(o->start_batch > total, err, PL_EUSAGE,
-               "--start-batch %llu is past the %llu batches of the epoch",
-               (unsigned long long)o->start_batch, (unsigned long long)total);
-    p->n_batches = total - o->start_batch;
-    return 0;
+    p->o.plan.n_samples = pl_db_info_get(p->db)->n_samples;
+    if (o->plan.budget) /* the costs come with the sample table */
+        return 0;
+    PL_TRY(pl_plan_new(&p->o.plan, &p->plan, err));
+    return start_at(p, err);
 }
 
 static int open_payload(pl__producer *p, pl_err *err)
@@ -103,6 +118,8 @@ int pl__producer_load(pl__producer *p, pl_err *err)
     PL_TRY(pl__table_load_with(p->db, p->g, p->o.io_mode, p->o.table_mem, &p->table, err));
     PL_TRY(open_payload(p, err));
     pl__collate_cfg_init(&p->cfg, p->db, p->g, p->o.plan.batch_size, p->o.dense);
+    if (!p->plan)
+        PL_TRY(budget_plan(p, err));
     if (p->o.khop_types)
         PL_TRY(khop_load(p, err));
     return pl__parts_measure(&p->cfg, &p->table, p->plan, p->o.start_batch, &p->needs, err);

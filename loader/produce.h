@@ -48,6 +48,9 @@ typedef struct pl__produce_opts {
     uint32_t dense;       /* PL_DENSE_* collated on the CPU into the slot */
     uint32_t threads;     /* worker threads; 0 means 1 */
     int io_mode;          /* PL_IO_* (loader/io.h) */
+    /* plan.budget > 0: a row costs its payload bytes (not its removed
+     * positions, the sample table's weight); the plan is made at load. */
+    int budget_payload;
     /* The sample table's read buffers: NULL for aligned_alloc + mlock, or a
      * GPU backend's page-locked allocator; must outlive pl__producer_load(). */
     const pl__table_mem *table_mem;
@@ -65,7 +68,7 @@ typedef struct pl__producer {
     pl__produce_opts o;
     /* init */
     pl_db *db;
-    pl_plan *plan;
+    pl_plan *plan;        /* budgeted plans: made at load, from the rows' costs */
     uint64_t n_batches;   /* batches to produce: the plan's from start_batch on */
     /* load */
     pl_graph *g;

@@ -55,6 +55,7 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
     double t0 = pl__now();
     pl__produce_opts po = {.db = o->db, .plan = o->plan, .start_batch = o->start_batch,
                            .dense = o->dense, .threads = o->threads, .io_mode = o->io_mode,
+                           .budget_payload = o->budget_payload,
                            .khop_types = o->khop_types, .khop = o->khop,
                            .khop_max_genes = o->khop_max_genes};
     PL_TRY(pl__producer_init(p, &po, err));

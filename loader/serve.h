@@ -20,6 +20,7 @@ typedef struct pl__serve_opts {
     uint64_t max_ring_bytes; /* the segment's largest size; 0: PL__SERVE_RING_BYTES */
     int32_t consumer_pid;
     int io_mode;            /* PL_IO_* (loader/io.h) */
+    int budget_payload;     /* plan.budget counts payload bytes, not removed positions */
     int verbose;            /* print the ready line and a summary */
     const char *khop_types; /* k-hop lists (loader/produce.h): NULL for none */
     uint32_t khop, khop_max_genes;

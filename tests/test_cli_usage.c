@@ -194,6 +194,26 @@ Test(cli_usage, serve)
     USAGE("--rank 2 must be below --world-size 2", "serve", "db", "--ring", "r", "--rank", "2",
           "--world-size", "2");
     USAGE("unknown option '--bogus'", "serve", "db", "--ring", "r", "--bogus", "1");
+    USAGE("--order is rows or block, not 'random'", "serve", "db", "--ring", "r", "--order",
+          "random");
+    USAGE("--block-rows and --block-window need --order block", "serve", "db", "--ring", "r",
+          "--block-rows", "8");
+    USAGE("--budget is removed=N or payload=BYTES, not 'bytes=5'", "serve", "db", "--ring",
+          "r", "--budget", "bytes=5");
+    USAGE("--budget removed=0: the budget must be at least 1", "serve", "db", "--ring", "r",
+          "--budget", "removed=0");
+    USAGE("--budget takes the row order, not --order block", "serve", "db", "--ring", "r",
+          "--budget", "payload=4096", "--order", "block");
+    USAGE("--rank-weights has 2 weights for --world-size 3", "serve", "db", "--ring", "r",
+          "--world-size", "3", "--rank-weights", "1,2");
+    USAGE("--rank-weights: '1,,2' is not a list of weights", "serve", "db", "--ring", "r",
+          "--world-size", "3", "--rank-weights", "1,,2");
+    USAGE("--rank-weights: weight 0 is out of range (1 to 1048576)", "serve", "db", "--ring",
+          "r", "--world-size", "2", "--rank-weights", "0,2");
+    USAGE("--rank-weights take the row order and no --budget", "serve", "db", "--ring", "r",
+          "--world-size", "2", "--rank-weights", "1,2", "--budget", "removed=9");
+    USAGE("--block-window 0 is out of range", "serve", "db", "--ring", "r", "--order", "block",
+          "--block-window", "0");
     USAGE("unexpected argument 'db2'", "serve", "db", "db2", "--ring", "r");
     USAGE("--khop and --khop-types go together", "serve", "db", "--ring", "r", "--khop", "1");
     USAGE("--khop and --khop-types go together", "serve", "db", "--ring", "r", "--khop-types",

@@ -29,26 +29,6 @@ static const uint64_t sizes[] = {0, 1, 2, 7, 64, 1000, 4097};
 
 /* ------------------------------------------------- reference algorithm */
 
-static uint64_t ref_mix(uint64_t *s)
-{
-    *s += UINT64_C(0x9E3779B97F4A7C15);
-    uint64_t z = *s;
-    z ^= z >> 30;
-    z *= UINT64_C(0xBF58476D1CE4E5B9);
-    z ^= z >> 27;
-    z *= UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-/* floor(x * k / 2^64) without a 128-bit type: schoolbook on 32-bit halves. */
-static uint64_t mulhi64(uint64_t x, uint64_t k)
-{
-    uint64_t xl = x & 0xFFFFFFFFu, xh = x >> 32, kl = k & 0xFFFFFFFFu, kh = k >> 32;
-    uint64_t ll = xl * kl, lh = xl * kh, hl = xh * kl, hh = xh * kh;
-    uint64_t mid = (ll >> 32) + (lh & 0xFFFFFFFFu) + (hl & 0xFFFFFFFFu);
-    return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
-}
-
 /* The epoch permutation (step 1 of plan.h). */
 static uint32_t *ref_order(uint64_t n, uint64_t seed, uint64_t epoch, int shuffle)
 {
@@ -60,7 +40,7 @@ static uint32_t *ref_order(uint64_t n, uint64_t seed, uint64_t epoch, int shuffl
         return o;
     uint64_t s = seed + epoch * UINT64_C(0x9E3779B97F4A7C15);
     for (uint64_t i = n - 1; i >= 1; i--) {
-        uint64_t j = mulhi64(ref_mix(&s), i + 1);
+        uint64_t j = pl_test_mulhi64(pl_test_rand(&s), i + 1);
         CHECK(j <= i, "reference swap index %llu > %llu", (unsigned long long)j,
               (unsigned long long)i);
         uint32_t t = o[i];
@@ -148,7 +128,9 @@ static void check_point(uint64_t n, uint32_t W, uint32_t B, int shuffle, int dro
     uint64_t *slot_owner = malloc((m_expect * W + 1) * sizeof *slot_owner);
     cr_assert_not_null(slot_owner);
     for (uint32_t r = 0; r < W; r++) {
-        pl_plan_opts o = {n, seed, epoch, r, W, B, shuffle, drop_last};
+        pl_plan_opts o = {.n_samples = n, .seed = seed, .epoch = epoch, .rank = r,
+                          .world_size = W, .batch_size = B, .shuffle = shuffle,
+                          .drop_last = drop_last};
         pl_plan *p = make(&o);
         uint64_t m = pl_plan_n_samples(p);
         CHECK(m == m_expect, "n=%llu W=%u drop=%d: rank %u has %llu samples, expected %llu",
@@ -299,7 +281,7 @@ Test(plan, world_larger_than_samples_pads_cyclically)
                     check_point(n, W, 3, shuffle, drop, 99, 7);
     /* explicit: n = 2, W = 5, no shuffle: ranks get 0,1,0,1,0 */
     for (uint32_t r = 0; r < 5; r++) {
-        pl_plan_opts o = {2, 1, 0, r, 5, 4, 0, 0};
+        pl_plan_opts o = {.n_samples = 2, .seed = 1, .rank = r, .world_size = 5, .batch_size = 4};
         pl_plan *p = make(&o);
         cr_assert_eq(pl_plan_n_samples(p), 1);
         cr_assert_eq(pl_plan_n_batches(p), 1);
@@ -322,7 +304,9 @@ Test(plan, determinism_and_epochs)
         uint64_t n = 10 + pl_test_below(&s, 3000);
         uint32_t W = 1 + (uint32_t)pl_test_below(&s, 4);
         uint32_t B = 1 + (uint32_t)pl_test_below(&s, 100);
-        pl_plan_opts o = {n, pl_test_rand(&s), pl_test_below(&s, 1000), 0, 1, B, 1, 0};
+        pl_plan_opts o = {.n_samples = n, .seed = pl_test_rand(&s),
+                          .epoch = pl_test_below(&s, 1000), .world_size = 1,
+                          .batch_size = B, .shuffle = 1};
         o.world_size = W;
         o.rank = (uint32_t)pl_test_below(&s, W);
         o.drop_last = (int)pl_test_below(&s, 2);
@@ -384,7 +368,8 @@ Test(plan, determinism_and_epochs)
 Test(plan, shuffle_actually_shuffles)
 {
     /* a shuffled order of 1000 is not the identity and moves most rows */
-    pl_plan_opts o = {1000, 7, 0, 0, 1, 1000, 1, 0};
+    pl_plan_opts o = {.n_samples = 1000, .seed = 7, .world_size = 1, .batch_size = 1000,
+                      .shuffle = 1};
     pl_plan *p = make(&o);
     uint64_t rows[1000];
     cr_assert_eq(pl_plan_batch(p, 0, rows), 1000);
@@ -400,12 +385,12 @@ Test(plan, first_values_of_the_order)
     /* Pin the order numerically: Fisher-Yates of 5 from the top, seed 0, epoch 0.
      * splitmix64(0) first outputs are well known. */
     uint64_t s = 0;
-    cr_assert_eq(ref_mix(&s), UINT64_C(0xE220A8397B1DCDAF));
-    cr_assert_eq(ref_mix(&s), UINT64_C(0x6E789E6AA1B965F4));
-    cr_assert_eq(mulhi64(UINT64_MAX, UINT64_MAX), UINT64_MAX - 1);
-    cr_assert_eq(mulhi64(UINT64_C(1) << 63, 5), 2);
+    cr_assert_eq(pl_test_rand(&s), UINT64_C(0xE220A8397B1DCDAF));
+    cr_assert_eq(pl_test_rand(&s), UINT64_C(0x6E789E6AA1B965F4));
+    cr_assert_eq(pl_test_mulhi64(UINT64_MAX, UINT64_MAX), UINT64_MAX - 1);
+    cr_assert_eq(pl_test_mulhi64(UINT64_C(1) << 63, 5), 2);
     uint32_t *ord = ref_order(5, 0, 0, 1);
-    pl_plan_opts o = {5, 0, 0, 0, 1, 5, 1, 0};
+    pl_plan_opts o = {.n_samples = 5, .world_size = 1, .batch_size = 5, .shuffle = 1};
     pl_plan *p = make(&o);
     uint64_t rows[5];
     cr_assert_eq(pl_plan_batch(p, 0, rows), 5);
@@ -430,17 +415,22 @@ static void expect_usage(pl_plan_opts o, const char *what)
 
 Test(plan, invalid_options)
 {
-    expect_usage((pl_plan_opts){10, 0, 0, 0, 0, 4, 0, 0}, "world 0");
-    expect_usage((pl_plan_opts){10, 0, 0, 1, 1, 4, 0, 0}, "rank 1 of 1");
-    expect_usage((pl_plan_opts){10, 0, 0, 5, 5, 4, 1, 0}, "rank 5 of 5");
-    expect_usage((pl_plan_opts){10, 0, 0, UINT32_MAX, 3, 4, 1, 1}, "rank huge");
-    expect_usage((pl_plan_opts){10, 0, 0, 0, 1, 0, 0, 0}, "batch 0");
-    expect_usage((pl_plan_opts){0, 0, 0, 0, 1, 0, 1, 1}, "batch 0, no samples");
-    expect_usage((pl_plan_opts){(uint64_t)UINT32_MAX + 2, 0, 0, 0, 1, 4, 0, 0},
+    expect_usage((pl_plan_opts){.n_samples = 10, .world_size = 0, .batch_size = 4}, "world 0");
+    expect_usage((pl_plan_opts){.n_samples = 10, .rank = 1, .world_size = 1, .batch_size = 4},
+                                "rank 1 of 1");
+    expect_usage((pl_plan_opts){.n_samples = 10, .rank = 5, .world_size = 5, .batch_size = 4,
+                                .shuffle = 1}, "rank 5 of 5");
+    expect_usage((pl_plan_opts){.n_samples = 10, .rank = UINT32_MAX, .world_size = 3,
+                                .batch_size = 4, .shuffle = 1, .drop_last = 1}, "rank huge");
+    expect_usage((pl_plan_opts){.n_samples = 10, .world_size = 1, .batch_size = 0}, "batch 0");
+    expect_usage((pl_plan_opts){.world_size = 1, .batch_size = 0, .shuffle = 1, .drop_last = 1},
+                                "batch 0, no samples");
+    expect_usage((pl_plan_opts){.n_samples = (uint64_t)UINT32_MAX + 2, .world_size = 1,
+                                .batch_size = 4},
                  "more samples than a plan holds");
     /* err may be NULL */
     pl_plan *p = NULL;
-    pl_plan_opts o = {10, 0, 0, 3, 2, 4, 0, 0};
+    pl_plan_opts o = {.n_samples = 10, .rank = 3, .world_size = 2, .batch_size = 4};
     cr_expect_eq(pl_plan_new(&o, &p, NULL), PL_EUSAGE);
     pl_plan_free(NULL);
 }
@@ -449,7 +439,8 @@ Test(plan, empty_epoch)
 {
     for (uint32_t W = 1; W <= 3; W++)
         for (int drop = 0; drop < 2; drop++) {
-            pl_plan_opts o = {0, 5, 5, W - 1, W, 8, 1, drop};
+            pl_plan_opts o = {.seed = 5, .epoch = 5, .rank = W - 1, .world_size = W,
+                              .batch_size = 8, .shuffle = 1, .drop_last = drop};
             pl_plan *p = make(&o);
             cr_expect_eq(pl_plan_n_samples(p), 0);
             cr_expect_eq(pl_plan_n_batches(p), 0);

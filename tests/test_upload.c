@@ -365,6 +365,11 @@ Test(upload, options_and_backends)
     o.plan.batch_size = 0;
     cr_expect_lt(pl_loader_open(&o, &l, &err), 0);
     o = opts(64, PL_MASK_NONE, 1, 2);
+    o.plan.budget = 1000;
+    cr_expect_eq(pl_loader_open(&o, &l, &err), PL_EUSAGE);
+    cr_expect(strstr(err.msg, "served by pertload serve"), "%s", err.msg);
+    cr_expect_null(l);
+    o = opts(64, PL_MASK_NONE, 1, 2);
     o.db = "/nonexistent/pertload-db";
     cr_expect_lt(pl_loader_open(&o, &l, &err), 0);
     cr_expect_null(l);

@@ -443,3 +443,11 @@ int pl_test_rule_holds(const char *rule, int (*deleted)(void *ctx, const char *n
         e.bad = 1;
     return e.bad ? -1 : v;
 }
+
+uint64_t pl_test_mulhi64(uint64_t x, uint64_t k)
+{
+    uint64_t xl = x & 0xFFFFFFFFu, xh = x >> 32, kl = k & 0xFFFFFFFFu, kh = k >> 32;
+    uint64_t ll = xl * kl, lh = xl * kh, hl = xh * kl, hh = xh * kh;
+    uint64_t mid = (ll >> 32) + (lh & 0xFFFFFFFFu) + (hl & 0xFFFFFFFFu);
+    return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+}

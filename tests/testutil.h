@@ -137,8 +137,12 @@ void pl_test_inputs_free(pl_test_inputs *in);
 int pl_test_rule_holds(const char *rule, int (*deleted)(void *ctx, const char *name, size_t len),
                        void *ctx);
 
-/** Deterministic PRNG (splitmix64). */
+/** Deterministic PRNG: splitmix64 as loader/plan.h writes it out (a reference
+ *  apart from the library's). */
 uint64_t pl_test_rand(uint64_t *state);
+
+/** floor(x * k / 2^64), computed on 32-bit halves (no 128-bit type). */
+uint64_t pl_test_mulhi64(uint64_t x, uint64_t k);
 
 /** Uniform integer in [0, n). */
 uint64_t pl_test_below(uint64_t *state, uint64_t n);

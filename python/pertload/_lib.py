@@ -100,6 +100,11 @@ class PlanOpts(ctypes.Structure):
         ("batch_size", ctypes.c_uint32),
         ("shuffle", ctypes.c_int),
         ("drop_last", ctypes.c_int),
+        ("order", ctypes.c_uint32),
+        ("block_rows", ctypes.c_uint32),
+        ("window_blocks", ctypes.c_uint32),
+        ("budget", ctypes.c_uint64),
+        ("rank_weights", ctypes.POINTER(ctypes.c_uint32)),
     ]
 
 
@@ -164,6 +169,8 @@ _PROTOTYPES = {
     "pl_db_graph_array": (ctypes.c_int64, [_vp, ctypes.c_int, _vp, ctypes.c_size_t, _err_p]),
     "pl_plan_new": (ctypes.c_int, [ctypes.POINTER(PlanOpts), ctypes.POINTER(_vp), _err_p]),
     "pl_plan_free": (None, [_vp]),
+    "pl_plan_new_db": (ctypes.c_int, [_vp, ctypes.POINTER(PlanOpts), ctypes.c_int,
+                                      ctypes.POINTER(_vp), _err_p]),
     "pl_plan_n_batches": (ctypes.c_uint64, [_vp]),
     "pl_plan_n_samples": (ctypes.c_uint64, [_vp]),
     "pl_plan_batch": (ctypes.c_uint32, [_vp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]),
@@ -324,19 +331,31 @@ class Database:
         self.close()
 
 
-def plan_n_batches(n_samples, rank, world_size, batch_size, drop_last):
-    """Batches of one rank's epoch (pl_plan_n_batches; the count does not
-    depend on the seed, the epoch or shuffling)."""
+def plan_n_batches(n_samples, rank, world_size, batch_size, drop_last, database=None,
+                   budget=None, seed=0, epoch=0, shuffle=False, rank_weights=None):
+    """Batches of one rank's epoch (pl_plan_n_batches). Without a budget the
+    count does not depend on the seed, the epoch or shuffling; with budget =
+    ("removed" or "payload", N) it does, and `database` (an open Database)
+    gives the rows' costs (pl_plan_new_db)."""
     # ctypes would keep only the low 32 bits of these (2**32 reads as 0).
     for key, v in (("rank", rank), ("world_size", world_size), ("batch_size", batch_size)):
         if v >= 1 << 32:
             raise LoaderError(f"epoch plan: {key} {v} does not fit in 32 bits")
-    opts = PlanOpts(n_samples=n_samples, seed=0, epoch=0, rank=rank, world_size=world_size,
-                    batch_size=batch_size, shuffle=0, drop_last=int(bool(drop_last)))
+    opts = PlanOpts(n_samples=n_samples, seed=seed, epoch=epoch, rank=rank,
+                    world_size=world_size, batch_size=batch_size, shuffle=int(bool(shuffle)),
+                    drop_last=int(bool(drop_last)))
+    if rank_weights:
+        weights = (ctypes.c_uint32 * world_size)(*rank_weights)
+        opts.rank_weights = weights  # kept alive by `weights` through the call
     plan = _vp()
     err = PlErr()
-    check(lib().pl_plan_new(ctypes.byref(opts), ctypes.byref(plan), ctypes.byref(err)), err,
-          "epoch plan")
+    if budget:
+        opts.budget = budget[1]
+        check(lib().pl_plan_new_db(database._h, ctypes.byref(opts), int(budget[0] == "payload"),
+                                   ctypes.byref(plan), ctypes.byref(err)), err, "epoch plan")
+    else:
+        check(lib().pl_plan_new(ctypes.byref(opts), ctypes.byref(plan), ctypes.byref(err)),
+              err, "epoch plan")
     try:
         return lib().pl_plan_n_batches(plan)
     finally:

@@ -518,7 +518,8 @@ class Loader:
     Loader(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
            rank=None, world_size=None, dense=None, threads=2, ring=None,
            timeout=30.0, slots=None, max_ring_bytes=None, khop=None, khop_types=None,
-           khop_max_genes=None)
+           khop_max_genes=None, order="rows", block_rows=None, block_window=None,
+           budget=None, rank_weights=None)
 
     rank and world_size default to torchrun's RANK and WORLD_SIZE (else 0 and
     1). Each iteration runs one epoch (set_epoch() chooses it): it starts
@@ -534,6 +535,25 @@ class Loader:
     type) both ways, and the walked types' edges among them; khop_max_genes
     caps a set (default 1024: a hop that would pass it is dropped whole and
     the sample flagged in khop["capped"]).
+
+    order="block" reads a payload in long runs: blocks of block_rows
+    consecutive rows (default 16) are shuffled, then rows within windows of
+    block_window blocks (default: one batch); ranks take whole batches and the
+    rows of a batch come sorted (serve --order block, loader/plan.h). shuffle
+    is not read in this order.
+
+    budget="removed=N" or "payload=BYTES" fills each batch up to a budget
+    instead of batch_size samples (then the most a batch holds): a sample
+    costs its removed positions as serve sizes slots for them (an upper
+    bound), or its payload bytes. Every rank still runs the same number of
+    steps (serve --budget, loader/plan.h steps 2c-3c); the count depends on
+    the seed and epoch, so len() is computed from the database's sample table
+    (decoded for it) at construction, set_epoch() and load_state_dict().
+
+    rank_weights=[w0, w1, ...] (integers >= 1, one per rank; serve
+    --rank-weights) gives mixed GPUs shares in proportion: rank r's batches
+    hold about batch_size * w[r] / max(w) samples, every rank the same number
+    of steps (loader/plan.h step 2d).
 
     The ring in /dev/shm takes at most max_ring_bytes (default: serve's, 256
     MiB) with at most `slots` slots (default 16), each sized for a typical
@@ -552,7 +572,9 @@ class Loader:
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
-                 max_ring_bytes=None, khop=None, khop_types=None, khop_max_genes=None):
+                 max_ring_bytes=None, khop=None, khop_types=None, khop_max_genes=None,
+                 order="rows", block_rows=None, block_window=None, budget=None,
+                 rank_weights=None):
         if rank is None:
             rank = _env_int("RANK", 0)
         if world_size is None:
@@ -564,6 +586,32 @@ class Loader:
             raise ValueError(f"dense is None, 'bits' or 'bool', not {dense!r}")
         if threads < 1 or (slots is not None and slots < 1):
             raise ValueError("threads and slots must be at least 1")
+        if order not in ("rows", "block"):
+            raise ValueError(f"order is 'rows' or 'block', not {order!r}")
+        if order != "block" and (block_rows is not None or block_window is not None):
+            raise ValueError("block_rows and block_window need order='block'")
+        for key, v in (("block_rows", block_rows), ("block_window", block_window)):
+            if v is not None and not 1 <= v <= 1 << 30:
+                raise ValueError(f"{key} {v}: must be 1 to 2**30")
+        self.budget = None
+        if budget is not None:
+            kind, _, value = str(budget).partition("=")
+            if kind not in ("removed", "payload") or not value.isdigit() or int(value) < 1:
+                raise ValueError(f"budget is 'removed=N' or 'payload=BYTES' (N >= 1), "
+                                 f"not {budget!r}")
+            if order != "rows":
+                raise ValueError("budget takes the row order, not order='block'")
+            self.budget = f"{kind}={int(value)}"
+        self.rank_weights = None
+        if rank_weights is not None:
+            rank_weights = [int(w) for w in rank_weights]
+            if len(rank_weights) != world_size or not all(1 <= w <= 1 << 20
+                                                           for w in rank_weights):
+                raise ValueError(f"rank_weights {rank_weights}: one weight (1 to 2**20) per "
+                                 f"rank of {world_size}")
+            if budget is not None or order != "rows":
+                raise ValueError("rank_weights take the row order and no budget")
+            self.rank_weights = rank_weights
         if max_ring_bytes is not None and max_ring_bytes < 1:
             raise ValueError(f"max_ring_bytes {max_ring_bytes}: must be at least 1")
         if ring is not None and not re.fullmatch(r"[A-Za-z0-9_.-]{1,%d}" % _lib.PL_RING_NAME_MAX,
@@ -594,6 +642,9 @@ class Loader:
         self.timeout = float(timeout)
         self.slots = slots
         self.max_ring_bytes = None if max_ring_bytes is None else int(max_ring_bytes)
+        self.order = order
+        self.block_rows = None if block_rows is None else int(block_rows)
+        self.block_window = None if block_window is None else int(block_window)
         self.epoch = 0
         self._start = 0      # batch the next iteration starts at
         self._consumed = 0   # batches of this epoch consumed
@@ -608,8 +659,23 @@ class Loader:
                 self.khop_types = _lib.names(database.info.type_names, database.info.n_types)
         finally:
             database.close()
-        self._n_batches = _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
-                                              self.batch_size, self.drop_last)
+        self._n_batches = self._count()
+
+    def _count(self):
+        """Batches of the rank's epoch (with a budget: of this seed and epoch)."""
+        if not self.budget:
+            return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
+                                       self.batch_size, self.drop_last,
+                                       rank_weights=self.rank_weights)
+        kind, _, value = self.budget.partition("=")
+        database = _lib.Database(self.db)
+        try:
+            return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
+                                       self.batch_size, self.drop_last, database,
+                                       (kind, int(value)), self.seed, self.epoch,
+                                       self.shuffle)
+        finally:
+            database.close()
 
     def __len__(self):
         return self._n_batches - self._start
@@ -627,12 +693,25 @@ class Loader:
         self._stop_epoch()
         self.epoch = int(epoch)
         self._start = self._consumed = 0
+        if self.budget:
+            self._n_batches = self._count()
 
     def state_dict(self):
         return {"epoch": self.epoch, "seed": self.seed, "batches_consumed": self._consumed,
                 "batch_size": self.batch_size, "shuffle": self.shuffle,
                 "drop_last": self.drop_last, "rank": self.rank,
-                "world_size": self.world_size, "n_samples": self.n_samples}
+                "world_size": self.world_size, "n_samples": self.n_samples,
+                **self._order_state()}
+
+    def _order_state(self):
+        """The order's part of state_dict (none for the default row order)."""
+        out = {"budget": self.budget} if self.budget else {}
+        if self.rank_weights:
+            out["rank_weights"] = list(self.rank_weights)
+        if self.order != "rows":
+            out.update(order=self.order, block_rows=self.block_rows,
+                       block_window=self.block_window)
+        return out
 
     def load_state_dict(self, sd):
         """Resume: the next iteration yields the batches of sd's epoch after the
@@ -641,10 +720,24 @@ class Loader:
             if key in sd and sd[key] != getattr(self, key):
                 raise ValueError(f"state_dict has {key}={sd[key]!r}, this loader "
                                  f"{getattr(self, key)!r}")
+        for key in ("order", "block_rows", "block_window", "budget", "rank_weights"):
+            want = sd.get(key, "rows" if key == "order" else None)
+            if want != getattr(self, key):
+                raise ValueError(f"state_dict has {key}={want!r}, this loader "
+                                 f"{getattr(self, key)!r}")
         consumed = int(sd["batches_consumed"])
-        if not 0 <= consumed <= self._n_batches:
-            raise ValueError(f"batches_consumed {consumed} is outside 0..{self._n_batches}")
+        n_batches = self._n_batches
+        if self.budget and (int(sd["epoch"]), int(sd["seed"])) != (self.epoch, self.seed):
+            epoch, seed = self.epoch, self.seed
+            self.epoch, self.seed = int(sd["epoch"]), int(sd["seed"])
+            try:
+                n_batches = self._count()
+            finally:
+                self.epoch, self.seed = epoch, seed
+        if not 0 <= consumed <= n_batches:
+            raise ValueError(f"batches_consumed {consumed} is outside 0..{n_batches}")
         self._stop_epoch()
+        self._n_batches = n_batches
         self.epoch = int(sd["epoch"])
         self.seed = int(sd["seed"])
         self._start = self._consumed = consumed
@@ -681,6 +774,16 @@ class Loader:
             a.append("--shuffle")
         if self.drop_last:
             a.append("--drop-last")
+        if self.order != "rows":
+            a += ["--order", self.order]
+        if self.block_rows:
+            a += ["--block-rows", str(self.block_rows)]
+        if self.block_window:
+            a += ["--block-window", str(self.block_window)]
+        if self.budget:
+            a += ["--budget", self.budget]
+        if self.rank_weights:
+            a += ["--rank-weights", ",".join(map(str, self.rank_weights))]
         if self.dense:
             a += ["--dense", self.dense]
         if self.slots:

@@ -187,6 +187,38 @@ def plan_batches(n, seed, epoch, shuffle, rank, world, batch_size, drop_last):
     return batches
 
 
+def fisher_yates(a, s):
+    """Fisher-Yates of list a from the top (step 1 of loader/plan.h) drawing
+    from splitmix64 state s; returns the state after."""
+    for i in range(len(a) - 1, 0, -1):
+        s, x = splitmix64(s)
+        j = (x * (i + 1)) >> 64
+        a[i], a[j] = a[j], a[i]
+    return s
+
+
+def block_plan_batches(n, seed, epoch, rank, world, batch_size, drop_last, block_rows=None,
+                       block_window=None):
+    """The batches of one rank's epoch in the block-shuffled order (steps
+    1b-3b of loader/plan.h), re-derived independently of the library."""
+    K = block_rows or 16
+    w = block_window or -(-batch_size // K)
+    nb = -(-n // K)
+    s = (seed + epoch * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)
+    blocks = list(range(nb))
+    s = fisher_yates(blocks, s)
+    windows = [blocks[i:i + w] for i in range(0, nb, w)]
+    order = []
+    for win in windows:
+        rows = [r for b in win for r in range(b * K, min(n, (b + 1) * K))]
+        s = fisher_yates(rows, s)
+        order += rows
+    g = batch_size * world
+    steps = n // g if drop_last else -(-n // g)
+    return [sorted(order[((k * world + rank) * batch_size + i) % n] for i in range(batch_size))
+            for k in range(steps)]
+
+
 def rings():
     """Names of the ring segments in /dev/shm."""
     return {p.name for p in SHM.glob("pertload-*")}

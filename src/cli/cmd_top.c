@@ -71,6 +71,102 @@ static void percent(char *buf, size_t cap, uint64_t now, uint64_t before, double
     snprintf(buf, cap, "%.1f%%", p > 100.0 ? 100.0 : p);
 }
 
+/* The job and rank of a consumer process, from the environment it started
+ * with (/proc/PID/environ; another user's is unreadable): torchrun's
+ * TORCHELASTIC_RUN_ID, else Slurm's SLURM_JOB_ID, else MASTER_ADDR and
+ * MASTER_PORT; the rank from RANK, else SLURM_PROCID. @return 1 when found. */
+static int job_of(int32_t pid, char *job, size_t cap, long *rank)
+{
+    char path[64], *env = NULL, *v[5] = {0};
+    static const char *keys[] = {"TORCHELASTIC_RUN_ID=", "SLURM_JOB_ID=", "MASTER_ADDR=",
+                                 "MASTER_PORT=", "RANK="};
+    const char *procid = NULL;
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    FILE *f = pid > 0 ? fopen(path, "re") : NULL;
+    size_t len = 0;
+    if (f && (env = malloc(1 << 18)))
+        len = fread(env, 1, (1 << 18) - 1, f);
+    if (f)
+        fclose(f);
+    if (!env)
+        return 0;
+    env[len] = 0;
+    for (char *e = env; e < env + len; e += strlen(e) + 1) {
+        for (int k = 0; k < 5; k++)
+            if (!strncmp(e, keys[k], strlen(keys[k])))
+                v[k] = e + strlen(keys[k]);
+        if (!strncmp(e, "SLURM_PROCID=", 13))
+            procid = e + 13;
+    }
+    int found = 1;
+    if (v[0])
+        snprintf(job, cap, "torchrun %s", v[0]);
+    else if (v[1])
+        snprintf(job, cap, "slurm %s", v[1]);
+    else if (v[2] && v[3])
+        snprintf(job, cap, "%s:%s", v[2], v[3]);
+    else
+        found = 0;
+    const char *r = v[4] ? v[4] : procid;
+    *rank = r ? strtol(r, NULL, 10) : -1;
+    free(env);
+    return found;
+}
+
+/* Per job (rings whose consumers share a job): each rank's samples/s and
+ * stall share (the consumer's wait for data), and the spread between the
+ * fastest and the slowest rank. */
+static void print_jobs(const pl_ring_stats *cur, int n, const pl_ring_stats *prev, int n_prev,
+                       double dt)
+{
+    char (*job)[96] = calloc((size_t)n, sizeof *job);
+    long *rank = calloc((size_t)n, sizeof *rank);
+    int *has = calloc((size_t)n, sizeof *has), *done = calloc((size_t)n, sizeof *done);
+    if (!job || !rank || !has || !done)
+        goto out;
+    for (int i = 0; i < n; i++)
+        has[i] = job_of(cur[i].consumer_pid, job[i], sizeof job[i], &rank[i]);
+    for (int i = 0; i < n; i++) {
+        if (!has[i] || done[i])
+            continue;
+        int count = 0, fast = -1, slow = -1;
+        double rate_f = 0, rate_s = 0;
+        for (int j = i; j < n; j++)
+            count += has[j] && !done[j] && !strcmp(job[i], job[j]);
+        printf("\njob %s: %d ring%s\n  %6s  %-24s %11s %7s\n", job[i], count,
+               count == 1 ? "" : "s", "RANK", "RING", "SAMPLES/S", "STALL");
+        for (int j = i; j < n; j++) {
+            if (!has[j] || done[j] || strcmp(job[i], job[j]))
+                continue;
+            done[j] = 1;
+            const pl_ring_stats *r = &cur[j], *p = find(prev, n_prev, r);
+            char rk[24], rate[24] = "-", stall[16] = "-";
+            snprintf(rk, sizeof rk, rank[j] >= 0 ? "%ld" : "?", rank[j]);
+            if (p && dt > 0) {
+                uint64_t ds = r->samples_consumed >= p->samples_consumed
+                                  ? r->samples_consumed - p->samples_consumed : 0;
+                double x = (double)ds / dt;
+                snprintf(rate, sizeof rate, "%.1f", x);
+                percent(stall, sizeof stall, r->consumer_wait_ns, p->consumer_wait_ns, dt);
+                if (fast < 0 || x > rate_f)
+                    fast = j, rate_f = x;
+                if (slow < 0 || x < rate_s)
+                    slow = j, rate_s = x;
+            }
+            printf("  %6s  %-24s %11s %7s\n", rk, r->name, rate, stall);
+        }
+        if (fast >= 0 && count > 1)
+            printf("  spread: fastest %.1f samples/s (rank %ld), slowest %.1f (rank %ld): "
+                   "%.2fx\n", rate_f, rank[fast], rate_s, rank[slow],
+                   rate_s > 0 ? rate_f / rate_s : 0.0);
+    }
+out:
+    free(job);
+    free(rank);
+    free(has);
+    free(done);
+}
+
 static void print_table(const pl_ring_stats *cur, int n, const pl_ring_stats *prev, int n_prev,
                         double dt, int stale)
 {
@@ -117,6 +213,7 @@ static void print_table(const pl_ring_stats *cur, int n, const pl_ring_stats *pr
     if (stale)
         printf("(%d stale segment%s of dead producers in /dev/shm)\n", stale,
                stale == 1 ? "" : "s");
+    print_jobs(cur, n, prev, n_prev, dt);
 }
 
 int pl_cmd_top(int argc, char **argv)
@@ -129,7 +226,10 @@ int pl_cmd_top(int argc, char **argv)
             printf("usage: pertload top %s\n\n"
                    "Every running ring: producer and consumer pids, slots, batches consumed,\n"
                    "samples consumed per second, and the share of the interval the producer\n"
-                   "waited for a free slot and the consumer waited for data.\n"
+                   "waited for a free slot and the consumer waited for data. Rings whose\n"
+                   "consumers belong to one job (TORCHELASTIC_RUN_ID, SLURM_JOB_ID or\n"
+                   "MASTER_ADDR:MASTER_PORT in their environment) are grouped: each rank's\n"
+                   "samples/s and stall share, and the fastest against the slowest rank.\n"
                    "  --once          take two snapshots an interval apart, print, exit\n"
                    "  --interval S    seconds between snapshots (default 1)\n", usage);
             return 0;
