@@ -129,6 +129,7 @@ static int producer_round(const pl__produce_opts *po, const char *file, pool *pl
      * slots are larger than the pool's gets a new pool. */
     if (rc == 0 && (!pl->mem || pl->slot_bytes < p.slot_bytes)) {
         free(pl->mem);
+        free(pl->published);
         pl->slot_bytes = p.slot_bytes;
         pl->published = calloc(pl->n, sizeof *pl->published);
         if (!(pl->mem = aligned_alloc(4096, pl->n * pl->slot_bytes)) || !pl->published)
