@@ -141,11 +141,21 @@ def merge_parts(parts):
 class Batch:
     """One batch of B samples, as numpy views of its ring slot (no copy).
 
-    The views are valid until the loader is asked for the next batch: then
-    the slot is handed back to the producer, which refills it. Copy what must
-    outlive the step (or call to_torch(), whose tensors own their memory).
+    Lifetime: the loader hands the slot back to the producer, which refills
+    it, when it is asked for the next batch of the epoch: the batch is
+    *released* then. From then on reading any of its arrays,
+    to_torch() or copy() raises LoaderError, so a batch kept past its step
+    (`list(loader)`, a list of batches, a batch kept across epochs) never
+    shows another batch's data. To keep a batch, take batch.copy() (memory
+    of its own, valid for ever) or to_torch() (tensors own their memory)
+    during the step. numpy arrays taken out of a batch (`ids =
+    batch.sample_id`) are the zero-copy path: plain views of the slot, valid
+    until the batch is released; copy them to keep them. The last batch an
+    epoch yielded (at its end, or when it was stopped by close(), a break or
+    garbage collection) stays valid: its slot is never refilled.
     A batch too large for one slot came in several (`parts` of them) and was
-    put together in memory of its own: its arrays are not views of the ring.
+    put together in memory of its own: its arrays are not views of the ring
+    and it is never released (as a copy()).
 
     Attributes: index (the batch's position in the epoch plan), epoch, parts
     (the slots it came in: 1, more when it was split to fit the ring),
@@ -158,7 +168,8 @@ class Batch:
     """
 
     def __init__(self, arrays, head, kinds, ring=None, slot_addr=0, slot_bytes=0):
-        self.arrays = arrays
+        self._released = None  # why the arrays may no longer be read, once released
+        self._head = head
         self.index = int(head["batch"])
         self.epoch = int(head["epoch"])
         self._n = B = int(head["n_samples"])
@@ -182,28 +193,28 @@ class Batch:
                                   "expected")
             return a
 
-        self.sample_id = get("sample_id", B, "<u8")
-        self.row = get("row", B, "<u8")
-        self.labels = get("labels", B, "<f4")
-        self.payload = arrays.get("payload")
-        if self.payload is not None and self.payload.shape[0] != B:
+        v = self._v = {"arrays": arrays, "gpr": None, "reaction": None, "rmr": None}
+        v["sample_id"] = get("sample_id", B, "<u8")
+        v["row"] = get("row", B, "<u8")
+        v["labels"] = get("labels", B, "<f4")
+        v["payload"] = payload = arrays.get("payload")
+        if payload is not None and payload.shape[0] != B:
             raise LoaderError("slot: payload rows do not match the batch size")
-        self.removed = {}
-        self.gpr = self.reaction = self.rmr = None
-        self.dense = {}
+        v["removed"], v["dense"] = removed, dense_masks = {}, {}
         self._lists = {}
         for key, slot_name, n in kinds:
             if slot_name == "gene":
                 lists = (get("perturbation_indices", None, "<i4"),
                          get("perturbation_ptr", B + 1, "<i8"))
-                self.perturbation_indices, self.perturbation_ptr = lists
+                v["perturbation_indices"], v["perturbation_ptr"] = lists
+                self._n_pert = len(lists[0])
             else:
                 lists = (get(slot_name + "/removed", None, "<i4"),
                          get(slot_name + "/ptr", B + 1, "<i8"))
                 if slot_name.startswith("edges/"):
-                    self.removed[slot_name[6:]] = lists
+                    removed[slot_name[6:]] = lists
                 else:
-                    setattr(self, slot_name, lists)
+                    v[slot_name] = lists
             _check_ptr(slot_name, *lists)
             self._lists[slot_name] = lists
             if dense:
@@ -212,14 +223,37 @@ class Batch:
                 if m.ndim != 2 or m.shape[1] != width:
                     raise LoaderError(f"slot: mask {slot_name!r} has shape {m.shape}, "
                                       f"[{B}, {width}] expected")
-                self.dense[key] = m
+                dense_masks[key] = m
+
+    def _live(self):
+        """Raise LoaderError when the batch's slot was handed back."""
+        if self._released is not None:
+            raise LoaderError(self._released)
+
+    def release(self, why):
+        """Mark the batch released (the loader calls it before it hands the
+        slot back): every later read of its arrays raises LoaderError(why)."""
+        if self._ring is not None:
+            self._released = why
+
+    @property
+    def released(self):
+        """True once the batch's slot was handed back (see the class doc)."""
+        return self._released is not None
+
+    def copy(self):
+        """The batch in memory of its own (never released), e.g. to keep it
+        in a list past its step."""
+        self._live()
+        arrays = {k: a.copy() for k, a in self._v["arrays"].items()}
+        return Batch(arrays, self._head, self._kinds)
 
     def __len__(self):
         return self._n
 
     def __repr__(self):
         return (f"<pertload.Batch {self.index} of epoch {self.epoch}: {self._n} samples, "
-                f"{len(self.perturbation_indices)} deleted genes>")
+                f"{self._n_pert} deleted genes{', released' if self.released else ''}>")
 
     def to_torch(self, device="cpu", non_blocking=True):
         """The batch as torch tensors on `device`, keyed as PyG HeteroData keys.
@@ -243,6 +277,7 @@ class Batch:
         """
         import torch
 
+        self._live()
         dev = torch.device(device)
         cuda = dev.type == "cuda"
         if cuda and self._ring is not None:
@@ -314,6 +349,26 @@ class Batch:
         if self._copy_done is not None:
             self._copy_done.synchronize()
             self._copy_done = None
+
+
+def _view(name, doc):
+    def get(self):
+        if self._released is not None:
+            raise LoaderError(self._released)
+        return self._v[name]
+    return property(get, doc=doc)
+
+
+for _name, _doc in (("arrays", "every array by slot name"),
+                    ("sample_id", "uint64 [B]"), ("row", "sample-store rows, uint64 [B]"),
+                    ("labels", "float32 [B, L]"), ("payload", "as stored [B, ...] or None"),
+                    ("perturbation_indices", "int32 [P]"), ("perturbation_ptr", "int64 [B+1]"),
+                    ("removed", "edge type -> (positions int32, ptr int64 [B+1])"),
+                    ("gpr", "(positions, ptr) or None"), ("reaction", "(positions, ptr) or None"),
+                    ("rmr", "(positions, ptr) or None"),
+                    ("dense", "PyG key -> dense mask as stored")):
+    setattr(Batch, _name, _view(_name, _doc))
+del _name, _doc
 
 
 def _check_ptr(kind, pos, ptr):

@@ -355,6 +355,12 @@ def _start_producer(loader, start):
                       f"last: {taken}")
 
 
+def _mark_released(batch):
+    batch.release(f"batch {batch.index} of epoch {batch.epoch} was released: its ring slot "
+                  "was handed back for reuse when the next batch was asked for (keep "
+                  "batch.copy() or batch.to_torch() to use a batch past its step)")
+
+
 class _Epoch:
     """Iterator over the batches of one run of the producer.
 
@@ -436,9 +442,14 @@ class _Epoch:
             raise LoaderError(f"ring '{p.name}': batch {self._start + self._b}: {e!r}") from e
         return head, batch
 
-    def _release(self, batch):
-        """Hand the slot of the last delivery taken back to the producer."""
+    def _release(self, batch, mark=True):
+        """Hand the slot of the last delivery taken back to the producer; the
+        batch's arrays may no longer be read from then on (`mark`: it is
+        marked released now, else the caller marks it before it returns to
+        user code)."""
         batch.wait_copies()
+        if mark:
+            _mark_released(batch)
         m = self._producer.mapping
         self._check_size(m)  # the release touches the shared header
         _lib.lib().pl_ring_release(m.handle, self._i - 1, len(batch))
@@ -475,13 +486,21 @@ class _Epoch:
         p = self._producer
         if p is None or p._stopped:
             raise StopIteration
-        if self._prev is not None:
-            prev, self._prev = self._prev, None
-            self._release(prev)
-        got = self._take()
+        prev, self._prev = self._prev, None
+        if prev is not None:
+            self._release(prev, mark=False)
+        try:
+            got = self._take()
+        except BaseException:
+            if prev is not None:
+                _mark_released(prev)
+            raise
         if got is None:
+            # The last batch stays valid: its slot is never refilled.
             self.close(finish=True)
             raise StopIteration
+        if prev is not None:
+            _mark_released(prev)
         head, batch = got
         if head["n_parts"] > 1:
             batch = self._gather(head, batch)
@@ -504,6 +523,10 @@ class _Epoch:
         if p is None or p._stopped:
             return
         self._prev = None
+        try:  # the final counters, for Loader.stats() after the epoch
+            self._loader._last_stats = self.stats()
+        except LoaderError:
+            pass
         if finish:
             p.finish()
         else:
@@ -579,6 +602,7 @@ class Loader:
         self._consumed = 0   # batches of this epoch consumed
         self._epoch_it = None
         self._graph = None
+        self._last_stats = None
         database = _lib.Database(self.db)
         try:
             self.n_samples = int(database.info.n_samples)
@@ -644,9 +668,11 @@ class Loader:
         return it.process if it is not None else None
 
     def stats(self):
-        """Counters of the running epoch's ring (dict), or None."""
+        """Counters of the running epoch's ring (dict); after an epoch ended or
+        was stopped, its final counters; None before the first epoch."""
         it = self._epoch_it() if self._epoch_it is not None else None
-        return it.stats() if it is not None else None
+        st = it.stats() if it is not None else None
+        return st if st is not None else self._last_stats
 
     def _serve_args(self, start, name):
         a = [_lib.program_path(), "serve", "--ring", name,
