@@ -13,7 +13,7 @@ import struct
 
 import numpy as np
 
-from . import _lib
+from . import _lib, pyg
 from ._lib import LoaderError
 
 SLOT_MAGIC = b"PLBATCH1"
@@ -167,7 +167,8 @@ class Batch:
     Sample i's entries of a list are positions[ptr[i]:ptr[i+1]].
     """
 
-    def __init__(self, arrays, head, kinds, ring=None, slot_addr=0, slot_bytes=0):
+    def __init__(self, arrays, head, kinds, ring=None, slot_addr=0, slot_bytes=0,
+                 graph_source=None):
         self._released = None  # why the arrays may no longer be read, once released
         self._head = head
         self.index = int(head["batch"])
@@ -181,6 +182,7 @@ class Batch:
         self._slot_addr = slot_addr
         self._slot_bytes = slot_bytes
         self._copy_done = None
+        self._graph_source = graph_source
 
         def get(name, rows=None, dtype=None):
             a = arrays.get(name)
@@ -246,7 +248,7 @@ class Batch:
         in a list past its step."""
         self._live()
         arrays = {k: a.copy() for k, a in self._v["arrays"].items()}
-        return Batch(arrays, self._head, self._kinds)
+        return Batch(arrays, self._head, self._kinds, graph_source=self._graph_source)
 
     def __len__(self):
         return self._n
@@ -255,8 +257,22 @@ class Batch:
         return (f"<pertload.Batch {self.index} of epoch {self.epoch}: {self._n} samples, "
                 f"{self._n_pert} deleted genes{', released' if self.released else ''}>")
 
-    def to_torch(self, device="cpu", non_blocking=True):
+    def to_torch(self, device="cpu", non_blocking=True, layout="masks", graph=None):
         """The batch as torch tensors on `device`, keyed as PyG HeteroData keys.
+
+        layout="pyg": the disjoint union of the samples' graphs that PyG
+        models consume (pertload.pyg): "gene" {"num_nodes" B*N, "batch"
+        [B*N], "ptr" [B+1], "pert_mask" bool [B*N], "perturbed" (the deleted
+        genes' node indices)}; per edge type {"edge_index" [2, K] (every
+        sample's kept edges in graph order, nodes offset by sample * N),
+        "ptr" [B+1] (each sample's first edge)}; with metabolism "reaction"
+        (with "mask": kept reactions), "metabolite", ("gene", "gpr",
+        "reaction") and ("reaction", "rmr", "metabolite") (with
+        "stoichiometry") alike; "labels", "sample_id", "row", "payload".
+        A torch_geometric HeteroData where PyG is importable, else that
+        mapping. It is built from the shared graph on the device (`graph`:
+        Graph.to_torch(device), default the loader's, uploaded once per
+        device) with a few vectorised ops per type, no dense masks.
 
         Returns {("gene", t, "gene"): {"mask" bool [B, E_t] (True = kept),
         "removed" int64, "ptr" int64}, "gene": {"pert_mask", "mask",
@@ -278,7 +294,15 @@ class Batch:
         import torch
 
         self._live()
+        if layout not in ("masks", "pyg"):
+            raise ValueError(f"layout is 'masks' or 'pyg', not {layout!r}")
+        pyg_lists = {} if layout == "pyg" else None
         dev = torch.device(device)
+        if pyg_lists is not None and graph is None:
+            if self._graph_source is None:
+                raise ValueError("layout='pyg' needs graph=Graph.to_torch(device) for a "
+                                 "batch made outside a Loader")
+            graph = self._graph_source(dev)
         cuda = dev.type == "cuda"
         if cuda and self._ring is not None:
             self._ring.cuda_register(self._slot_addr, self._slot_bytes)
@@ -305,6 +329,10 @@ class Batch:
                 if not cuda:  # the copies are checked: the slot may change meanwhile
                     _check_ptr(slot_name, pos_t.numpy(), ptr_t.numpy())
                     _check_positions(slot_name, pos_t.numpy(), ptr_t.numpy(), n)
+                if pyg_lists is not None:
+                    _check_sets(torch, slot_name, pos_t, ptr_t)
+                    pyg_lists[slot_name] = (pos_t, ptr_t)
+                    continue
                 if key in self.dense:
                     mask = self._dense_mask(torch, up(_signed(self.dense[key])), n)
                 else:
@@ -319,6 +347,8 @@ class Batch:
                                    "perturbation_indices": pos_t, "perturbation_ptr": ptr_t}
                 else:
                     out[key] = {"mask": mask, "removed": pos_t, "ptr": ptr_t}
+            if pyg_lists is not None:
+                out = pyg.build(torch, pyg_lists, graph, B, self._kinds, dev)
             out["labels"] = up(self.labels)
             out["sample_id"] = up(_signed(self.sample_id))
             out["row"] = up(_signed(self.row))
@@ -332,7 +362,7 @@ class Batch:
             self._copy_done = done
             for t in _tensors(out):
                 t.record_stream(current)
-        return out
+        return out if pyg_lists is None else pyg.as_hetero_data(out)
 
     def _dense_mask(self, torch, stored, n):
         if self.dense_format == "bool":
@@ -386,6 +416,19 @@ def _check_positions(kind, pos, ptr, n):
         raise LoaderError(f"slot: {kind} holds a position outside 0..{n - 1}")
     if np.any(ptr[1:] < ptr[:-1]):
         raise LoaderError(f"slot: {kind} ptr decreases")
+
+
+def _check_sets(torch, kind, pos, ptr):
+    """Each sample's positions strictly increasing (sets, as the engine
+    writes them): the PyG layout counts kept edges from their number."""
+    if len(pos) < 2:
+        return
+    bad = pos[1:] <= pos[:-1]
+    starts = ptr[1:-1]
+    starts = starts[(starts > 0) & (starts < len(pos))]
+    bad[starts - 1] = False  # a sample's first position follows another sample's
+    if bool(bad.any()):
+        raise LoaderError(f"slot: {kind} positions of a sample are not increasing")
 
 
 def _signed(a):

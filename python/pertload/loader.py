@@ -429,7 +429,8 @@ class _Epoch:
         try:
             m.check_size()
             head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
-            batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes)
+            batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes,
+                          self._loader._graph_on)
             want = self._start + self._b
             if batch.index != want or batch.epoch != self._loader.epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
@@ -471,7 +472,8 @@ class _Epoch:
                           {k: v.copy() for k, v in batch.arrays.items()}))
             if last:
                 merged_head, arrays = merge_parts(parts)
-                merged = Batch(arrays, merged_head, self._loader._kinds)
+                merged = Batch(arrays, merged_head, self._loader._kinds,
+                               graph_source=self._loader._graph_on)
                 self._release(batch)
                 return merged
             self._release(batch)
@@ -603,6 +605,7 @@ class Loader:
         self._epoch_it = None
         self._graph = None
         self._last_stats = None
+        self._graph_tensors = {}  # graph.to_torch() by device, for layout="pyg"
         database = _lib.Database(self.db)
         try:
             self.n_samples = int(database.info.n_samples)
@@ -660,6 +663,14 @@ class Loader:
             finally:
                 database.close()
         return self._graph
+
+    def _graph_on(self, device):
+        """graph.to_torch(device), uploaded once per device."""
+        key = str(device)
+        g = self._graph_tensors.get(key)
+        if g is None:
+            g = self._graph_tensors[key] = self.graph.to_torch(device)
+        return g
 
     @property
     def _proc(self):
