@@ -414,6 +414,25 @@ PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *e
  *  @return 0, or PL_EPARSE with the reason (and the array's name) in err. */
 PL_API int pl_slot_check(const void *slot, uint64_t slot_bytes, pl_err *err);
 
+/** One edge type of the PyG batch layout (DESIGN section 13): the disjoint
+ *  union of the batch's samples' copies of the edges (src[e], dst[e]),
+ *  e < n_edges, each without the edges its removed list names. Sample i's
+ *  removed positions are removed[ptr[i] .. ptr[i+1]), strictly increasing
+ *  and below n_edges (the lists of a slot); its kept edges are written in
+ *  edge order, their ends shifted by i * shift_src and i * shift_dst, after
+ *  those of the samples before it. The output must hold n_samples * n_edges
+ *  - ptr[n_samples] edges; lists that break the rules are refused (the
+ *  function never writes more).
+ *  @param out_src, out_dst the kept edges' ends.
+ *  @param out_ptr [n_samples + 1]: each sample's first output edge, then the
+ *  total.
+ *  @return 0, or PL_EPARSE naming the sample and position (the output is
+ *  then partly written). */
+PL_API int pl_pyg_edges(const int64_t *src, const int64_t *dst, uint64_t n_edges,
+                        const int64_t *removed, const int64_t *ptr, uint32_t n_samples,
+                        int64_t shift_src, int64_t shift_dst, int64_t *out_src,
+                        int64_t *out_dst, int64_t *out_ptr, pl_err *err);
+
 /** Consumer: done with batch `batch` of `n_samples` samples; its slot (and
  *  those of all earlier batches) may be reused. */
 PL_API void pl_ring_release(pl_ring *r, uint64_t batch, uint32_t n_samples);

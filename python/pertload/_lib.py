@@ -141,6 +141,8 @@ _PROTOTYPES = {
     "pl_ring_detach": (None, [_vp]),
     "pl_ring_stats_get": (None, [_vp, ctypes.POINTER(RingStats)]),
     "pl_slot_check": (ctypes.c_int, [_vp, ctypes.c_uint64, _err_p]),
+    "pl_pyg_edges": (ctypes.c_int, [_vp, _vp, ctypes.c_uint64, _vp, _vp, ctypes.c_uint32,
+                                    ctypes.c_int64, ctypes.c_int64, _vp, _vp, _vp, _err_p]),
 }
 
 

@@ -257,7 +257,8 @@ class Batch:
         return (f"<pertload.Batch {self.index} of epoch {self.epoch}: {self._n} samples, "
                 f"{self._n_pert} deleted genes{', released' if self.released else ''}>")
 
-    def to_torch(self, device="cpu", non_blocking=True, layout="masks", graph=None):
+    def to_torch(self, device="cpu", non_blocking=True, layout="masks", graph=None,
+                 edge_types=None):
         """The batch as torch tensors on `device`, keyed as PyG HeteroData keys.
 
         layout="pyg": the disjoint union of the samples' graphs that PyG
@@ -298,6 +299,13 @@ class Batch:
             raise ValueError(f"layout is 'masks' or 'pyg', not {layout!r}")
         pyg_lists = {} if layout == "pyg" else None
         dev = torch.device(device)
+        if edge_types is not None:
+            if pyg_lists is None:
+                raise ValueError("edge_types is an option of layout='pyg'")
+            edge_types = set(edge_types)
+            unknown = edge_types - {k[6:] for _, k, _ in self._kinds if k.startswith("edges/")}
+            if unknown:
+                raise ValueError(f"edge_types: no edge type {sorted(unknown)[0]!r}")
         if pyg_lists is not None and graph is None:
             if self._graph_source is None:
                 raise ValueError("layout='pyg' needs graph=Graph.to_torch(device) for a "
@@ -330,7 +338,8 @@ class Batch:
                     _check_ptr(slot_name, pos_t.numpy(), ptr_t.numpy())
                     _check_positions(slot_name, pos_t.numpy(), ptr_t.numpy(), n)
                 if pyg_lists is not None:
-                    _check_sets(torch, slot_name, pos_t, ptr_t)
+                    if cuda:  # on the CPU pl_pyg_edges checks them
+                        _check_sets(torch, slot_name, pos_t, ptr_t)
                     pyg_lists[slot_name] = (pos_t, ptr_t)
                     continue
                 if key in self.dense:
@@ -348,7 +357,7 @@ class Batch:
                 else:
                     out[key] = {"mask": mask, "removed": pos_t, "ptr": ptr_t}
             if pyg_lists is not None:
-                out = pyg.build(torch, pyg_lists, graph, B, self._kinds, dev)
+                out = pyg.build(torch, pyg_lists, graph, B, self._kinds, dev, edge_types)
             out["labels"] = up(self.labels)
             out["sample_id"] = up(_signed(self.sample_id))
             out["row"] = up(_signed(self.row))

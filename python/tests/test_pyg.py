@@ -107,9 +107,13 @@ def test_pyg_layout_refuses_lists_that_are_not_sets(small):
         i = int(np.argmax(np.diff(ptr) >= 2))  # a sample with two removed edges
         assert ptr[i + 1] - ptr[i] >= 2
         pos[ptr[i] + 1] = pos[ptr[i]]  # a duplicate
-        with pytest.raises(pertload.LoaderError, match=f"edges/{t} positions of a sample "
-                           "are not increasing"):
-            c.to_torch("cpu", layout="pyg")
+        with pytest.raises(pertload.LoaderError, match=f"pyg layout: sample {i}: removed "
+                           f"position {pos[ptr[i]]} is not above the one before"):
+            c.to_torch("cpu", layout="pyg", edge_types=[t])
+        if torch.cuda.is_available():
+            with pytest.raises(pertload.LoaderError, match=f"edges/{t} positions of a "
+                               "sample are not increasing"):
+                c.to_torch("cuda", layout="pyg")
         c.to_torch("cpu")  # the mask layout does not count: a duplicate is harmless there
         break
     loader.close()
@@ -129,3 +133,37 @@ def test_pyg_layout_needs_a_graph_outside_a_loader(small):
             b.to_torch("cpu", layout="dense")
         break
     loader.close()
+
+
+def test_pyg_layout_of_chosen_edge_types(small):
+    loader = pertload.Loader(small.db, batch_size=50)
+    one, other = small.types[0], small.types[1]
+    for batch in loader:
+        t = batch.to_torch("cpu", layout="pyg", edge_types=[one])
+        assert ("gene", one, "gene") in t and ("gene", other, "gene") not in t
+        edges, *_ = brute_force(small, batch.row.tolist())
+        np.testing.assert_array_equal(t[("gene", one, "gene")]["edge_index"].numpy(),
+                                      edges[("gene", one, "gene")][0])
+        with pytest.raises(ValueError, match="no edge type 'nope'"):
+            batch.to_torch("cpu", layout="pyg", edge_types=["nope"])
+        with pytest.raises(ValueError, match="option of layout='pyg'"):
+            batch.to_torch("cpu", edge_types=[one])
+    assert not batch.released
+
+
+def test_vectorised_union_equals_the_library_kernel(medium):
+    """The GPU path's ops (run here on the CPU) give what pl_pyg_edges gives."""
+    from pertload import pyg
+
+    loader = pertload.Loader(medium.db, batch_size=48, shuffle=True)
+    g = loader.graph.to_torch("cpu")
+    n = 0
+    for batch in loader:
+        for t, (pos, ptr) in batch.removed.items():
+            ei = g[("gene", t, "gene")]["edge_index"]
+            p, q = torch.from_numpy(pos).long(), torch.from_numpy(ptr).clone()
+            a = pyg._union_cpu(torch, ei, p, q, len(batch), 300, 7)
+            b = pyg._union_torch(torch, ei, p, q, len(batch), 300, 7)
+            assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), t
+            n += 1
+    assert n == len(loader) * len(medium.types)
