@@ -36,7 +36,13 @@ int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err)
     PL_TRY(pl_db_open(o->db, &p->db, err));
     pl_plan_opts po = o->plan;
     po.n_samples = pl_db_info_get(p->db)->n_samples;
+    if (o->rows) {
+        PL_TRY(pl__subset_load(&p->subset, o->rows, po.n_samples, err));
+        po.n_samples = p->subset.n;
+    }
     PL_TRY(pl_plan_new(&po, &p->plan, err));
+    if (o->rows)
+        pl__subset_apply(&p->subset, p->plan);
     p->o.plan = po;
     uint64_t total = pl_plan_n_batches(p->plan);
     PL_FAIL_IF(o->start_batch > total, err, PL_EUSAGE,
@@ -305,6 +311,7 @@ void pl__producer_free(pl__producer *p)
     if (p->payload_dfd >= 0)
         close(p->payload_dfd);
     pl_plan_free(p->plan);
+    pl__subset_free(&p->subset);
     pl__parts_free(&p->parts);
     pl__table_free(&p->table);
     pl_graph_free(p->g);

@@ -2,10 +2,13 @@
 
 import ctypes
 import errno
+import hashlib
+import logging
 import os
 import re
 import secrets
 import select
+import shutil
 import signal
 import stat
 import subprocess
@@ -43,6 +46,69 @@ def _segment_path(name):
 def _env_int(name, default):
     v = os.environ.get(name)
     return int(v) if v not in (None, "") else default
+
+
+_log = logging.getLogger("pertload")
+_env_logged = False
+
+
+def _rank_world(rank, world_size):
+    """rank and world_size, each from torchrun's RANK / WORLD_SIZE where not
+    given (else 0 and 1); logged once per process when the environment set
+    them, as a loader that takes a rank's share by surprise (an evaluation
+    loader under torchrun) would silently see part of the data."""
+    global _env_logged
+    from_env = []
+    if rank is None:
+        rank = _env_int("RANK", 0)
+        if os.environ.get("RANK"):
+            from_env.append(f"rank {rank} (RANK)")
+    if world_size is None:
+        world_size = _env_int("WORLD_SIZE", 1)
+        if os.environ.get("WORLD_SIZE"):
+            from_env.append(f"world_size {world_size} (WORLD_SIZE)")
+    if from_env and world_size > 1 and not _env_logged:
+        _env_logged = True
+        _log.warning("pertload.Loader: %s from the environment: each loader yields this "
+                     "rank's share of the samples; pass rank=0, world_size=1 for a loader "
+                     "over all of them (evaluation)", " and ".join(from_env))
+    return rank, world_size
+
+
+def _subset(rows, n_db):
+    """The subset of rows a loader runs over: (serve's --rows spec or None, a
+    digest of the rows or None, the subset's size, a private directory
+    holding the rows file or None). rows: None (every row), a range of step
+    1, or a sequence of distinct row indices (any order: the order of the
+    subset, which the plan's shuffle permutes)."""
+    if rows is None:
+        return None, None, n_db, None
+    if isinstance(rows, range) and rows.step == 1:
+        if not 0 <= rows.start < rows.stop <= n_db:
+            raise ValueError(f"rows {rows}: need 0 <= start < stop <= {n_db} (the database's "
+                             "samples)")
+        spec = f"{rows.start}:{rows.stop}"
+        return spec, f"range:{spec}", len(rows), None
+    import numpy as np
+
+    a = np.asarray(rows)
+    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
+        raise ValueError("rows: a range or a one-dimensional sequence of row indices is "
+                         "expected")
+    a = a.astype(np.int64)
+    if a.size == 0:
+        raise ValueError("rows: the subset is empty")
+    if a.min() < 0 or a.max() >= n_db:
+        bad = a[(a < 0) | (a >= n_db)][0]
+        raise ValueError(f"rows: {bad} is not a row of the database's {n_db}")
+    if len(np.unique(a)) != len(a):
+        u, c = np.unique(a, return_counts=True)
+        raise ValueError(f"rows: row {u[c > 1][0]} is given twice")
+    d = tempfile.mkdtemp(prefix="pertload-rows-")
+    path = os.path.join(d, "rows.npy")
+    np.save(path, a)
+    digest = hashlib.sha256(a.tobytes()).hexdigest()[:32]
+    return path, digest, len(a), d
 
 
 class _Mapping:
@@ -540,10 +606,20 @@ class Loader:
 
     Loader(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
            rank=None, world_size=None, dense=None, threads=2, ring=None,
-           timeout=30.0, slots=None, max_ring_bytes=None)
+           timeout=30.0, slots=None, max_ring_bytes=None, rows=None)
 
-    rank and world_size default to torchrun's RANK and WORLD_SIZE (else 0 and
-    1). Each iteration runs one epoch (set_epoch() chooses it): it starts
+    rank and world_size default, each on its own, to torchrun's RANK and
+    WORLD_SIZE (else 0 and 1): under torchrun every loader then yields its
+    rank's share, an evaluation loader too; pass rank=0, world_size=1 for
+    all samples. When the environment sets them a warning is logged once
+    per process (logger "pertload").
+    rows: the subset of the database's rows the epochs run over (a range, or
+    a sequence of distinct row indices: a train, validation or test split):
+    the plan (shuffle, ranks, batches, resume) runs over the subset's
+    positions, so every row of it comes exactly once per epoch across ranks
+    (without padding); n_samples is the subset's size.
+
+    Each iteration runs one epoch (set_epoch() chooses it): it starts
     `pertload serve` on a ring of its own, yields Batch objects (numpy views of
     the ring, valid until the next batch) and stops the process at the end,
     on break, close() or garbage collection. dense="bits" or "bool" asks the
@@ -568,11 +644,8 @@ class Loader:
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
-                 max_ring_bytes=None):
-        if rank is None:
-            rank = _env_int("RANK", 0)
-        if world_size is None:
-            world_size = _env_int("WORLD_SIZE", 1)
+                 max_ring_bytes=None, rows=None):
+        rank, world_size = _rank_world(rank, world_size)
         if batch_size < 1 or world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"batch_size {batch_size}, rank {rank}, world_size {world_size}: "
                              "need batch_size >= 1 and 0 <= rank < world_size")
@@ -608,10 +681,14 @@ class Loader:
         self._graph_tensors = {}  # graph.to_torch() by device, for layout="pyg"
         database = _lib.Database(self.db)
         try:
-            self.n_samples = int(database.info.n_samples)
+            self.db_samples = int(database.info.n_samples)
             self._kinds = list_kinds(database.info)
         finally:
             database.close()
+        self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = _subset(
+            rows, self.db_samples)
+        if self._rows_dir is not None:
+            self._rows_cleanup = weakref.finalize(self, shutil.rmtree, self._rows_dir, True)
         self._n_batches = _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
                                               self.batch_size, self.drop_last)
 
@@ -636,15 +713,18 @@ class Loader:
         return {"epoch": self.epoch, "seed": self.seed, "batches_consumed": self._consumed,
                 "batch_size": self.batch_size, "shuffle": self.shuffle,
                 "drop_last": self.drop_last, "rank": self.rank,
-                "world_size": self.world_size, "n_samples": self.n_samples}
+                "world_size": self.world_size, "n_samples": self.n_samples,
+                "subset": self._subset_digest}
 
     def load_state_dict(self, sd):
         """Resume: the next iteration yields the batches of sd's epoch after the
         sd["batches_consumed"] first. The plan parameters must match."""
-        for key in ("batch_size", "shuffle", "drop_last", "rank", "world_size", "n_samples"):
-            if key in sd and sd[key] != getattr(self, key):
+        mine = self.state_dict()
+        for key in ("batch_size", "shuffle", "drop_last", "rank", "world_size", "n_samples",
+                    "subset"):
+            if key in sd and sd[key] != mine[key]:
                 raise ValueError(f"state_dict has {key}={sd[key]!r}, this loader "
-                                 f"{getattr(self, key)!r}")
+                                 f"{mine[key]!r}")
         consumed = int(sd["batches_consumed"])
         if not 0 <= consumed <= self._n_batches:
             raise ValueError(f"batches_consumed {consumed} is outside 0..{self._n_batches}")
@@ -701,6 +781,8 @@ class Loader:
             a += ["--slots", str(self.slots)]
         if self.max_ring_bytes:
             a += ["--max-ring-bytes", str(self.max_ring_bytes)]
+        if self._rows_spec:
+            a += ["--rows", self._rows_spec]
         return a + ["--", self.db]  # the path may start with '-'
 
     def _stop_epoch(self):

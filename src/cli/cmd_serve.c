@@ -14,8 +14,8 @@
 static const char usage[] =
     "DB --ring NAME [--batch-size B] [--shuffle] [--seed S] [--epoch E]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
-    "       [--slots N] [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
-    "       [--io auto|uring|pread] [--quiet]\n"
+    "       [--rows A:B|FILE.npy] [--slots N] [--max-ring-bytes M] [--start-batch K]\n"
+    "       [--consumer-pid PID] [--io auto|uring|pread] [--quiet]\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
@@ -58,6 +58,8 @@ int pl_cmd_serve(int argc, char **argv)
             return pl_cli_usage(cmd, usage, "%s needs a value", a);
         } else if (!strcmp(a, "--ring")) {
             o.ring = argv[++i];
+        } else if (!strcmp(a, "--rows")) {
+            o.rows = argv[++i];
         } else if (!strcmp(a, "--dense")) {
             const char *d = argv[++i];
             if (!strcmp(d, "bits"))
