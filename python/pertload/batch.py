@@ -261,6 +261,10 @@ class Batch:
                  edge_types=None):
         """The batch as torch tensors on `device`, keyed as PyG HeteroData keys.
 
+        layout="lists": the same without the masks (the removed lists and
+        ptr as int64 tensors, cheap to pin and move; expand them where
+        needed).
+
         layout="pyg": the disjoint union of the samples' graphs that PyG
         models consume (pertload.pyg): "gene" {"num_nodes" B*N, "batch"
         [B*N], "ptr" [B+1], "pert_mask" bool [B*N], "perturbed" (the deleted
@@ -295,8 +299,8 @@ class Batch:
         import torch
 
         self._live()
-        if layout not in ("masks", "pyg"):
-            raise ValueError(f"layout is 'masks' or 'pyg', not {layout!r}")
+        if layout not in ("masks", "lists", "pyg"):
+            raise ValueError(f"layout is 'masks', 'lists' or 'pyg', not {layout!r}")
         pyg_lists = {} if layout == "pyg" else None
         dev = torch.device(device)
         if edge_types is not None:
@@ -341,6 +345,10 @@ class Batch:
                     if cuda:  # on the CPU pl_pyg_edges checks them
                         _check_sets(torch, slot_name, pos_t, ptr_t)
                     pyg_lists[slot_name] = (pos_t, ptr_t)
+                    continue
+                if layout == "lists":
+                    out[key] = ({"perturbation_indices": pos_t, "perturbation_ptr": ptr_t}
+                                if key == "gene" else {"removed": pos_t, "ptr": ptr_t})
                     continue
                 if key in self.dense:
                     mask = self._dense_mask(torch, up(_signed(self.dense[key])), n)

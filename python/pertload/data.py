@@ -8,7 +8,7 @@ import torch.utils.data as tud
 from . import _lib
 from .loader import Loader, _rank_world
 
-_LAYOUTS = ("masks", "pyg")
+_LAYOUTS = ("masks", "lists", "pyg")
 
 
 class Dataset(tud.IterableDataset):

@@ -131,6 +131,18 @@ def test_pyg_layout_needs_a_graph_outside_a_loader(small):
               batch.row.tolist(), batch.labels, "cpu")
         with pytest.raises(ValueError, match="layout is"):
             b.to_torch("cpu", layout="dense")
+        lists, masks = b.to_torch("cpu", layout="lists"), b.to_torch("cpu")
+        for key, v in masks.items():
+            if not isinstance(v, dict):
+                torch.testing.assert_close(lists[key], v, rtol=0, atol=0, equal_nan=True)
+            elif key == "gene":
+                assert lists[key].keys() == {"perturbation_indices", "perturbation_ptr"}
+                for k, x in lists[key].items():
+                    assert torch.equal(x, v[k]), k
+            else:
+                assert lists[key].keys() == {"removed", "ptr"}
+                for k, x in lists[key].items():
+                    assert torch.equal(x, v[k]), (key, k)
         break
     loader.close()
 
