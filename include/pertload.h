@@ -89,7 +89,7 @@ enum {
 typedef struct pl_build_opts {
     const char *out;          /**< database directory to create (must not exist) */
     const char *genes;        /**< genes file: one name per line */
-    size_t n_types;           /**< number of edge types, 1..PL_MAX_TYPES */
+    size_t n_types;           /**< number of edge types, 1..PL_MAX_TYPES (0 with metabolism) */
     const char **type_names;  /**< [n_types] edge type names */
     const char **type_files;  /**< [n_types] TSV (`src dst [score]`) or .npy */
     const double *min_score;  /**< [n_types] or NULL; NaN = no filter */
