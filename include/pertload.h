@@ -73,7 +73,7 @@ PL_API const char *pl_errname(int code);
 /* ---------------------------------------------------------------- database */
 
 /** Format version written by this build and the only one it opens. */
-#define PL_FORMAT_VERSION 4
+#define PL_FORMAT_VERSION 5
 
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
@@ -105,6 +105,16 @@ typedef struct pl_build_opts {
      *  genes give the GPR edges, so it excludes `gpr` */
     const char *rules;
     int reaction_rule;        /**< PL_REACTION_*; GPR needs `rules` */
+    /* Ontology layers (DESIGN section 10), optional: an OBO ontology with GAF
+     * annotations, or the three-column `parent child type` file. */
+    const char *ontology;          /**< OBO file, or NULL */
+    const char *annotations;       /**< GAF 2.x file (with `ontology`) */
+    const char *ontology_dcell;    /**< three-column file (excludes `ontology`) */
+    const char *go_namespaces;     /**< comma-separated namespaces kept; NULL: all */
+    const char *go_relations;      /**< comma-separated relations; NULL: "is_a" */
+    const char *evidence;          /**< comma-separated evidence codes kept; NULL: all */
+    const char *exclude_evidence;  /**< comma-separated evidence codes dropped */
+    uint32_t min_term_genes;       /**< terms with fewer genes are removed (0, 1: none) */
 } pl_build_opts;
 
 /** What pl_build() did; all counts after filtering and dropping. */
@@ -119,6 +129,9 @@ typedef struct pl_build_stats {
     uint64_t payload_bytes;    /**< size of the payload file, 0 if none */
     double seconds;
     uint64_t n_rules;          /**< reactions with a gene-reaction rule */
+    uint64_t n_terms, n_term_annotations; /**< ontology terms and annotations kept */
+    uint32_t n_strata;         /**< strata of the ontology */
+    uint64_t unknown_term_genes; /**< annotation rows naming genes not in the list */
 } pl_build_stats;
 
 /** Build a database from input files (see DESIGN section 3).
@@ -159,12 +172,58 @@ typedef struct pl_db_info {
     uint32_t reserved;
     uint64_t n_rules;                 /**< reactions with a gene-reaction rule */
     uint64_t n_rule_words;            /**< words of their programs (PL_ARRAY_RULES) */
+    uint64_t n_terms;                 /**< ontology terms (0: no ontology) */
+    uint64_t n_term_annotations;      /**< ontology annotation positions */
+    uint32_t n_strata, n_term_groups; /**< the ontology's strata and groups */
 } pl_db_info;
 
 /** Open a database read-only. Checks the format version and the metadata
  *  checksums; deeper checks are pl_db_verify()'s.
  *  @param out set to the handle on success, NULL on failure. */
 PL_API int pl_db_open(const char *path, pl_db **out, pl_err *err);
+
+/** The ontology layers of a database (DESIGN section 10): the term table,
+ *  the strata schedule, the annotations and the per-gene sets. Arrays are
+ *  owned by the handle; CSR arrays `x_ptr` index `x_idx`, each run ascending.
+ *  Term T's stratum is 0 without child terms, else 1 + the maximum stratum of
+ *  its children; stratum s holds groups stratum_ptr[s] .. stratum_ptr[s+1],
+ *  group k the terms group_terms[group_ptr[k] .. group_ptr[k+1]), all with
+ *  group_n_genes[k] direct genes and group_n_children[k] children. */
+typedef struct pl_ontology {
+    uint32_t n_terms, n_strata, n_groups, n_genes;
+    uint64_t n_annotations;
+    const char *const *term_names;                 /**< [n_terms] */
+    const uint32_t *child_ptr, *child_idx;         /**< child terms of each term */
+    const uint32_t *gene_ptr, *gene_idx;           /**< direct genes of each term */
+    const uint32_t *n_term_genes;                  /**< [n_terms] |genes(T)| */
+    const uint32_t *stratum;                       /**< [n_terms] */
+    const uint32_t *stratum_ptr;                   /**< [n_strata + 1] */
+    const uint32_t *group_ptr, *group_terms;       /**< [n_groups + 1], [n_terms] */
+    const uint32_t *group_n_genes, *group_n_children; /**< [n_groups] */
+    const uint32_t *ann_gene, *ann_term;           /**< [n_annotations] */
+    const uint64_t *gene_term_ptr;                 /**< [n_genes + 1] */
+    const uint32_t *gene_term_idx;                 /**< terms each gene affects */
+    const uint64_t *gene_ann_ptr;                  /**< [n_genes + 1] */
+    const uint32_t *gene_ann_idx;                  /**< annotation positions of each gene */
+} pl_ontology;
+
+/** Load and check the ontology of `db` (every index in range, the strata
+ *  consistent with the children, each term in one group of its key).
+ *  @return 0, -ENOENT (the database has none; err says so), PL_ECORRUPT. */
+PL_API int pl_ontology_load(pl_db *db, pl_ontology **out, pl_err *err);
+
+/** Release; NULL is accepted. Valid only while its pl_db is open. */
+PL_API void pl_ontology_free(pl_ontology *o);
+
+/** The ontology lists of a deletion set: the affected terms (genes(T) meets
+ *  the set) and the removed annotation positions (their gene is deleted),
+ *  ascending, as unions of the genes' sets.
+ *  @param genes gene indices, each < o->n_genes (duplicates allowed).
+ *  @param terms room for n_terms; @param ann room for n_annotations.
+ *  @return 0 or PL_ERANGE (a gene out of range). */
+PL_API int pl_ontology_removed(const pl_ontology *o, const int32_t *genes, uint32_t n,
+                               uint32_t *terms, uint32_t *n_out_terms, uint32_t *ann,
+                               uint64_t *n_out_ann);
 
 /** Close a database; NULL is accepted. Every pl_graph built on it must be
  *  freed first. */

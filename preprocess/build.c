@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ontology/store.h"
 #include "ruleset.h"
 #include "src/core/checksum.h"
 #include "src/core/dbformat.h"
@@ -64,6 +65,7 @@ typedef struct builder {
     uint64_t ser_cap;
     struct pl__meta meta;
     pl__ruleset rules;
+    pl_onto onto;
 } builder;
 
 #define NOMEM(b) pl__err((b)->err, -ENOMEM, "out of memory")
@@ -830,6 +832,7 @@ static int write_lmdb(builder *b, const chunker *payload)
     }
     if (m->has_metabolism)
         PL_TRY(put_metabolic_incidence(b));
+    PL_TRY(pl__onto_put(b->txn, b->dbi[PL_DBI_ONTO], &b->onto, m, b->err));
     MDB_dbi meta = b->dbi[PL_DBI_META];
     PL_TRY(pl__db_put(b->txn, meta, PL_DBI_META, "blocks", 6, b->sw.index,
                       b->sw.n_blocks * sizeof *b->sw.index, 0, b->err));
@@ -910,6 +913,8 @@ static int run(builder *b)
     PL_TRY(read_names(b, o->genes, &b->genes, "gene"));
     b->n_genes = b->genes.n;
     PL_FAIL_IF(b->n_genes > INT32_MAX, b->err, PL_EPARSE, "%s: too many genes", o->genes);
+    PL_TRY(pl__onto_from_build(o, &b->genes, o->progress == 0, &b->onto,
+                               &b->st.unknown_term_genes, b->err));
     for (uint32_t t = 0; t < o->n_types; t++) {
         double ms = o->min_score ? o->min_score[t] : NAN;
         PL_TRY(is_npy(o->type_files[t]) ? read_edges_npy(b, t, o->type_files[t])
@@ -989,6 +994,9 @@ PL_API int pl_build(const pl_build_opts *opts, pl_build_stats *stats, pl_err *er
         stats->n_rules = m->n_rules;
         stats->n_samples = m->n_samples;
         stats->n_labels = m->n_labels;
+        stats->n_terms = m->n_terms;
+        stats->n_term_annotations = m->n_term_ann;
+        stats->n_strata = m->n_strata;
         stats->graph_bytes = pl__file_size(pl__path_join(p, sizeof p, opts->out, PL_FILE_LMDB));
         stats->sample_bytes = m->samples_bytes;
         stats->seconds = pl__now() - t0;
@@ -1006,6 +1014,7 @@ PL_API int pl_build(const pl_build_opts *opts, pl_build_stats *stats, pl_err *er
     free(b->rmr_met);
     free(b->rmr_stoich);
     pl__ruleset_free(&b->rules);
+    pl__onto_free(&b->onto);
     free(b->dropped_rows);
     for (uint32_t i = 0; b->label_names && i < b->n_labels; i++)
         free(b->label_names[i]);

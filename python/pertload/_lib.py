@@ -10,6 +10,8 @@ import ctypes.util
 import os
 import shutil
 
+import numpy as np
+
 PL_MAX_TYPES = 64
 PL_RING_NAME_MAX = 64
 PL_ARRAY_GPR = -1
@@ -73,6 +75,10 @@ class DbInfo(ctypes.Structure):
         ("reserved", ctypes.c_uint32),
         ("n_rules", ctypes.c_uint64),
         ("n_rule_words", ctypes.c_uint64),
+        ("n_terms", ctypes.c_uint64),
+        ("n_term_annotations", ctypes.c_uint64),
+        ("n_strata", ctypes.c_uint32),
+        ("n_term_groups", ctypes.c_uint32),
     ]
 
 
@@ -120,6 +126,26 @@ class RingStats(ctypes.Structure):
 
 _vp = ctypes.c_void_p
 _err_p = ctypes.POINTER(PlErr)
+_u32p = ctypes.POINTER(ctypes.c_uint32)
+_u64p = ctypes.POINTER(ctypes.c_uint64)
+
+
+class Ontology(ctypes.Structure):
+    """struct pl_ontology, field for field."""
+    _fields_ = [
+        ("n_terms", ctypes.c_uint32), ("n_strata", ctypes.c_uint32),
+        ("n_groups", ctypes.c_uint32), ("n_genes", ctypes.c_uint32),
+        ("n_annotations", ctypes.c_uint64),
+        ("term_names", ctypes.POINTER(ctypes.c_char_p)),
+        ("child_ptr", _u32p), ("child_idx", _u32p),
+        ("gene_ptr", _u32p), ("gene_idx", _u32p),
+        ("n_term_genes", _u32p), ("stratum", _u32p), ("stratum_ptr", _u32p),
+        ("group_ptr", _u32p), ("group_terms", _u32p),
+        ("group_n_genes", _u32p), ("group_n_children", _u32p),
+        ("ann_gene", _u32p), ("ann_term", _u32p),
+        ("gene_term_ptr", _u64p), ("gene_term_idx", _u32p),
+        ("gene_ann_ptr", _u64p), ("gene_ann_idx", _u32p),
+    ]
 
 # name: (restype, argtypes) of every function this package calls.
 _PROTOTYPES = {
@@ -143,6 +169,8 @@ _PROTOTYPES = {
     "pl_slot_check": (ctypes.c_int, [_vp, ctypes.c_uint64, _err_p]),
     "pl_pyg_edges": (ctypes.c_int, [_vp, _vp, ctypes.c_uint64, _vp, _vp, ctypes.c_uint32,
                                     ctypes.c_int64, ctypes.c_int64, _vp, _vp, _vp, _err_p]),
+    "pl_ontology_load": (ctypes.c_int, [_vp, ctypes.POINTER(ctypes.POINTER(Ontology)), _err_p]),
+    "pl_ontology_free": (None, [ctypes.POINTER(Ontology)]),
 }
 
 
@@ -271,6 +299,40 @@ class Database:
             raise LoaderError(f"{self.path}: graph array {which} has {n} bytes, "
                               f"{out.nbytes} expected")
         return out
+
+    def ontology(self):
+        """The ontology layers as a dict of numpy copies (pl_ontology), or None."""
+        if not self.info.n_terms:
+            return None
+        err = PlErr()
+        p = ctypes.POINTER(Ontology)()
+        check(lib().pl_ontology_load(self.handle, ctypes.byref(p), ctypes.byref(err)), err,
+              f"{self.path}: reading the ontology")
+        try:
+            o = p.contents
+            T, G, S, A, N = (o.n_terms, o.n_groups, o.n_strata, int(o.n_annotations),
+                             o.n_genes)
+
+            def arr(ptr, n, dtype=np.uint32):
+                return np.ctypeslib.as_array(ptr, (n,)).astype(dtype) if n else \
+                    np.zeros(0, dtype)
+
+            d = {"term_names": names(o.term_names, T),
+                 "child_ptr": arr(o.child_ptr, T + 1), "gene_ptr": arr(o.gene_ptr, T + 1),
+                 "n_term_genes": arr(o.n_term_genes, T), "stratum": arr(o.stratum, T),
+                 "stratum_ptr": arr(o.stratum_ptr, S + 1), "group_ptr": arr(o.group_ptr, G + 1),
+                 "group_terms": arr(o.group_terms, T), "group_n_genes": arr(o.group_n_genes, G),
+                 "group_n_children": arr(o.group_n_children, G),
+                 "ann_gene": arr(o.ann_gene, A), "ann_term": arr(o.ann_term, A),
+                 "gene_term_ptr": arr(o.gene_term_ptr, N + 1, np.uint64),
+                 "gene_ann_ptr": arr(o.gene_ann_ptr, N + 1, np.uint64)}
+            d["child_idx"] = arr(o.child_idx, int(d["child_ptr"][-1]))
+            d["gene_idx"] = arr(o.gene_idx, int(d["gene_ptr"][-1]))
+            d["gene_term_idx"] = arr(o.gene_term_idx, int(d["gene_term_ptr"][-1]))
+            d["gene_ann_idx"] = arr(o.gene_ann_idx, int(d["gene_ann_ptr"][-1]))
+            return d
+        finally:
+            lib().pl_ontology_free(p)
 
     def close(self):
         if self._h:

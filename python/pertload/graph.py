@@ -5,6 +5,45 @@ import numpy as np
 from . import _lib
 
 
+class OntologyGraph:
+    """The ontology layers of a database (DESIGN section 10), for DCell-style
+    models that run one small network per term, stratum by stratum.
+
+    term_names        [n_terms] term ids, terms numbered in definition order
+    children          (ptr int64 [n_terms + 1], idx int64): child terms (CSR)
+    genes             (ptr, idx): direct genes of each term (CSR, gene rows)
+    n_term_genes      int64 [n_terms]: |genes(T)|, genes of T and its descendants
+    stratum           int64 [n_terms]: 0 without child terms, else 1 + the
+                      maximum of the children's
+    strata            [n_strata] lists of groups; a group is a dict
+                      {"n_genes", "n_children", "terms": int64 array}: the terms
+                      of one stratum with the same direct genes and children,
+                      which a model runs as one batched matrix product
+    annotation_index  int64 [2, n_annotations] (gene row, term row): the
+                      ("gene", "annotated", "term") edges, in position order
+    """
+
+    def __init__(self, o):
+        i64 = np.int64
+        self.term_names = o["term_names"]
+        self.n_terms = len(self.term_names)
+        self.children = (o["child_ptr"].astype(i64), o["child_idx"].astype(i64))
+        self.genes = (o["gene_ptr"].astype(i64), o["gene_idx"].astype(i64))
+        self.n_term_genes = o["n_term_genes"].astype(i64)
+        self.stratum = o["stratum"].astype(i64)
+        sp, gp, gt = o["stratum_ptr"], o["group_ptr"], o["group_terms"].astype(i64)
+        self.strata = [[{"n_genes": int(o["group_n_genes"][k]),
+                         "n_children": int(o["group_n_children"][k]),
+                         "terms": gt[gp[k]:gp[k + 1]]} for k in range(sp[s], sp[s + 1])]
+                       for s in range(len(sp) - 1)]
+        self.annotation_index = np.stack([o["ann_gene"].astype(i64), o["ann_term"].astype(i64)])
+        self.n_annotations = self.annotation_index.shape[1]
+
+    def __repr__(self):
+        return (f"<pertload.OntologyGraph: {self.n_terms} terms in {len(self.strata)} strata, "
+                f"{self.n_annotations} annotations>")
+
+
 class Graph:
     """Edge arrays and names of a database; removed positions of batches index
     into these arrays.
@@ -21,6 +60,7 @@ class Graph:
     rules             (off uint32 [n_reactions + 1], code uint32 [words]): the
                       compiled rules (PL_ARRAY_RULES in pertload.h), or None
     payload_dtype ("" without payload), payload_shape (after the sample axis)
+    ontology          the ontology layers (OntologyGraph), or None
     """
 
     def __init__(self, db):
@@ -59,6 +99,8 @@ class Graph:
             self.rmr = pairs(_lib.PL_ARRAY_RMR, self.n_rmr)
             self.rmr_stoich = db.graph_array(_lib.PL_ARRAY_RMR_STOICH,
                                              np.empty(self.n_rmr, np.float32))
+        onto = db.ontology()
+        self.ontology = OntologyGraph(onto) if onto is not None else None
         for t, ei in self.edge_index.items():
             _check_rows(f"edge type {t}", ei, (self.n_genes, self.n_genes))
         if self.has_metabolism:
@@ -75,7 +117,8 @@ class Graph:
         {"gene": {"num_nodes"}, ("gene", t, "gene"): {"edge_index"}, and with
         metabolism "reaction", "metabolite" ({"num_nodes"}), ("gene", "gpr",
         "reaction"): {"edge_index"}, ("reaction", "rmr", "metabolite"):
-        {"edge_index", "stoichiometry"}}."""
+        {"edge_index", "stoichiometry"}}; with an ontology "term": {"num_nodes"}
+        and ("gene", "annotated", "term"): {"edge_index"}."""
         import torch
 
         def up(a):
@@ -90,6 +133,10 @@ class Graph:
             out[("gene", "gpr", "reaction")] = {"edge_index": up(self.gpr)}
             out[("reaction", "rmr", "metabolite")] = {"edge_index": up(self.rmr),
                                                       "stoichiometry": up(self.rmr_stoich)}
+        if self.ontology is not None:
+            out["term"] = {"num_nodes": self.ontology.n_terms}
+            out[("gene", "annotated", "term")] = {
+                "edge_index": up(self.ontology.annotation_index)}
         return out
 
 

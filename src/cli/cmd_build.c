@@ -10,7 +10,10 @@
 static const char usage[] =
     "-o DB --genes F [--edges NAME=FILE...] [--min-score NAME=X]... [--reactions F]\n"
     "       [--gpr F | --rules F] [--reaction-rule any|gpr] [--rmr F] --samples F\n"
-    "       [--payload F.npy] [--drop-unknown-genes] [--quiet]";
+    "       [--payload F.npy] [--drop-unknown-genes] [--quiet]\n"
+    "       [--ontology F.obo --annotations F.gaf [--go-namespace NS,...]\n"
+    "        [--go-relations is_a,part_of,...] [--evidence C,... | --exclude-evidence C,...]\n"
+    "        | --ontology-dcell F] [--min-term-genes N]";
 
 /* Parse the arguments into `o`, `min_score` and `quiet`: -1 to go on, else
  * the exit status. The edge type names are strndup'ed into `names`, o->n_types
@@ -55,8 +58,31 @@ static int parse(int argc, char **argv, pl_build_opts *o, const char **names,
             target = &o->samples;
         else if (!strcmp(a, "--payload"))
             target = &o->payload;
+        else if (!strcmp(a, "--ontology"))
+            target = &o->ontology;
+        else if (!strcmp(a, "--annotations"))
+            target = &o->annotations;
+        else if (!strcmp(a, "--ontology-dcell"))
+            target = &o->ontology_dcell;
+        else if (!strcmp(a, "--go-namespace"))
+            target = &o->go_namespaces;
+        else if (!strcmp(a, "--go-relations"))
+            target = &o->go_relations;
+        else if (!strcmp(a, "--evidence"))
+            target = &o->evidence;
+        else if (!strcmp(a, "--exclude-evidence"))
+            target = &o->exclude_evidence;
         if (target) {
             *target = v;
+            continue;
+        }
+        if (!strcmp(a, "--min-term-genes")) {
+            unsigned long long n;
+            if (pl_cli_u64(cmd, a, v, &n) < 0)
+                return 2;
+            if (n > UINT32_MAX)
+                return pl_cli_usage(cmd, usage, "--min-term-genes %s is too large", v);
+            o->min_term_genes = (uint32_t)n;
             continue;
         }
         if (!strcmp(a, "--reaction-rule")) {
@@ -145,6 +171,11 @@ static int build(pl_build_opts *o, int argc, char **argv, int quiet)
                (unsigned long long)st.n_metabolites,
                (unsigned long long)st.n_gpr, (unsigned long long)st.n_rmr,
                (unsigned long long)st.n_samples, (unsigned long long)st.n_labels);
+        if (st.n_terms)
+            printf("ontology: %llu terms, %llu annotations, %u strata (%llu annotation rows "
+                   "of unknown genes)\n", (unsigned long long)st.n_terms,
+                   (unsigned long long)st.n_term_annotations, st.n_strata,
+                   (unsigned long long)st.unknown_term_genes);
         printf("sizes: graph (LMDB) %s, samples %s, payload %s\n", g, s, p);
     }
     return 0;

@@ -27,6 +27,28 @@ static int db_argument(const char *cmd, int argc, char **argv)
     return -1;
 }
 
+/* Size, depth and strata of the ontology layers. */
+static int print_ontology(pl_db *db)
+{
+    pl_ontology *o;
+    pl_err err = {0};
+    int rc = pl_ontology_load(db, &o, &err);
+    if (rc < 0)
+        return pl_cli_fail("inspect", rc, &err), -1;
+    uint64_t links = o->child_ptr[o->n_terms], direct = o->gene_ptr[o->n_terms];
+    printf("ontology: %u terms, %llu child links, %llu direct (term, gene) pairs, %llu "
+           "annotations; depth %u (strata), %u groups\n", o->n_terms, (unsigned long long)links,
+           (unsigned long long)direct, (unsigned long long)o->n_annotations, o->n_strata,
+           o->n_groups);
+    printf("  strata (terms/groups):");
+    for (uint32_t s = 0; s < o->n_strata; s++)
+        printf(" %u:%u/%u", s, o->group_ptr[o->stratum_ptr[s + 1]] - o->group_ptr[o->stratum_ptr[s]],
+               o->stratum_ptr[s + 1] - o->stratum_ptr[s]);
+    printf("\n");
+    pl_ontology_free(o);
+    return 0;
+}
+
 int pl_cmd_inspect(int argc, char **argv)
 {
     int status = db_argument("inspect", argc, argv);
@@ -60,6 +82,10 @@ int pl_cmd_inspect(int argc, char **argv)
                (unsigned long long)i->n_rules);
     else
         printf("metabolism: none\n");
+    if (i->n_terms && print_ontology(db) < 0) {
+        pl_db_close(db);
+        return 1;
+    }
     printf("samples: %llu in %llu blocks of %u\n", (unsigned long long)i->n_samples,
            (unsigned long long)i->n_blocks, i->block_rows);
     list_names("labels", i->label_names, i->n_labels, 16);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "src/core/error.h"
 #include "src/core/progress.h"
 
 static const char *const usage_text = "DB (--genes G1,G2,... | --row I | --all) [--json]";
@@ -14,7 +15,8 @@ static const char *const usage_text = "DB (--genes G1,G2,... | --row I | --all) 
 static const char *const help_text =
     "Print the masks of one deletion set: the sorted perturbation indices and,\n"
     "per list kind (every edge type, then gpr, reaction and rmr when the\n"
-    "database has metabolism), the removed positions.\n\n"
+    "database has metabolism), the removed positions; with an ontology, the\n"
+    "affected terms and the removed annotation positions.\n\n"
     "  --genes G1,G2,...  deleted genes by name (an empty list is the empty set)\n"
     "  --row I            the deleted genes of sample row I (input order), with\n"
     "                     the sample's id and labels\n"
@@ -23,7 +25,8 @@ static const char *const help_text =
     "  --json             one JSON object on one line: {\"perturbation_indices\":\n"
     "                     [...], \"edges\": {\"<type>\": [...], ...}, \"gpr\": [...],\n"
     "                     \"reaction\": [...], \"rmr\": [...], \"reaction_rule\":\n"
-    "                     \"gpr\" or \"any\"}, plus \"row\", \"id\"\n"
+    "                     \"gpr\" or \"any\", \"ontology/term\": [...],\n"
+    "                     \"ontology/annotation\": [...]}, plus \"row\", \"id\"\n"
     "                     and \"labels\" (by label name, NaN as null) with --row;\n"
     "                     without it, a summary of counts per list\n";
 
@@ -108,8 +111,41 @@ static int64_t parse_genes(const pl_db *db, const char *list, int32_t **out)
     return k;
 }
 
+/* The ontology lists of a sample (DESIGN section 10), when the database has
+ * an ontology: affected terms and removed annotation positions. */
+typedef struct onto_lists {
+    uint32_t *terms, *ann;
+    uint32_t n_terms;
+    uint64_t n_ann;
+} onto_lists;
+
+static int onto_compute(pl_db *db, const int32_t *genes, uint32_t n, onto_lists *ol, pl_err *err)
+{
+    if (pl_db_info_get(db)->n_terms == 0)
+        return 0;
+    pl_ontology *o;
+    int rc = pl_ontology_load(db, &o, err);
+    if (rc < 0)
+        return rc;
+    ol->terms = malloc((o->n_terms + 1) * sizeof *ol->terms);
+    ol->ann = malloc((o->n_annotations + 1) * sizeof *ol->ann);
+    rc = ol->terms && ol->ann ? pl_ontology_removed(o, genes, n, ol->terms, &ol->n_terms,
+                                                        ol->ann, &ol->n_ann)
+                                  : -ENOMEM;
+    pl_ontology_free(o);
+    return rc;
+}
+
+static void json_u32s(FILE *f, const char *key, const uint32_t *v, uint64_t n)
+{
+    fprintf(f, ",\"%s\":[", key);
+    for (uint64_t i = 0; i < n; i++)
+        fprintf(f, i ? ",%u" : "%u", v[i]);
+    fputc(']', f);
+}
+
 static void print_json(const pl_db_info *info, const pl_graph *g, const pl_masks_result *r,
-                       const pl_sample *s, uint64_t row)
+                       const pl_sample *s, uint64_t row, const onto_lists *ol)
 {
     FILE *f = stdout;
     fputc('{', f);
@@ -145,11 +181,15 @@ static void print_json(const pl_db_info *info, const pl_graph *g, const pl_masks
     if (info->has_metabolism)
         fprintf(f, ",\"reaction_rule\":\"%s\"",
                 info->reaction_rule == PL_REACTION_GPR ? "gpr" : "any");
+    if (info->n_terms) {
+        json_u32s(f, "ontology/term", ol->terms, ol->n_terms);
+        json_u32s(f, "ontology/annotation", ol->ann, ol->n_ann);
+    }
     fputs("}\n", f);
 }
 
 static void print_summary(const pl_db_info *info, const pl_graph *g, const pl_masks_result *r,
-                          const pl_sample *s, uint64_t row)
+                          const pl_sample *s, uint64_t row, const onto_lists *ol)
 {
     if (s) {
         printf("row %llu: id %llu\nlabels:", (unsigned long long)row,
@@ -182,6 +222,10 @@ static void print_summary(const pl_db_info *info, const pl_graph *g, const pl_ma
     }
     printf("  %-28s %10llu of %llu\n", "(all edge types)", (unsigned long long)removed,
            (unsigned long long)total);
+    if (info->n_terms)
+        printf("  %-28s %10u of %llu\n  %-28s %10llu of %llu\n", "ontology/term", ol->n_terms,
+               (unsigned long long)info->n_terms, "ontology/annotation",
+               (unsigned long long)ol->n_ann, (unsigned long long)info->n_term_annotations);
 }
 
 /* Masks of every stored sample, single-threaded: the throughput figure. */
@@ -189,17 +233,42 @@ static int run_all(pl_db *db, pl_graph *g, pl_masks *m, pl_err *err)
 {
     const pl_db_info *info = pl_db_info_get(db);
     uint64_t removed = 0, digest = 0;
+    int rc = 0;
+    pl_ontology *o = NULL;
+    uint32_t *ot = NULL, *oa = NULL;
+    if (info->n_terms) {
+        int rc = pl_ontology_load(db, &o, err);
+        if (rc < 0)
+            return rc;
+        ot = malloc((o->n_terms + 1) * sizeof *ot);
+        oa = malloc((o->n_annotations + 1) * sizeof *oa);
+        if (!ot || !oa) {
+            free(ot);
+            free(oa);
+            pl_ontology_free(o);
+            return pl__err(err, -ENOMEM, "out of memory");
+        }
+    }
     pl__progress pg;
     pl__progress_start(&pg, -1, "masks", info->n_samples);
     double t0 = pl__now();
     for (uint64_t row = 0; row < info->n_samples; row++) {
         pl_sample s;
         pl_masks_result r;
-        int rc = pl_db_sample(db, row, &s, err);
+        rc = pl_db_sample(db, row, &s, err);
         if (rc == 0)
             rc = pl_masks_compute(m, s.genes, s.n_genes, &r);
+        uint32_t nt = 0;
+        uint64_t na = 0;
+        if (rc == 0 && o)
+            rc = pl_ontology_removed(o, s.genes, s.n_genes, ot, &nt, oa, &na);
         if (rc < 0)
-            return rc;
+            break;
+        removed += nt + na;
+        if (nt)
+            digest = digest * 31 + ot[nt - 1];
+        if (na)
+            digest = digest * 31 + oa[na - 1];
         for (uint32_t k = 0; k < r.n_lists; k++) {
             removed += r.removed[k].n;
             if (r.removed[k].n)
@@ -209,10 +278,16 @@ static int run_all(pl_db *db, pl_graph *g, pl_masks *m, pl_err *err)
             pl__progress_update(&pg, row, -1);
     }
     double dt = pl__now() - t0;
+    free(ot);
+    free(oa);
+    pl_ontology_free(o);
+    if (rc < 0)
+        return rc;
     pl__progress_end(&pg, info->n_samples);
-    printf("masks of %llu samples (%u lists each) in %.2f s on one core: %.0f samples/s, "
+    printf("masks of %llu samples (%u lists each%s) in %.2f s on one core: %.0f samples/s, "
            "%.0f removed positions per sample (digest %016llx)\n",
-           (unsigned long long)info->n_samples, pl_graph_n_lists(g), dt,
+           (unsigned long long)info->n_samples, pl_graph_n_lists(g),
+           info->n_terms ? ", + 2 ontology lists" : "", dt,
            dt > 0 ? (double)info->n_samples / dt : 0,
            info->n_samples ? (double)removed / (double)info->n_samples : 0,
            (unsigned long long)digest);
@@ -261,6 +336,7 @@ int pl_cmd_masks(int argc, char **argv)
     pl_err err = {0};
     pl_sample s;
     pl_masks_result r;
+    onto_lists ol = {0};
     int64_t n = 0;
     int status = 1;
     int rc = pl_db_open(path, &db, &err);
@@ -291,18 +367,22 @@ int pl_cmd_masks(int argc, char **argv)
     }
     if (rc == 0)
         rc = pl_masks_compute(m, genes, (uint32_t)n, &r);
+    if (rc == 0)
+        rc = onto_compute(db, genes, (uint32_t)n, &ol, &err);
     if (rc < 0) {
         status = pl_cli_fail("masks", rc, &err);
         goto out;
     }
     if (json)
-        print_json(pl_db_info_get(db), g, &r, row_arg ? &s : NULL, row);
+        print_json(pl_db_info_get(db), g, &r, row_arg ? &s : NULL, row, &ol);
     else
-        print_summary(pl_db_info_get(db), g, &r, row_arg ? &s : NULL, row);
+        print_summary(pl_db_info_get(db), g, &r, row_arg ? &s : NULL, row, &ol);
     status = fflush(stdout) == 0 ? 0 : 1;
     if (status)
         fprintf(stderr, "pertload masks: writing the output: %s\n", strerror(errno));
 out:
+    free(ol.terms);
+    free(ol.ann);
     free(genes);
     pl_masks_free(m);
     pl_graph_free(g);

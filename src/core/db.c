@@ -233,6 +233,10 @@ static void fill_info(pl_db *db)
     i->reaction_rule = m->reaction_rule;
     i->n_rules = m->n_rules;
     i->n_rule_words = m->n_rule_words;
+    i->n_terms = m->n_terms;
+    i->n_term_annotations = m->n_term_ann;
+    i->n_strata = m->n_strata;
+    i->n_term_groups = m->n_term_groups;
     char p[4096];
     i->graph_bytes = pl__file_size(pl__path_join(p, sizeof p, db->path, PL_FILE_LMDB));
 }
@@ -531,6 +535,11 @@ PL_API int pl_db_verify(pl_db *db, pl_err *err)
     }
     /* Edge arrays: decompress and range-check. */
     const struct pl__meta *m = &db->meta;
+    if (m->n_terms) {
+        pl_ontology *on;
+        PL_TRY(pl_ontology_load(db, &on, err));
+        pl_ontology_free(on);
+    }
     for (uint32_t t = 0; t < m->n_types; t++) {
         unsigned char key[2];
         pl__edges_key(key, t);

@@ -12,7 +12,8 @@
 #include "error.h"
 #include "vec.h"
 
-const char *const pl__dbi_names[PL_DBI_COUNT] = {"meta", "names", "edges", "inc"};
+const char *const pl__dbi_names[PL_DBI_COUNT] = {"meta", "names", "edges", "inc",
+                                                    "onto"};
 
 void pl__key_describe(int dbi, const void *kp, size_t klen, char *buf, size_t cap)
 {
@@ -22,6 +23,11 @@ void pl__key_describe(int dbi, const void *kp, size_t klen, char *buf, size_t ca
         unsigned long gene = (unsigned long)k[2] << 24 | (unsigned long)k[3] << 16 |
                              (unsigned long)k[4] << 8 | k[5];
         snprintf(buf, cap, "inc/kind %u/gene %lu", kind, gene);
+    } else if (dbi == PL_DBI_ONTO && klen == 5 && k[0] < 0x20) {
+        unsigned long gene = (unsigned long)k[1] << 24 | (unsigned long)k[2] << 16 |
+                             (unsigned long)k[3] << 8 | k[4];
+        snprintf(buf, cap, "onto/%s/gene %lu", k[0] == PL_ONTO_KIND_TERM ? "term"
+                 : k[0] == PL_ONTO_KIND_ANN ? "annotation" : "kind ?", gene);
     } else if (dbi == PL_DBI_EDGES && klen == 2 && k[0] == 'e') {
         snprintf(buf, cap, "edges/type %u", k[1]);
     } else {
@@ -158,6 +164,11 @@ int pl__meta_decode(const void *v, size_t len, struct pl__meta *out, pl_err *err
            m.reserved != 0 || m.n_rules > m.n_reactions || m.n_rule_words > UINT32_MAX ||
            (m.n_rules == 0) != (m.n_rule_words == 0) ||
            (m.reaction_rule == PL_REACTION_GPR && m.n_rules == 0);
+    /* Ontology: uint32 indices throughout; strata and groups only with terms. */
+    bad |= m.n_terms > UINT32_MAX - 1 || m.n_term_ann > UINT32_MAX ||
+           m.n_term_children > UINT32_MAX || m.n_term_direct > UINT32_MAX ||
+           m.n_term_groups > m.n_terms || m.n_strata > m.n_term_groups ||
+           (m.n_terms > 0) != (m.n_strata > 0);
     PL_FAIL_IF(bad, err, PL_ECORRUPT, "key meta/meta: inconsistent counts");
     PL_FAIL_IF(!meta_payload_ok(&m), err, PL_ECORRUPT,
                "key meta/meta: inconsistent payload description");

@@ -34,6 +34,20 @@
  *            (since version 3): a gene's RMR positions are those of its
  *            reactions, which the masks engine reads from edges/"rmr" (each
  *            RMR edge once, whatever the number of genes of its reaction).
+ *   "onto"   (since version 5; empty when meta.n_terms is 0) the ontology layers
+ *            of DESIGN section 10, built by preprocess/ontology:
+ *            "terms"     term ids joined by NUL bytes (each NUL-terminated)
+ *            "schedule"  zstd( uint32 child_ptr[T+1], child_idx[C],
+ *                        gene_ptr[T+1], gene_idx[D], n_genes[T], stratum[T],
+ *                        stratum_ptr[S+1], group_ptr[G+1], group_n_genes[G],
+ *                        group_n_children[G], group_terms[T], ann_gene[A],
+ *                        ann_term[A] ) with T n_terms, C n_term_children,
+ *                        D n_term_direct, S n_strata, G n_term_groups and A
+ *                        n_term_ann of the meta record (pl_ontology's arrays)
+ *            u8 kind, be32 gene -> roaring portable bitmap: kind
+ *                        PL_ONTO_KIND_TERM the terms the gene affects (those
+ *                        whose genes(T) hold it), PL_ONTO_KIND_ANN its
+ *                        annotation positions; empty bitmaps are not stored
  * All integers little-endian (the only byte order pertload builds on).
  */
 #ifndef PL_CORE_DBFORMAT_H
@@ -76,7 +90,25 @@ struct pl__meta {
     uint32_t reserved;           /* 0 */
     uint64_t n_rules;            /* reactions with a rule */
     uint64_t n_rule_words;       /* words of the programs in edges/"rules" */
+    uint64_t n_terms;            /* ontology terms (version 5; 0: no ontology) */
+    uint64_t n_term_ann;         /* ontology annotation positions */
+    uint64_t n_term_children;    /* child links of the terms */
+    uint64_t n_term_direct;      /* (term, direct gene) pairs */
+    uint32_t n_strata, n_term_groups;
 };
+
+/* Per-gene kinds of the "onto" sub-database. */
+enum { PL_ONTO_KIND_TERM = 1, PL_ONTO_KIND_ANN = 2 };
+
+/** Key of an ontology bitmap: u8 kind, be32 gene. */
+static inline void pl__onto_key(unsigned char key[5], uint32_t kind, uint32_t gene)
+{
+    key[0] = (unsigned char)kind;
+    key[1] = (unsigned char)(gene >> 24);
+    key[2] = (unsigned char)(gene >> 16);
+    key[3] = (unsigned char)(gene >> 8);
+    key[4] = (unsigned char)gene;
+}
 
 /* Sample-store index entry, one per block. */
 struct pl__block_entry {
@@ -90,7 +122,7 @@ struct pl__block_entry {
 };
 
 /* Named sub-databases. */
-enum { PL_DBI_META, PL_DBI_NAMES, PL_DBI_EDGES, PL_DBI_INC, PL_DBI_COUNT };
+enum { PL_DBI_META, PL_DBI_NAMES, PL_DBI_EDGES, PL_DBI_INC, PL_DBI_ONTO, PL_DBI_COUNT };
 extern const char *const pl__dbi_names[PL_DBI_COUNT];
 
 /** Key of an incidence bitmap: be16 kind, be32 gene (sorts by kind, gene). */
