@@ -11,7 +11,7 @@ EPOCH = re.compile(r"^epoch (\d): train loss \(MSE\) (\S+), r \S+; held-out MSE 
                    r"r (\S+) \(")
 
 
-def train(*args, timeout=120):
+def train(*args, timeout=300):
     r = subprocess.run([sys.executable, str(EXAMPLE), *map(str, args)], capture_output=True,
                        text=True, timeout=timeout)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -34,10 +34,14 @@ def copy_source(dst):
     shutil.copytree(SRC, dst, ignore=ignore)
 
 
-def clean_env(**extra):
-    """The environment without the build tree's overrides."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PERTLOAD_LIB", "PERTLOAD_BIN", "PYTHONPATH")}
+def clean_env(sanitizers=True, **extra):
+    """The environment without the build tree's overrides (and, unless
+    `sanitizers`, without a sanitizer run's preloaded runtime: a wheel is an
+    uninstrumented build)."""
+    drop = {"PERTLOAD_LIB", "PERTLOAD_BIN", "PYTHONPATH"}
+    if not sanitizers:
+        drop |= {"LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(extra)
     return env
 
@@ -52,8 +56,8 @@ def test_pip_install_into_a_fresh_venv(small, tmp_path):
     src, venv = tmp_path / "src", tmp_path / "venv"
     copy_source(src)
     assert not (src / "build-test").exists()
-    run(sys.executable, "-m", "venv", "--system-site-packages", venv)
-    env = clean_env()
+    env = clean_env(sanitizers=False)
+    run(sys.executable, "-m", "venv", "--system-site-packages", venv, env=env)
     run(venv / "bin" / "pip", "install", "--no-build-isolation", "--no-index", "-q", src,
         env=env, timeout=600, cwd=tmp_path)
     site = Path(run(venv / "bin" / "python", "-c",
@@ -72,7 +76,7 @@ def test_meson_install(small, tmp_path):
     """`meson install` of the build tree these tests run from."""
     import pertload
 
-    build = Path(pertload.program_path()).resolve().parents[2]
+    build = Path(pertload.library_path()).resolve().parent
     assert (build / "meson-info" / "intro-buildoptions.json").exists(), build
     dest = tmp_path / "dest"
     opts = json.loads((build / "meson-info" / "intro-buildoptions.json").read_text())
