@@ -479,14 +479,16 @@ PL_API int pl_slot_check(const void *slot, uint64_t slot_bytes, pl_err *err);
  *  removed positions are removed[ptr[i] .. ptr[i+1]), strictly increasing
  *  and below n_edges (the lists of a slot); its kept edges are written in
  *  edge order, their ends shifted by i * shift_src and i * shift_dst, after
- *  those of the samples before it. The output must hold n_samples * n_edges
- *  - ptr[n_samples] edges; lists that break the rules are refused (the
- *  function never writes more).
+ *  those of the samples before it. `removed` holds ptr[n_samples] positions.
+ *  The lists are checked first: lists that break the rules are refused
+ *  before anything is written, so the output is written only when it gets
+ *  exactly n_samples * n_edges - ptr[n_samples] edges, the size it must
+ *  have.
  *  @param out_src, out_dst the kept edges' ends.
  *  @param out_ptr [n_samples + 1]: each sample's first output edge, then the
  *  total.
- *  @return 0, or PL_EPARSE naming the sample and position (the output is
- *  then partly written). */
+ *  @return 0, or PL_EPARSE naming the sample and position (nothing
+ *  written). */
 PL_API int pl_pyg_edges(const int64_t *src, const int64_t *dst, uint64_t n_edges,
                         const int64_t *removed, const int64_t *ptr, uint32_t n_samples,
                         int64_t shift_src, int64_t shift_dst, int64_t *out_src,

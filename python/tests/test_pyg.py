@@ -179,3 +179,34 @@ def test_vectorised_union_equals_the_library_kernel(medium):
             assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), t
             n += 1
     assert n == len(loader) * len(medium.types)
+
+
+def test_pyg_edges_refuses_bad_lists_before_writing(small):
+    """pl_pyg_edges checks every list before it writes: a later sample that
+    removes more positions than there are edges (duplicates) makes the
+    output smaller than an earlier sample's kept edges; nothing is written,
+    not even within the output."""
+    import ctypes
+
+    from pertload import _lib
+
+    ei = np.ascontiguousarray(small.edges[small.types[0]])
+    E = ei.shape[1]
+    cases = {
+        "removes": (np.zeros(E + 1, np.int64), np.array([0, 0, E + 1], np.int64)),
+        "not above the one before": (np.array([1, 1], np.int64), np.array([0, 0, 2])),
+        "out of range": (np.array([E], np.int64), np.array([0, 0, 1])),
+        "ptr decreases": (np.array([0], np.int64), np.array([0, 1, 0])),
+    }
+    for why, (pos, ptr) in cases.items():
+        ptr = ptr.astype(np.int64)
+        B = len(ptr) - 1
+        cap = max(B * E - len(pos), 0)
+        out = np.full((2, cap + 64), -7, np.int64)  # a guard after the output
+        eptr = np.full(B + 1, -7, np.int64)
+        err = _lib.PlErr()
+        rc = _lib.lib().pl_pyg_edges(ei[0].ctypes.data, ei[1].ctypes.data, E, pos.ctypes.data,
+                                     ptr.ctypes.data, B, 10, 10, out[0].ctypes.data,
+                                     out[1].ctypes.data, eptr.ctypes.data, ctypes.byref(err))
+        assert rc < 0 and why in err.text(rc), (why, err.text(rc))
+        assert (out == -7).all() and (eptr == -7).all(), why
