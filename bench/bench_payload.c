@@ -106,7 +106,10 @@ static int producer_round(const pl__produce_opts *po, const char *file, pool *pl
         rc = pl__producer_size(&p, p.needs.largest, err);
     if (rc == 0 && !p.cfg.payload_row_bytes)
         rc = pl__err(err, PL_EUSAGE, "%s has no payload", po->db);
-    if (rc == 0 && !pl->mem) {
+    /* Slot sizes follow each run's plan (its largest batch): a round whose
+     * slots are larger than the pool's gets a new pool. */
+    if (rc == 0 && (!pl->mem || pl->slot_bytes < p.slot_bytes)) {
+        free(pl->mem);
         pl->slot_bytes = p.slot_bytes;
         if (!(pl->mem = aligned_alloc(4096, pl->n * pl->slot_bytes)))
             rc = pl__err(err, -ENOMEM, "out of memory");

@@ -73,7 +73,7 @@ PL_API const char *pl_errname(int code);
 /* ---------------------------------------------------------------- database */
 
 /** Format version written by this build and the only one it opens. */
-#define PL_FORMAT_VERSION 5
+#define PL_FORMAT_VERSION 6
 
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
@@ -175,6 +175,23 @@ typedef struct pl_db_info {
     uint64_t n_terms;                 /**< ontology terms (0: no ontology) */
     uint64_t n_term_annotations;      /**< ontology annotation positions */
     uint32_t n_strata, n_term_groups; /**< the ontology's strata and groups */
+    /** Fingerprint of the gene list: XXH64 (seed 0) of the gene names in
+     *  order, each followed by one NUL byte. Two databases with the same
+     *  fingerprint index genes the same way. */
+    uint64_t gene_fingerprint;
+    /** [n_types] fingerprint of each edge type's arrays: XXH64 (seed 0) of
+     *  int32 little-endian src[E] then dst[E] (pl_db_graph_array's bytes). */
+    uint64_t edge_fingerprint[PL_MAX_TYPES];
+    /** `build --recipe`: the recipe file's bytes (NUL-terminated), else "" */
+    const char *recipe;
+    /** lines "size<TAB>xxh64<TAB>path" of the recipe's input files, or "" */
+    const char *recipe_inputs;
+    /** per edge source: "name format=F rows=R filtered=F unresolved=U
+     *  duplicates=D kept=K file=PATH" lines, or "" */
+    const char *recipe_sources;
+    /** category labels (their values are codes 0, 1, ...): lines
+     *  "label<TAB>level 0<TAB>level 1...", or "" */
+    const char *label_levels;
 } pl_db_info;
 
 /** Open a database read-only. Checks the format version and the metadata
@@ -235,7 +252,8 @@ PL_API const pl_db_info *pl_db_info_get(const pl_db *db);
 /** Look a gene up by name. @return its index, or -1. */
 PL_API int64_t pl_db_gene_index(const pl_db *db, const char *name);
 
-/** Check every checksum of the database: metadata, names, edge arrays, every
+/** Check every checksum of the database: metadata, names, edge arrays (and
+ *  their fingerprints), every
  *  incidence bitmap, every sample-store block and the payload.
  *  @return 0, or PL_ECORRUPT with err naming the first bad key or block. */
 PL_API int pl_db_verify(pl_db *db, pl_err *err);

@@ -16,29 +16,10 @@ import tempfile
 
 
 
-def main():
-    exe, recipe = sys.argv[1], sys.argv[2]
-    root = os.environ.get("PERTLOAD_REAL_DATA") or os.path.join(
-        os.environ["PERTLOAD_SOURCE_ROOT"], "tests", "data")
-    with tempfile.TemporaryDirectory() as tmp:
-        unres_path = os.path.join(tmp, "unresolved.tsv")
-        out = subprocess.run([exe, "recipe", "check", "--root", root, "--unresolved", unres_path,
-                              recipe], capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
-        with open(unres_path) as f:
-            unres_lines = f.read().splitlines()
-    got = {}
-    for line in out.stdout.splitlines():
-        if line.startswith("source "):
-            parts = line.split()
-            kv = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
-            got[parts[1]] = kv
-    assert unres_lines[0] == "source\tname\tcount\tfirst_seen", unres_lines[0]
-    listed = {}
-    for line in unres_lines[1:]:
-        src, name, count, where = line.split("\t")
-        listed.setdefault(src, {})[name] = int(count)
-
+def expected(root):
+    """The oracle: (gene list, {source: (counts, unresolved names)},
+    {source: kept edges as (src, dst) gene indices, in file order}) of the
+    real files under `root`, by the documented rules alone."""
     def lines(rel):
         with gzip.open(os.path.join(root, rel), "rt", encoding="utf-8", newline="") as f:
             for ln in f.read().split("\n"):
@@ -98,8 +79,11 @@ def main():
             return ug[u]
         return ualias.get(u, (0, None))[1]
 
+    edges = {}
+
     def count(rows, unordered, keep=lambda r: True):
         c = dict(rows=0, filtered=0, unresolved=0, duplicates=0, kept=0)
+        kept = []
         names = {}
         seen = set()
         for a, b, row in rows:
@@ -121,7 +105,9 @@ def main():
                     continue
                 seen.add(k)
             c["kept"] += 1
+            kept.append((ga, gb))
         c["unresolved_names"] = len(names)
+        edges[len(edges)] = kept
         return c, names
 
     want = {}
@@ -162,6 +148,34 @@ def main():
                                    "physical" and f[hdr["Organism Interactor A"]] == "559292" and
                                    f[hdr["Organism Interactor B"]] == "559292")
 
+    order = list(want)
+    return gene_list, want, {order[k]: e for k, e in edges.items()}
+
+
+def main():
+    exe, recipe = sys.argv[1], sys.argv[2]
+    root = os.environ.get("PERTLOAD_REAL_DATA") or os.path.join(
+        os.environ["PERTLOAD_SOURCE_ROOT"], "tests", "data")
+    with tempfile.TemporaryDirectory() as tmp:
+        unres_path = os.path.join(tmp, "unresolved.tsv")
+        out = subprocess.run([exe, "recipe", "check", "--root", root, "--unresolved", unres_path,
+                              recipe], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        with open(unres_path) as f:
+            unres_lines = f.read().splitlines()
+    got = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("source "):
+            parts = line.split()
+            kv = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
+            got[parts[1]] = kv
+    assert unres_lines[0] == "source\tname\tcount\tfirst_seen", unres_lines[0]
+    listed = {}
+    for line in unres_lines[1:]:
+        src, name, count, where = line.split("\t")
+        listed.setdefault(src, {})[name] = int(count)
+
+    gene_list, want, _ = expected(root)
     assert set(got) == set(want), (sorted(got), sorted(want))
     bad = []
     for src, (c, names) in want.items():

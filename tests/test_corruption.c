@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "pertload.h"
+#include "src/core/checksum.h"
 #include "src/core/dbformat.h"
 #include "src/core/sstore.h"
 #include "testutil.h"
@@ -647,6 +648,41 @@ Test(corruption, format_version)
     expect_open_fails(PL_EFORMAT, want);
     snprintf(want, sizeof want, "reads version %u", PL_FORMAT_VERSION);
     expect_open_fails(PL_EFORMAT, want);
+}
+
+/* Rewrite meta/meta through `edit`, with a valid trailer (and reseal): only
+ * what the record says is wrong. */
+static void edit_meta(void (*edit)(struct pl__meta *))
+{
+    size_t len;
+    uint64_t off = locate(PL_DBI_META, "meta", 4, &len);
+    cr_assert_eq(len, sizeof(struct pl__meta) + 8);
+    char p[4352];
+    bad_path(p, sizeof p, PL_FILE_LMDB);
+    struct pl__meta m;
+    read_at(p, off, &m, sizeof m);
+    edit(&m);
+    uint64_t sum = pl__xxh64(&m, sizeof m, pl__xxh64("meta", 4, 0));
+    write_at(p, off, &m, sizeof m);
+    write_at(p, off + sizeof m, &sum, 8);
+    reseal();
+}
+
+static void bump_gene_fingerprint(struct pl__meta *m) { m->gene_fingerprint++; }
+static void bump_edge_fingerprint(struct pl__meta *m) { m->edge_fingerprint[1] ^= 1; }
+
+Test(corruption, gene_fingerprint)
+{
+    edit_meta(bump_gene_fingerprint);
+    expect_open_fails(PL_ECORRUPT, "of key meta/meta is not that of the stored gene names");
+}
+
+Test(corruption, edge_fingerprint)
+{
+    edit_meta(bump_edge_fingerprint);
+    pl_db *db = open_bad();
+    expect_verify_fails(db, "key edges/type 1: the arrays' fingerprint");
+    pl_db_close(db);
 }
 
 Test(corruption, meta_value)

@@ -133,7 +133,7 @@ static void expect_bad(const char *text, unsigned long line, unsigned long col,
 Test(import_recipe, bad_keys)
 {
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nsampels: 3\n", 6, 1,
-               "unknown key 'sampels' (version, root, genes, edges)");
+               "unknown key 'sampels' (version, root, genes, edges, metabolism, samples)");
     expect_bad(HEAD "  - name: a\n    format: yeastract\n    file: x\n    fiel: y\n", 8, 5,
                "unknown key 'fiel' in an edge source");
     expect_bad(HEAD "  - name: a\n    format: biogrid\n    file: x\n    channel: fusion\n", 8, 5,
@@ -142,8 +142,24 @@ Test(import_recipe, bad_keys)
                "key 'file' given twice in an edge source (first on line 7)");
     expect_bad("version: 1\ngenes:\n  file: g\n  alias: []\nedges: []\n", 4, 3,
                "unknown key 'alias' in 'genes'");
-    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmetabolism: {}\n", 6, 1,
-               "'metabolism' sources are not read from recipes yet");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmetabolism: {}\n", 6, 13,
+               "'metabolism' without 'format'");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmetabolism: {format: tsv}\n", 6,
+               13, "'metabolism' names no file (reactions, gpr, rules, rmr)");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "metabolism: {format: tsv, gpr: g, rules: r}\n", 6, 13,
+               "'metabolism': give 'gpr' or 'rules'");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "metabolism: {format: sbml, gpr: g}\n", 6, 22,
+               "unknown metabolism format 'sbml' (tsv)");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "metabolism: {format: tsv, rules: r, reaction_rule: all}\n", 6, 52,
+               "'reaction_rule' is any or gpr, not 'all'");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nsamples: {format: tsv}\n", 6, 10,
+               "'samples' needs 'format' and 'file'");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "samples: {format: tsv, file: s, labels: [x]}\n", 6, 33,
+               "unknown key 'labels' in 'samples' (format, file, payload)");
 }
 
 Test(import_recipe, bad_sources)

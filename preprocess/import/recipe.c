@@ -387,6 +387,57 @@ static int source(ld *l, yaml_node_t *m)
     return 0;
 }
 
+/* ------------------------------------------------- metabolism, samples */
+
+/* The format of a metabolism or samples part: "tsv" (pertload's own text
+ * files) is the one this reader knows. */
+static int part_format(ld *l, const yaml_node_t *v, const char *what, const char **out)
+{
+    PL_TRY(want_scalar(l, v, "format"));
+    if (strcmp(scalar(v), "tsv"))
+        return fail_at(l, v, "unknown %s format '%s' (tsv)", what, scalar(v));
+    *out = "tsv";
+    return 0;
+}
+
+static int metabolism_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
+{
+    (void)ctx;
+    pl_recipe_metabolism *m = &l->r->metabolism;
+    if (!strcmp(key, "format"))
+        return part_format(l, v, "metabolism", &m->format);
+    if (!strcmp(key, "reactions"))
+        return get_path(l, v, key, &m->reactions);
+    if (!strcmp(key, "gpr"))
+        return get_path(l, v, key, &m->gpr);
+    if (!strcmp(key, "rules"))
+        return get_path(l, v, key, &m->rules);
+    if (!strcmp(key, "rmr"))
+        return get_path(l, v, key, &m->rmr);
+    if (!strcmp(key, "reaction_rule")) {
+        PL_TRY(want_scalar(l, v, key));
+        if (strcmp(scalar(v), "any") && strcmp(scalar(v), "gpr"))
+            return fail_at(l, v, "'reaction_rule' is any or gpr, not '%s'", scalar(v));
+        m->reaction_rule = !strcmp(scalar(v), "gpr") ? PL_REACTION_GPR : PL_REACTION_ANY;
+        return 0;
+    }
+    return fail_at(l, k, "unknown key '%s' in 'metabolism' (format, reactions, gpr, rules, "
+                   "rmr, reaction_rule)", key);
+}
+
+static int samples_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
+{
+    (void)ctx;
+    pl_recipe_samples *s = &l->r->samples;
+    if (!strcmp(key, "format"))
+        return part_format(l, v, "samples", &s->format);
+    if (!strcmp(key, "file"))
+        return get_path(l, v, key, &s->file);
+    if (!strcmp(key, "payload"))
+        return get_path(l, v, key, &s->payload);
+    return fail_at(l, k, "unknown key '%s' in 'samples' (format, file, payload)", key);
+}
+
 /* ---------------------------------------------------------------- top */
 
 static int top_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
@@ -420,9 +471,28 @@ static int top_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void
             PL_TRY(source(l, node(l, *i)));
         return 0;
     }
-    if (!strcmp(key, "metabolism") || !strcmp(key, "samples"))
-        return fail_at(l, k, "'%s' sources are not read from recipes yet", key);
-    return fail_at(l, k, "unknown key '%s' (version, root, genes, edges)", key);
+    if (!strcmp(key, "metabolism")) {
+        r->metabolism.line = v->start_mark.line + 1;
+        PL_TRY(each_pair(l, v, "'metabolism'", metabolism_pair, NULL));
+        if (!r->metabolism.format)
+            return fail_at(l, v, "'metabolism' without 'format'");
+        if (!r->metabolism.gpr && !r->metabolism.rules && !r->metabolism.rmr &&
+            !r->metabolism.reactions)
+            return fail_at(l, v, "'metabolism' names no file (reactions, gpr, rules, rmr)");
+        if (r->metabolism.gpr && r->metabolism.rules)
+            return fail_at(l, v, "'metabolism': give 'gpr' or 'rules' (the rules give the GPR "
+                           "edges), not both");
+        return 0;
+    }
+    if (!strcmp(key, "samples")) {
+        r->samples.line = v->start_mark.line + 1;
+        PL_TRY(each_pair(l, v, "'samples'", samples_pair, NULL));
+        if (!r->samples.format || !r->samples.file)
+            return fail_at(l, v, "'samples' needs 'format' and 'file'");
+        return 0;
+    }
+    return fail_at(l, k, "unknown key '%s' (version, root, genes, edges, metabolism, samples)",
+                   key);
 }
 
 /* The folder part of `path` ("." when none), malloc'd. */

@@ -22,6 +22,17 @@
  *                                 #   header comment source target score
  *                                 #   small_scale
  *
+ *   metabolism:             # optional; format tsv: pertload's own text files
+ *     format: tsv           #   (plain files, as `build --reactions ...` reads)
+ *     reactions: reactions.txt   # optional reaction list
+ *     rules: rules.tsv      # gene-reaction rules, or gpr: gpr.tsv
+ *     rmr: rmr.tsv          # optional stoichiometry
+ *     reaction_rule: gpr    # optional: any or gpr
+ *   samples:                # optional; format tsv: pertload's samples TSV
+ *     format: tsv           #   (a plain file)
+ *     file: samples.tsv
+ *     payload: payload.npy  # optional per-sample .npy
+ *
  * Every error names "recipe:line:col: reason": unknown or repeated keys, a
  * key that does not apply to the source's format, an edge-type name used
  * twice, a value of the wrong kind, unknown channel or system names.
@@ -36,6 +47,21 @@
 
 enum { PL_RECIPE_MAX_ALIASES = 16 };
 
+/** The metabolism part of a recipe (format NULL: none). */
+typedef struct pl_recipe_metabolism {
+    const char *format;        /**< "tsv", or NULL */
+    uint64_t line;             /**< recipe line of the 'metabolism' key */
+    char *reactions, *gpr, *rules, *rmr; /**< resolved paths or NULL */
+    int reaction_rule;         /**< PL_REACTION_* */
+} pl_recipe_metabolism;
+
+/** The samples part of a recipe (format NULL: none). */
+typedef struct pl_recipe_samples {
+    const char *format;        /**< "tsv", or NULL */
+    uint64_t line;
+    char *file, *payload;      /**< resolved paths (payload may be NULL) */
+} pl_recipe_samples;
+
 typedef struct pl_recipe {
     char *path;                /**< the recipe file */
     char *genes;               /**< gene list path (resolved) */
@@ -44,6 +70,8 @@ typedef struct pl_recipe {
     uint32_t n_aliases;
     pl_imp_source *sources;    /**< edge sources, in recipe order */
     uint32_t n_sources;
+    pl_recipe_metabolism metabolism;
+    pl_recipe_samples samples;
     char **owned;              /* every string above */
     uint64_t n_owned, cap_owned;
 } pl_recipe;

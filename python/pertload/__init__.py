@@ -7,7 +7,8 @@ pertload database by `pertload serve` through shared memory.
     for epoch in range(10):
         loader.set_epoch(epoch)
         for batch in loader:                     # numpy views of the ring
-            t = batch.to_torch("cuda")           # dense masks built on the GPU
+            t = batch.to_torch("cuda", graph=loader.graph)  # masks built on the GPU;
+                                                 # graph: checks both share a database
             mask = t[("gene", "physical", "gene")]["mask"]
 
 numpy is required; torch only for to_torch(), Dataset and DataModule
@@ -16,11 +17,11 @@ numpy is required; torch only for to_torch(), Dataset and DataModule
 
 from ._lib import LoaderError, library_path, program_path
 from .batch import Batch, unpack_bits
-from .graph import Graph
+from .graph import Graph, check_same_database
 from .loader import Loader
 
 __all__ = ["Batch", "DataModule", "Dataset", "Graph", "Loader", "LoaderError",
-           "library_path", "program_path", "unpack_bits"]
+           "check_same_database", "library_path", "program_path", "unpack_bits"]
 
 
 def __getattr__(name):

@@ -79,6 +79,12 @@ class DbInfo(ctypes.Structure):
         ("n_term_annotations", ctypes.c_uint64),
         ("n_strata", ctypes.c_uint32),
         ("n_term_groups", ctypes.c_uint32),
+        ("gene_fingerprint", ctypes.c_uint64),
+        ("edge_fingerprint", ctypes.c_uint64 * PL_MAX_TYPES),
+        ("recipe", ctypes.c_char_p),
+        ("recipe_inputs", ctypes.c_char_p),
+        ("recipe_sources", ctypes.c_char_p),
+        ("label_levels", ctypes.c_char_p),
     ]
 
 

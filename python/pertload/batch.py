@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _lib, pyg
 from ._lib import LoaderError
+from .graph import check_same_database
 
 SLOT_MAGIC = b"PLBATCH1"
 SLOT_VERSION = 2  # PL_SLOT_VERSION
@@ -163,14 +164,16 @@ class Batch:
     perturbation_ptr [B+1], removed[type] -> (positions, ptr), gpr, reaction,
     rmr -> (positions, ptr) or None, payload or None, dense (PyG key -> mask
     as stored: bool [B, n] or uint64 bit words [B, ceil(n/64)], LSB first),
-    dense_format ("bits", "bool" or None), arrays (every array by slot name).
+    dense_format ("bits", "bool" or None), arrays (every array by slot name),
+    gene_fingerprint and edge_fingerprints (of its database, as Graph's).
     Sample i's entries of a list are positions[ptr[i]:ptr[i+1]].
     """
 
     def __init__(self, arrays, head, kinds, ring=None, slot_addr=0, slot_bytes=0,
-                 graph_source=None):
+                 fingerprints=(None, {}), graph_source=None):
         self._released = None  # why the arrays may no longer be read, once released
         self._head = head
+        self.gene_fingerprint, self.edge_fingerprints = fingerprints
         self.index = int(head["batch"])
         self.epoch = int(head["epoch"])
         self._n = B = int(head["n_samples"])
@@ -248,7 +251,9 @@ class Batch:
         in a list past its step."""
         self._live()
         arrays = {k: a.copy() for k, a in self._v["arrays"].items()}
-        return Batch(arrays, self._head, self._kinds, graph_source=self._graph_source)
+        return Batch(arrays, self._head, self._kinds,
+                     fingerprints=(self.gene_fingerprint, self.edge_fingerprints),
+                     graph_source=self._graph_source)
 
     def __len__(self):
         return self._n
@@ -275,9 +280,16 @@ class Batch:
         "reaction") and ("reaction", "rmr", "metabolite") (with
         "stoichiometry") alike; "labels", "sample_id", "row", "payload".
         A torch_geometric HeteroData where PyG is importable, else that
-        mapping. It is built from the shared graph on the device (`graph`:
-        Graph.to_torch(device), default the loader's, uploaded once per
-        device) with a few vectorised ops per type, no dense masks.
+        mapping. It is built from the shared graph on the device (default
+        the loader's, uploaded once per device; or `graph`) with a few
+        vectorised ops per type, no dense masks.
+
+        With `graph` (a Graph), first checks that both come from the same
+        database (gene list and edge arrays, by their fingerprints) and raises
+        LoaderError when not: the batch's indices would address the wrong
+        genes and edges; layout="pyg" then uses that graph's tensors (kept
+        per device on the Graph). `graph` may also be the mapping
+        Graph.to_torch(device) returned (layout="pyg" only; not checked).
 
         Returns {("gene", t, "gene"): {"mask" bool [B, E_t] (True = kept),
         "removed" int64, "ptr" int64}, "gene": {"pert_mask", "mask",
@@ -296,6 +308,11 @@ class Batch:
         waits for; the loader waits for those copies before it lets the
         producer reuse the slot.
         """
+        graph_tensors = None
+        if graph is not None and not isinstance(graph, dict):
+            check_same_database(self, graph)
+        elif graph is not None:
+            graph_tensors, graph = graph, None
         import torch
 
         self._live()
@@ -310,11 +327,17 @@ class Batch:
             unknown = edge_types - {k[6:] for _, k, _ in self._kinds if k.startswith("edges/")}
             if unknown:
                 raise ValueError(f"edge_types: no edge type {sorted(unknown)[0]!r}")
-        if pyg_lists is not None and graph is None:
-            if self._graph_source is None:
-                raise ValueError("layout='pyg' needs graph=Graph.to_torch(device) for a "
-                                 "batch made outside a Loader")
-            graph = self._graph_source(dev)
+        if graph_tensors is not None and pyg_lists is None:
+            raise ValueError("graph as tensors (Graph.to_torch()) is for layout='pyg'; pass "
+                             "the Graph for a check of the database")
+        if pyg_lists is not None and graph_tensors is None:
+            if graph is not None:
+                graph_tensors = graph.tensors_on(dev)
+            elif self._graph_source is not None:
+                graph_tensors = self._graph_source(dev)
+            else:
+                raise ValueError("layout='pyg' needs graph= (a Graph) for a batch made "
+                                 "outside a Loader")
         cuda = dev.type == "cuda"
         if cuda and self._ring is not None:
             self._ring.cuda_register(self._slot_addr, self._slot_bytes)
@@ -365,7 +388,8 @@ class Batch:
                 else:
                     out[key] = {"mask": mask, "removed": pos_t, "ptr": ptr_t}
             if pyg_lists is not None:
-                out = pyg.build(torch, pyg_lists, graph, B, self._kinds, dev, edge_types)
+                out = pyg.build(torch, pyg_lists, graph_tensors, B, self._kinds, dev,
+                                edge_types)
             out["labels"] = up(self.labels)
             out["sample_id"] = up(_signed(self.sample_id))
             out["row"] = up(_signed(self.row))

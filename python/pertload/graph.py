@@ -61,6 +61,13 @@ class Graph:
                       compiled rules (PL_ARRAY_RULES in pertload.h), or None
     payload_dtype ("" without payload), payload_shape (after the sample axis)
     ontology          the ontology layers (OntologyGraph), or None
+    gene_fingerprint  int: XXH64 of the gene names in order (pertload.h,
+                      pl_db_info.gene_fingerprint); equal fingerprints mean
+                      the same gene order
+    edge_fingerprints {type: int}: XXH64 of each edge type's arrays
+    recipe            the recipe text of `build --recipe` ("" otherwise)
+    label_levels      {label: [level names]} of category labels (their values
+                      are codes 0, 1, ... into the list); {} when none
     """
 
     def __init__(self, db):
@@ -80,6 +87,12 @@ class Graph:
         self.reaction_names = _lib.names(info.reaction_names, self.n_reactions)
         self.metabolite_names = _lib.names(info.metabolite_names, self.n_metabolites)
         self.n_edges = {t: int(info.n_edges[k]) for k, t in enumerate(self.type_names)}
+        self.gene_fingerprint, self.edge_fingerprints = fingerprints(info)
+        self.recipe = (info.recipe or b"").decode("utf-8", "replace")
+        self.label_levels = {}
+        for line in (info.label_levels or b"").decode("utf-8", "replace").splitlines():
+            label, *levels = line.split("\t")
+            self.label_levels[label] = levels
         self.payload_dtype = info.payload_dtype.decode("ascii")
         self.payload_shape = tuple(int(info.payload_shape[d]) for d in range(info.payload_ndim))
 
@@ -112,6 +125,15 @@ class Graph:
                 f"{len(self.type_names)} types, {self.n_reactions} reactions, "
                 f"{self.n_metabolites} metabolites>")
 
+    def tensors_on(self, device):
+        """to_torch(device), made once per device and kept (the shared graph
+        of layout="pyg"; do not modify its tensors)."""
+        cache = self.__dict__.setdefault("_tensors", {})
+        key = str(device)
+        if key not in cache:
+            cache[key] = self.to_torch(device)
+        return cache[key]
+
     def to_torch(self, device="cpu"):
         """The graph as torch tensors on `device`, keyed as PyG HeteroData keys:
         {"gene": {"num_nodes"}, ("gene", t, "gene"): {"edge_index"}, and with
@@ -138,6 +160,35 @@ class Graph:
             out[("gene", "annotated", "term")] = {
                 "edge_index": up(self.ontology.annotation_index)}
         return out
+
+
+def fingerprints(info):
+    """(gene fingerprint, {edge type: fingerprint}) of a pl_db_info."""
+    types = _lib.names(info.type_names, info.n_types)
+    return (int(info.gene_fingerprint),
+            {t: int(info.edge_fingerprint[k]) for k, t in enumerate(types)})
+
+
+def check_same_database(batch, graph):
+    """Raise LoaderError unless `batch` and `graph` come from databases with
+    the same gene list and the same edge arrays (their fingerprints): the
+    batch's indices and positions only mean something in its own database's
+    gene order and edge arrays."""
+    bg, be = batch.gene_fingerprint, batch.edge_fingerprints
+    if bg != graph.gene_fingerprint:
+        raise _lib.LoaderError(
+            "the batch and the graph come from different databases: different gene lists "
+            f"(gene fingerprint {bg:016x} of the batch's database, {graph.gene_fingerprint:016x} "
+            "of the graph's)")
+    if set(be) != set(graph.edge_fingerprints):
+        raise _lib.LoaderError(
+            "the batch and the graph come from different databases: different edge types "
+            f"({', '.join(sorted(be))} vs {', '.join(sorted(graph.edge_fingerprints))})")
+    for t, fp in be.items():
+        if fp != graph.edge_fingerprints[t]:
+            raise _lib.LoaderError(
+                "the batch and the graph come from different databases: edge type "
+                f"{t!r} differs (fingerprint {fp:016x} vs {graph.edge_fingerprints[t]:016x})")
 
 
 def _check_rows(what, ei, bounds):

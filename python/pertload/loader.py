@@ -19,7 +19,7 @@ import weakref
 from . import _lib
 from ._lib import LoaderError
 from .batch import Batch, list_kinds, merge_parts, parse_slot
-from .graph import Graph
+from .graph import Graph, fingerprints
 
 _SHM_DIR = "/dev/shm"
 _READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches, "
@@ -496,7 +496,7 @@ class _Epoch:
             m.check_size()
             head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
             batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes,
-                          self._loader._graph_on)
+                          self._loader._fingerprints, self._loader._graph_on)
             want = self._start + self._b
             if batch.index != want or batch.epoch != self._loader.epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
@@ -539,6 +539,7 @@ class _Epoch:
             if last:
                 merged_head, arrays = merge_parts(parts)
                 merged = Batch(arrays, merged_head, self._loader._kinds,
+                               fingerprints=self._loader._fingerprints,
                                graph_source=self._loader._graph_on)
                 self._release(batch)
                 return merged
@@ -678,11 +679,11 @@ class Loader:
         self._epoch_it = None
         self._graph = None
         self._last_stats = None
-        self._graph_tensors = {}  # graph.to_torch() by device, for layout="pyg"
         database = _lib.Database(self.db)
         try:
             self.db_samples = int(database.info.n_samples)
             self._kinds = list_kinds(database.info)
+            self._fingerprints = fingerprints(database.info)
         finally:
             database.close()
         self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = _subset(
@@ -746,11 +747,7 @@ class Loader:
 
     def _graph_on(self, device):
         """graph.to_torch(device), uploaded once per device."""
-        key = str(device)
-        g = self._graph_tensors.get(key)
-        if g is None:
-            g = self._graph_tensors[key] = self.graph.to_torch(device)
-        return g
+        return self.graph.tensors_on(device)
 
     @property
     def _proc(self):

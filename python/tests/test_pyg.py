@@ -129,6 +129,12 @@ def test_pyg_layout_needs_a_graph_outside_a_loader(small):
             b.to_torch("cpu", layout="pyg")
         check(b.to_torch("cpu", layout="pyg", graph=loader.graph.to_torch("cpu")), small,
               batch.row.tolist(), batch.labels, "cpu")
+        # A Graph: checked against the batch's fingerprints, its tensors kept.
+        check(b.to_torch("cpu", layout="pyg", graph=loader.graph), small,
+              batch.row.tolist(), batch.labels, "cpu")
+        assert loader.graph.tensors_on("cpu") is loader.graph.tensors_on("cpu")
+        with pytest.raises(ValueError, match="is for layout='pyg'"):
+            b.to_torch("cpu", graph=loader.graph.to_torch("cpu"))
         with pytest.raises(ValueError, match="layout is"):
             b.to_torch("cpu", layout="dense")
         lists, masks = b.to_torch("cpu", layout="lists"), b.to_torch("cpu")

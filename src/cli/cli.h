@@ -4,6 +4,7 @@
 #define PL_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "pertload.h"
@@ -37,5 +38,12 @@ int pl_cli_u64(const char *cmd, const char *opt, const char *s, unsigned long lo
 /** Parse `s` as a number (strtod's syntax without leading blanks, no NaN, no
  *  overflow; "inf" is accepted); returns 0, or -1 without printing. */
 int pl_cli_f64(const char *s, double *out);
+
+struct pl_imp_source;
+struct pl_unres;
+
+/** Write the unresolved names of source `s` as lines "source name count
+ *  file:line" (tab-separated) to `f`. @return 0, or -1 on a write error. */
+int pl_cli_write_unresolved(FILE *f, const struct pl_imp_source *s, const struct pl_unres *u);
 
 #endif

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "preprocess/import/recipe_build.h"
+#include "src/core/error.h"
 
 static const char usage[] =
     "-o DB --genes F [--edges NAME=FILE...] [--min-score NAME=X]... [--reactions F]\n"
@@ -13,7 +15,9 @@ static const char usage[] =
     "       [--payload F.npy] [--drop-unknown-genes] [--quiet]\n"
     "       [--ontology F.obo --annotations F.gaf [--go-namespace NS,...]\n"
     "        [--go-relations is_a,part_of,...] [--evidence C,... | --exclude-evidence C,...]\n"
-    "        | --ontology-dcell F] [--min-term-genes N]";
+    "        | --ontology-dcell F] [--min-term-genes N]\n"
+    "   or: pertload build --recipe FILE [--root DIR] [--strict] [--unresolved FILE]\n"
+    "       -o DB [--quiet]";
 
 /* Parse the arguments into `o`, `min_score` and `quiet`: -1 to go on, else
  * the exit status. The edge type names are strndup'ed into `names`, o->n_types
@@ -133,10 +137,10 @@ static int parse(int argc, char **argv, pl_build_opts *o, const char **names,
     return -1;
 }
 
-/* Build with the parsed options; the exit status. */
-static int build(pl_build_opts *o, int argc, char **argv, int quiet)
+/* The command line as one text (the stored build parameters); NULL when
+ * out of memory. */
+static char *join_args(int argc, char **argv)
 {
-    const char *cmd = "build";
     size_t plen = 1;
     for (int i = 1; i < argc; i++)
         plen += strlen(argv[i]) + 1;
@@ -146,39 +150,148 @@ static int build(pl_build_opts *o, int argc, char **argv, int quiet)
         if (i + 1 < argc)
             strcat(params, " ");
     }
-    o->params = params;
+    return params;
+}
 
+/* What a finished build says: dropped records, counts and sizes. */
+static void report(const char *out, const pl_build_stats *st, int quiet)
+{
+    if (st->dropped_edges || st->dropped_gpr || st->dropped_samples)
+        fprintf(stderr, "pertload build: dropped records naming unknown genes: %llu edges, "
+                "%llu GPR, %llu samples\n", (unsigned long long)st->dropped_edges,
+                (unsigned long long)st->dropped_gpr, (unsigned long long)st->dropped_samples);
+    if (quiet)
+        return;
+    char g[32], s[32], p[32];
+    pl_cli_bytes(g, sizeof g, st->graph_bytes);
+    pl_cli_bytes(s, sizeof s, st->sample_bytes);
+    pl_cli_bytes(p, sizeof p, st->payload_bytes);
+    printf("built %s in %.2f s: %llu genes, %llu edges (%llu under min score), "
+           "%llu reactions (%llu with rules), %llu metabolites, %llu GPR, %llu RMR, "
+           "%llu samples, %llu labels\n", out, st->seconds, (unsigned long long)st->n_genes,
+           (unsigned long long)st->n_edges, (unsigned long long)st->filtered_edges,
+           (unsigned long long)st->n_reactions, (unsigned long long)st->n_rules,
+           (unsigned long long)st->n_metabolites,
+           (unsigned long long)st->n_gpr, (unsigned long long)st->n_rmr,
+           (unsigned long long)st->n_samples, (unsigned long long)st->n_labels);
+    if (st->n_terms)
+        printf("ontology: %llu terms, %llu annotations, %u strata (%llu annotation rows "
+               "of unknown genes)\n", (unsigned long long)st->n_terms,
+               (unsigned long long)st->n_term_annotations, st->n_strata,
+               (unsigned long long)st->unknown_term_genes);
+    printf("sizes: graph (LMDB) %s, samples %s, payload %s\n", g, s, p);
+}
+
+/* Build with the parsed options; the exit status. */
+static int build(pl_build_opts *o, int argc, char **argv, int quiet)
+{
+    const char *cmd = "build";
+    char *params = join_args(argc, argv);
+    o->params = params;
     pl_err err = {0};
     pl_build_stats st;
     int rc = pl_build(o, &st, &err);
     free(params);
     if (rc < 0)
         return pl_cli_fail(cmd, rc, &err);
-    if (st.dropped_edges || st.dropped_gpr || st.dropped_samples)
-        fprintf(stderr, "pertload build: dropped records naming unknown genes: %llu edges, "
-                "%llu GPR, %llu samples\n", (unsigned long long)st.dropped_edges,
-                (unsigned long long)st.dropped_gpr, (unsigned long long)st.dropped_samples);
-    if (!quiet) {
-        char g[32], s[32], p[32];
-        pl_cli_bytes(g, sizeof g, st.graph_bytes);
-        pl_cli_bytes(s, sizeof s, st.sample_bytes);
-        pl_cli_bytes(p, sizeof p, st.payload_bytes);
-        printf("built %s in %.2f s: %llu genes, %llu edges (%llu under min score), "
-               "%llu reactions (%llu with rules), %llu metabolites, %llu GPR, %llu RMR, "
-               "%llu samples, %llu labels\n", o->out, st.seconds, (unsigned long long)st.n_genes,
-               (unsigned long long)st.n_edges, (unsigned long long)st.filtered_edges,
-               (unsigned long long)st.n_reactions, (unsigned long long)st.n_rules,
-               (unsigned long long)st.n_metabolites,
-               (unsigned long long)st.n_gpr, (unsigned long long)st.n_rmr,
-               (unsigned long long)st.n_samples, (unsigned long long)st.n_labels);
-        if (st.n_terms)
-            printf("ontology: %llu terms, %llu annotations, %u strata (%llu annotation rows "
-                   "of unknown genes)\n", (unsigned long long)st.n_terms,
-                   (unsigned long long)st.n_term_annotations, st.n_strata,
-                   (unsigned long long)st.unknown_term_genes);
-        printf("sizes: graph (LMDB) %s, samples %s, payload %s\n", g, s, p);
-    }
+    report(o->out, &st, quiet);
     return 0;
+}
+
+/* The options of build --recipe. */
+typedef struct recipe_args {
+    const char *recipe, *root, *out, *unresolved;
+    int strict, quiet;
+} recipe_args;
+
+/* Every source's counts, and the unresolved names to `f` (a->unresolved). */
+static int recipe_report(const recipe_args *a, const pl_recipe *r, const pl_imp_result *res,
+                         FILE *f, pl_err *err)
+{
+    for (uint32_t i = 0; !a->quiet && i < r->n_sources; i++)
+        printf("source %s rows=%llu filtered=%llu unresolved=%llu duplicates=%llu kept=%llu\n",
+               r->sources[i].name, (unsigned long long)res[i].read.rows,
+               (unsigned long long)res[i].read.filtered, (unsigned long long)res[i].unresolved,
+               (unsigned long long)res[i].duplicates, (unsigned long long)res[i].kept);
+    if (!f)
+        return 0;
+    int bad = fprintf(f, "source\tname\tcount\tfirst_seen\n") < 0;
+    for (uint32_t i = 0; !bad && i < r->n_sources; i++)
+        bad = pl_cli_write_unresolved(f, &r->sources[i], &res[i].names) < 0;
+    bad |= fflush(f) != 0;
+    PL_FAIL_IF(bad, err, -EIO, "%s: write failed", a->unresolved);
+    return 0;
+}
+
+static int build_recipe(const recipe_args *a, int argc, char **argv)
+{
+    pl_err err = {0};
+    pl_recipe *r;
+    int rc = pl__recipe_load(a->recipe, a->root, &r, &err);
+    if (rc < 0)
+        return pl_cli_fail("build", rc, &err);
+    /* The list is created first: a build does not end with a list that
+     * cannot be written. */
+    FILE *uf = a->unresolved ? fopen(a->unresolved, "w") : NULL;
+    if (a->unresolved && !uf) {
+        rc = pl__err(&err, -errno, "%s: cannot create: %s", a->unresolved, strerror(errno));
+        pl__recipe_free(r);
+        return pl_cli_fail("build", rc, &err);
+    }
+    pl_imp_result *res = calloc(r->n_sources, sizeof *res);
+    char *params = join_args(argc, argv);
+    pl_build_opts o = {.out = a->out, .progress = a->quiet ? 0 : -1, .params = params};
+    pl_build_stats st;
+    rc = res && params ? pl__recipe_build(r, &o, a->strict, res, &st, &err)
+                       : pl__err(&err, -ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = recipe_report(a, r, res, uf, &err);
+    if (uf && fclose(uf) != 0 && rc == 0)
+        rc = pl__err(&err, -EIO, "%s: write failed", a->unresolved);
+    if (uf && rc < 0)
+        remove(a->unresolved); /* no half-written list */
+    if (rc == 0)
+        report(a->out, &st, a->quiet);
+    for (uint32_t i = 0; res && i < r->n_sources; i++)
+        pl__unres_free(&res[i].names);
+    free(res);
+    free(params);
+    pl__recipe_free(r);
+    return rc < 0 ? pl_cli_fail("build", rc, &err) : 0;
+}
+
+/* build --recipe: -1 when argv has no --recipe, else the exit status. */
+static int maybe_recipe(int argc, char **argv)
+{
+    int has = 0;
+    for (int i = 1; i < argc; i++)
+        has |= !strcmp(argv[i], "--recipe");
+    if (!has)
+        return -1;
+    recipe_args a = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        const char **target = !strcmp(o, "--recipe")                     ? &a.recipe
+                              : !strcmp(o, "--root")                     ? &a.root
+                              : !strcmp(o, "-o") || !strcmp(o, "--out") ? &a.out
+                              : !strcmp(o, "--unresolved")               ? &a.unresolved
+                                                                         : NULL;
+        if (target) {
+            if (i + 1 >= argc)
+                return pl_cli_usage("build", usage, "%s needs a value", o);
+            *target = argv[++i];
+        } else if (!strcmp(o, "--strict")) {
+            a.strict = 1;
+        } else if (!strcmp(o, "--quiet")) {
+            a.quiet = 1;
+        } else {
+            return pl_cli_usage("build", usage, "'%s' does not go with --recipe (the recipe "
+                                "names the inputs)", o);
+        }
+    }
+    if (!a.out)
+        return pl_cli_usage("build", usage, "--recipe needs -o DB");
+    return build_recipe(&a, argc, argv);
 }
 
 int pl_cmd_build(int argc, char **argv)
@@ -187,7 +300,10 @@ int pl_cmd_build(int argc, char **argv)
     const char *names[PL_MAX_TYPES], *files[PL_MAX_TYPES];
     double min_score[PL_MAX_TYPES];
     int quiet = 0;
-    int status = parse(argc, argv, &o, names, files, min_score, &quiet);
+    int status = maybe_recipe(argc, argv);
+    if (status >= 0)
+        return status;
+    status = parse(argc, argv, &o, names, files, min_score, &quiet);
     if (status < 0)
         status = build(&o, argc, argv, quiet);
     for (size_t t = 0; t < o.n_types; t++)

@@ -14,17 +14,48 @@ static void list_names(const char *what, const char *const *names, uint64_t n, u
     printf("\n");
 }
 
+/* Each line of `text` after `what`. */
+static void print_lines(const char *what, const char *text)
+{
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        printf("%s: %.*s\n", what, (int)len, p);
+        p += len + (nl != NULL);
+    }
+}
+
 /* The one argument of "pertload CMD DB": -1 to go on with argv[1], else the
  * exit status (help printed, or a usage error). */
 static int db_argument(const char *cmd, int argc, char **argv)
 {
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: pertload %s DB\n", cmd);
+        printf("usage: pertload %s %sDB\n", cmd, strcmp(cmd, "inspect") ? "" : "[--recipe] ");
         return 0;
     }
     if (argc != 2)
         return pl_cli_usage(cmd, "DB", "expected one database path");
     return -1;
+}
+
+/* inspect --recipe DB: the stored recipe file, byte for byte. */
+static int print_recipe(const char *path)
+{
+    pl_db *db;
+    pl_err err = {0};
+    int rc = pl_db_open(path, &db, &err);
+    if (rc < 0)
+        return pl_cli_fail("inspect", rc, &err);
+    const char *r = pl_db_info_get(db)->recipe;
+    int status = 0;
+    if (!r[0]) {
+        fprintf(stderr, "pertload inspect: %s was not built from a recipe\n", path);
+        status = 1;
+    } else {
+        fputs(r, stdout);
+    }
+    pl_db_close(db);
+    return status;
 }
 
 /* Size, depth and strata of the ontology layers. */
@@ -51,6 +82,8 @@ static int print_ontology(pl_db *db)
 
 int pl_cmd_inspect(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--recipe"))
+        return print_recipe(argv[2]);
     int status = db_argument("inspect", argc, argv);
     if (status >= 0)
         return status;
@@ -64,7 +97,8 @@ int pl_cmd_inspect(int argc, char **argv)
     printf("database: %s\nformat version: %u\ngenes: %llu\nedge types: %u\n", argv[1],
            i->format_version, (unsigned long long)i->n_genes, i->n_types);
     for (uint32_t t = 0; t < i->n_types; t++) {
-        printf("  %-28s %llu edges\n", i->type_names[t], (unsigned long long)i->n_edges[t]);
+        printf("  %-28s %llu edges, fingerprint %016llx\n", i->type_names[t],
+               (unsigned long long)i->n_edges[t], (unsigned long long)i->edge_fingerprint[t]);
         total += i->n_edges[t];
     }
     printf("edges: %llu\n", (unsigned long long)total);
@@ -103,6 +137,16 @@ int pl_cmd_inspect(int argc, char **argv)
            (unsigned long long)i->graph_bytes, (unsigned long long)i->samples_bytes,
            (unsigned long long)i->payload_bytes);
     printf("build parameters: %s\n", i->params);
+    printf("gene fingerprint: %016llx\n", (unsigned long long)i->gene_fingerprint);
+    if (i->label_levels[0])
+        print_lines("label levels", i->label_levels);
+    if (i->recipe_sources[0])
+        print_lines("recipe source", i->recipe_sources);
+    if (i->recipe_inputs[0])
+        print_lines("recipe input", i->recipe_inputs);
+    if (i->recipe[0])
+        printf("recipe: stored, %zu bytes (pertload inspect --recipe DB prints it)\n",
+               strlen(i->recipe));
     pl_db_close(db);
     return 0;
 }

@@ -26,7 +26,7 @@ static void help(void)
            usage_text);
 }
 
-static int write_unresolved(FILE *f, const pl_imp_source *s, const pl_unres *u)
+int pl_cli_write_unresolved(FILE *f, const pl_imp_source *s, const pl_unres *u)
 {
     for (uint32_t i = 0; i < pl__unres_distinct(u); i++) {
         uint64_t count, line;
@@ -90,7 +90,7 @@ static int check(const char *path, const char *root, int strict, const char *unr
                (double)res.read.bytes / 1e6, secs);
         kept += res.kept;
         unresolved += res.unresolved;
-        if (uf && write_unresolved(uf, s, &res.names) < 0) {
+        if (uf && pl_cli_write_unresolved(uf, s, &res.names) < 0) {
             pl__unres_free(&res.names);
             rc = pl__err(&err, -EIO, "%s: write failed", unres_path);
             goto fail;
@@ -99,6 +99,14 @@ static int check(const char *path, const char *root, int strict, const char *unr
     }
     printf("total sources=%u kept=%llu unresolved=%llu\n", r->n_sources,
            (unsigned long long)kept, (unsigned long long)unresolved);
+    const pl_recipe_metabolism *m = &r->metabolism;
+    if (m->format)
+        printf("metabolism format=%s reactions=%s gpr=%s rules=%s rmr=%s (read by build)\n",
+               m->format, m->reactions ? m->reactions : "-", m->gpr ? m->gpr : "-",
+               m->rules ? m->rules : "-", m->rmr ? m->rmr : "-");
+    if (r->samples.format)
+        printf("samples format=%s file=%s payload=%s (read by build)\n", r->samples.format,
+               r->samples.file, r->samples.payload ? r->samples.payload : "-");
     if (uf && fclose(uf) != 0) {
         uf = NULL;
         rc = pl__err(&err, -EIO, "%s: write failed", unres_path);

@@ -237,8 +237,41 @@ static void fill_info(pl_db *db)
     i->n_term_annotations = m->n_term_ann;
     i->n_strata = m->n_strata;
     i->n_term_groups = m->n_term_groups;
+    i->gene_fingerprint = m->gene_fingerprint;
+    memcpy(i->edge_fingerprint, m->edge_fingerprint, sizeof i->edge_fingerprint);
     char p[4096];
     i->graph_bytes = pl__file_size(pl__path_join(p, sizeof p, db->path, PL_FILE_LMDB));
+}
+
+/* An optional NUL-terminated text under meta/`key`: "" when absent or not
+ * NUL-terminated (its checksum was right: a writer's choice, not damage). */
+static int meta_text(pl_db *db, const char *key, const char **out, pl_err *err)
+{
+    const void *v;
+    size_t len;
+    int rc = pl__db_get(db->txn, db->dbi[PL_DBI_META], PL_DBI_META, key, strlen(key), &v, &len,
+                        err);
+    *out = "";
+    if (rc == -ENOENT)
+        return 0;
+    PL_TRY(rc);
+    if (len > 0 && ((const char *)v)[len - 1] == '\0')
+        *out = v;
+    return 0;
+}
+
+/* The gene fingerprint recorded at build against the names stored. */
+static int check_gene_fingerprint(pl_db *db, pl_err *err)
+{
+    const void *v;
+    size_t len;
+    PL_TRY(pl__db_get(db->txn, db->dbi[PL_DBI_NAMES], PL_DBI_NAMES, "genes", 5, &v, &len, err));
+    uint64_t fp = pl__xxh64(v, len, 0);
+    PL_FAIL_IF(fp != db->meta.gene_fingerprint, err, PL_ECORRUPT,
+               "%s: the gene fingerprint %016llx of key meta/meta is not that of the stored "
+               "gene names (%016llx)", db->path, (unsigned long long)db->meta.gene_fingerprint,
+               (unsigned long long)fp);
+    return 0;
 }
 
 static int open_db(pl_db *db, const char *path, pl_err *err)
@@ -290,15 +323,12 @@ static int open_db(pl_db *db, const char *path, pl_err *err)
     PL_TRY(load_names(db, N_LABELS, m->n_labels, err));
     PL_TRY(load_names(db, N_REACTIONS, m->n_reactions, err));
     PL_TRY(load_names(db, N_METABOLITES, m->n_metabolites, err));
-    const void *v;
-    size_t len;
-    rc = pl__db_get(db->txn, db->dbi[PL_DBI_META], PL_DBI_META, "params", 6, &v, &len, err);
-    if (rc == 0 && len > 0 && ((const char *)v)[len - 1] == '\0')
-        db->info.params = v;
-    else if (rc < 0 && rc != -ENOENT)
-        return rc;
-    else
-        db->info.params = "";
+    PL_TRY(check_gene_fingerprint(db, err));
+    PL_TRY(meta_text(db, "params", &db->info.params, err));
+    PL_TRY(meta_text(db, "recipe", &db->info.recipe, err));
+    PL_TRY(meta_text(db, "inputs", &db->info.recipe_inputs, err));
+    PL_TRY(meta_text(db, "sources", &db->info.recipe_sources, err));
+    PL_TRY(meta_text(db, "levels", &db->info.label_levels, err));
     PL_TRY(open_blocks(db, err));
     PL_TRY(check_samples(db, &sh, err));
     PL_TRY(open_payload(db, err));
@@ -551,8 +581,13 @@ PL_API int pl_db_verify(pl_db *db, pl_err *err)
         uint64_t bad = 0;
         for (uint64_t i = 0; i < 2 * m->n_edges[t]; i++)
             bad += (e[i] < 0 || (uint64_t)e[i] >= m->n_genes);
+        uint64_t fp = pl__xxh64(e, 8 * m->n_edges[t], 0);
         free(e);
         PL_FAIL_IF(bad, err, PL_ECORRUPT, "key edges/type %u: gene index out of range", t);
+        PL_FAIL_IF(fp != m->edge_fingerprint[t], err, PL_ECORRUPT,
+                   "key edges/type %u: the arrays' fingerprint %016llx is not the one in "
+                   "meta/meta (%016llx)", t, (unsigned long long)fp,
+                   (unsigned long long)m->edge_fingerprint[t]);
     }
     if (m->has_metabolism) {
         int32_t *a;

@@ -14,6 +14,15 @@
  *            "params"  build parameters text
  *            "blocks"  struct pl__block_entry[n_blocks]
  *            "payload" uint64 XXH64 per PL_PAYLOAD_CHUNK bytes of payload data
+ *            "recipe"  (optional, version 6) the bytes of the recipe file of
+ *                      `build --recipe`, NUL-terminated
+ *            "inputs"  (optional) its input files, one line each:
+ *                      "size<TAB>xxh64 (16 hex digits)<TAB>path", NUL-terminated
+ *            "sources" (optional) per edge source, one line each: "name
+ *                      format=F rows=R filtered=F unresolved=U duplicates=D
+ *                      kept=K file=PATH", NUL-terminated
+ *            "levels"  (optional) category labels, one line each:
+ *                      "label<TAB>level 0<TAB>level 1...", NUL-terminated
  *   "names"  "genes" "types" "labels" "reactions" "metabolites"
  *            names joined by NUL bytes (each name NUL-terminated)
  *   "edges"  'e' u8 type   zstd( int32 src[E], int32 dst[E] )
@@ -95,6 +104,12 @@ struct pl__meta {
     uint64_t n_term_children;    /* child links of the terms */
     uint64_t n_term_direct;      /* (term, direct gene) pairs */
     uint32_t n_strata, n_term_groups;
+    /* Fingerprints (version 6): XXH64, seed 0, of the names/"genes" value
+     * (every gene name followed by one NUL byte, in gene order), and per
+     * edge type of its edges value before compression (int32 little-endian
+     * src[E], then dst[E]). Checked at open against the stored values. */
+    uint64_t gene_fingerprint;
+    uint64_t edge_fingerprint[PL_MAX_TYPES];
 };
 
 /* Per-gene kinds of the "onto" sub-database. */

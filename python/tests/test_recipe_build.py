@@ -1,0 +1,300 @@
+"""`pertload build --recipe` and the fingerprints.
+
+The real yeast recipe against an oracle that reads the raw files on its own
+(tests/import_recipe_real.py), the recipe path against the file path, failed
+recipe builds, and the client refusing batches and graphs of different
+databases. Digests and fingerprints are recomputed here with an XXH64 of
+this file's own, from the public specification."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pertload
+from conftest import pertload_bin, run_cli
+
+SOURCE = Path(__file__).resolve().parents[2]
+M64 = (1 << 64) - 1
+P1, P2, P3, P4, P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                      0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5)
+
+
+def _rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & M64
+
+
+def _round(acc, v):
+    return (_rotl((acc + v * P2) & M64, 31) * P1) & M64
+
+
+def xxh64(data, seed=0):
+    """XXH64 of `data` (bytes), as the xxHash specification defines it."""
+    n, i = len(data), 0
+    if n >= 32:
+        v = [(seed + P1 + P2) & M64, (seed + P2) & M64, seed, (seed - P1) & M64]
+        words = np.frombuffer(data, "<u8", (n // 32) * 4).tolist()
+        for k in range(0, len(words), 4):
+            v = [_round(v[j], words[k + j]) for j in range(4)]
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & M64
+        for x in v:
+            h = ((h ^ _round(0, x)) * P1 + P4) & M64
+        i = (n // 32) * 32
+    else:
+        h = (seed + P5) & M64
+    h = (h + n) & M64
+    while i + 8 <= n:
+        h = ((_rotl(h ^ _round(0, int.from_bytes(data[i:i + 8], "little")), 27) * P1) + P4) & M64
+        i += 8
+    if i + 4 <= n:
+        h = ((_rotl(h ^ (int.from_bytes(data[i:i + 4], "little") * P1 & M64), 23) * P2) + P3) & M64
+        i += 4
+    while i < n:
+        h = (_rotl(h ^ (data[i] * P5 & M64), 11) * P1) & M64
+        i += 1
+    h ^= h >> 33
+    h = (h * P2) & M64
+    h ^= h >> 29
+    h = (h * P3) & M64
+    return h ^ (h >> 32)
+
+
+def test_xxh64_known_values():
+    # reference values of the xxHash project (XXH64, seed 0)
+    assert xxh64(b"") == 0xEF46DB3751D8E999
+    assert xxh64(b"a") == 0xD24EC4F1A98C6E5B
+    assert xxh64(b"abc") == 0x44BC2CF5AD770999
+    assert xxh64(b"Nobody inspects the spammish repetition") == 0xFBCEA83C8A378BF1
+
+
+def gene_fp(names):
+    return xxh64(b"".join(n.encode() + b"\0" for n in names))
+
+
+def edge_fp(ei):
+    return xxh64(ei[0].astype("<i4").tobytes() + ei[1].astype("<i4").tobytes())
+
+
+def inspect(db):
+    return run_cli("inspect", db).stdout
+
+
+def build_fails(*args):
+    r = subprocess.run([pertload_bin(), "build", *map(str, args)], capture_output=True,
+                       text=True)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    return r.stderr
+
+
+# ------------------------------------------------------------ the real recipe
+
+def test_real_recipe_against_the_raw_files(tmp_path):
+    sys.path.insert(0, str(SOURCE / "tests"))
+    try:
+        import import_recipe_real
+    finally:
+        sys.path.pop(0)
+    root = Path(os.environ.get("PERTLOAD_REAL_DATA") or SOURCE / "tests" / "data")
+    recipe = SOURCE / "recipes" / "yeast-real.yaml"
+    db = tmp_path / "yeast"
+    out = run_cli("build", "--recipe", recipe, "--root", root, "-o", db, "--quiet")
+    assert out.stdout == ""
+    genes, want, kept = import_recipe_real.expected(str(root))
+    g = pertload.Graph(pertload._lib.Database(db))
+    assert g.gene_names == genes
+    assert g.type_names == list(want)
+    text = inspect(db)
+    for name, (counts, _) in want.items():
+        # the edge arrays: every kept edge, in file order
+        ei = g.edge_index[name]
+        expect = np.array(kept[name], np.int64).reshape(-1, 2).T
+        np.testing.assert_array_equal(ei, expect, err_msg=name)
+        assert g.n_edges[name] == counts["kept"]
+        assert g.edge_fingerprints[name] == edge_fp(ei)
+        assert re.search(rf"^  {name} +{counts['kept']} edges, fingerprint "
+                         rf"{g.edge_fingerprints[name]:016x}$", text, re.M), name
+        line = re.search(rf"^recipe source: {name} (.*)$", text, re.M).group(1)
+        got = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+        for k in ("rows", "filtered", "unresolved", "duplicates", "kept"):
+            assert int(got[k]) == counts[k], (name, k, got[k], counts[k])
+    # spot checks by name: the first rows of two raw files are edges
+    gi = {n: i for i, n in enumerate(genes)}
+    import gzip
+    with gzip.open(root / "real/bionic/Krogan-2006.txt.gz", "rt") as f:
+        a, b = f.readline().split()[:2]
+    assert (gi[a], gi[b]) == tuple(g.edge_index["physical_krogan"][:, 0])
+    with gzip.open(root / "real/scl-bioinfo/BIM.txt.gz", "rt") as f:
+        rows = [ln.split()[:2] for ln in f.read().splitlines()[:50]]
+    bim = set(zip(*g.edge_index["physical_bim"].tolist()))
+    for a, b in rows:
+        assert (gi[a], gi[b]) in bim or (gi[b], gi[a]) in bim
+    # fingerprints, the stored recipe and the digests of its inputs
+    assert g.gene_fingerprint == gene_fp(genes)
+    assert f"gene fingerprint: {g.gene_fingerprint:016x}" in text
+    assert g.recipe == recipe.read_text()
+    assert run_cli("inspect", "--recipe", db).stdout == recipe.read_text()
+    inputs = re.findall(r"^recipe input: (\d+)\t([0-9a-f]{16})\t(.*)$", text, re.M)
+    assert len(inputs) == 15
+    for size, digest, path in inputs:
+        data = Path(path).read_bytes()
+        assert int(size) == len(data) and int(digest, 16) == xxh64(data), path
+    run_cli("verify", db)
+
+
+# ------------------------------------------------------- recipe = file path
+
+GENES = ["YAL001C", "YAL002W", "YAL003W", "YAL004W", "YAL005C", "YAL007C"]
+PHYS = [("YAL001C", "YAL002W", 0.9), ("YAL003W", "YAL004W", 0.2), ("YAL005C", "YAL001C", 0.5),
+        ("YAL002W", "YAL007C", 0.7)]
+REG = [("YAL002W", "YAL005C"), ("YAL002W", "YAL003W"), ("YAL007C", "YAL001C")]
+SAMPLES = ("genes\tid\tfitness\nYAL001C\t1\t0.5\nYAL003W;YAL005C\t2\t-1\nYAL002W\t3\t2\n"
+           "YAL004W;YAL007C\t4\tNA\n")
+
+
+def write_inputs(d, genes=GENES):
+    d.mkdir()
+    (d / "genes.txt").write_text("".join(g + "\n" for g in genes))
+    (d / "phys.tsv").write_text("".join(f"{a}\t{b}\t{s}\n" for a, b, s in PHYS))
+    (d / "reg.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in REG))
+    (d / "samples.tsv").write_text(SAMPLES)
+    (d / "recipe.yaml").write_text(
+        "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+        "  - {name: physical, format: delim, file: phys.tsv, source: 1, target: 2, score: 3}\n"
+        "  - {name: regulatory, format: delim, file: reg.tsv, source: 1, target: 2}\n"
+        "samples: {format: tsv, file: samples.tsv}\n")
+    return d
+
+
+def file_build(d, out):
+    run_cli("build", "-o", out, "--genes", d / "genes.txt", "--edges",
+            f"physical={d / 'phys.tsv'}", "--edges", f"regulatory={d / 'reg.tsv'}",
+            "--samples", d / "samples.tsv", "--quiet")
+
+
+def batches(db):
+    out = []
+    with pertload.Loader(db, batch_size=2, threads=1) as loader:
+        for b in loader:
+            out.append({k: np.array(v) for k, v in b.arrays.items()})
+    return out
+
+
+def test_recipe_equals_file_path(tmp_path):
+    d = write_inputs(tmp_path / "in")
+    a, b = tmp_path / "files", tmp_path / "recipe"
+    file_build(d, a)
+    run_cli("build", "--recipe", d / "recipe.yaml", "-o", b, "--quiet")
+    ga = pertload.Graph(pertload._lib.Database(a))
+    gb = pertload.Graph(pertload._lib.Database(b))
+    assert ga.gene_names == gb.gene_names == GENES
+    for t in ("physical", "regulatory"):
+        np.testing.assert_array_equal(ga.edge_index[t], gb.edge_index[t])
+    assert (ga.gene_fingerprint, ga.edge_fingerprints) == (gb.gene_fingerprint,
+                                                         gb.edge_fingerprints)
+
+    def summary(db):  # all but the build parameters and the recipe lines
+        return [ln for ln in inspect(db).replace(str(db), "DB").splitlines()
+                if not ln.startswith(("build parameters:", "recipe", "sizes:"))]
+    assert summary(a) == summary(b)
+    ba, bb = batches(a), batches(b)
+    assert len(ba) == len(bb) == 2
+    for x, y in zip(ba, bb):
+        assert x.keys() == y.keys()
+        for k in x:
+            np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+    assert gb.recipe == (d / "recipe.yaml").read_text()
+    assert ga.recipe == "" and ga.label_levels == gb.label_levels == {}
+    check = run_cli("recipe", "check", d / "recipe.yaml").stdout
+    assert f"samples format=tsv file={d}/samples.tsv payload=- (read by build)" in check
+
+
+# ------------------------------------------------------------ failed builds
+
+def nothing_at(out):
+    assert not out.exists()
+    assert not list(out.parent.glob(out.name + "*")), list(out.parent.iterdir())
+
+
+def test_failed_recipe_builds_leave_nothing(tmp_path):
+    d = write_inputs(tmp_path / "in")
+    out = tmp_path / "db"
+    r = d / "recipe.yaml"
+    text = r.read_text()
+    # an edge source whose file is missing: the recipe line that names it
+    r.write_text(text.replace("file: reg.tsv", "file: nope.tsv"))
+    err = build_fails("--recipe", r, "-o", out)
+    assert f"{r}:5: {d}/nope.tsv: " in err and "No such file" in err, err
+    nothing_at(out)
+    # an unknown gene, strict: the file, line and column
+    (d / "reg2.tsv").write_text("YAL002W\tYAL005C\nYAL002W\tNOTAGENE\n")
+    r.write_text(text.replace("file: reg.tsv", "file: reg2.tsv"))
+    err = build_fails("--recipe", r, "--strict", "-o", out)
+    assert f"{d}/reg2.tsv:2:9: unresolved gene name 'NOTAGENE' (strict mode)" in err, err
+    nothing_at(out)
+    # an unresolved list that cannot be created: checked before building
+    err = build_fails("--recipe", r, "--unresolved", d / "no" / "u.tsv", "-o", out)
+    assert f"{d}/no/u.tsv: cannot create" in err, err
+    nothing_at(out)
+    # not strict: the row is dropped and counted, in the database and the list
+    run_cli("build", "--recipe", r, "--unresolved", d / "u.tsv", "-o", out, "--quiet")
+    assert "regulatory format=delim rows=2 filtered=0 unresolved=1 duplicates=0 kept=1" in \
+        inspect(out)
+    assert (d / "u.tsv").read_text() == ("source\tname\tcount\tfirst_seen\n"
+                                         f"regulatory\tNOTAGENE\t1\t{d}/reg2.tsv:2\n")
+    out2 = tmp_path / "db2"
+    # a samples row naming an unknown gene, strict
+    (d / "s2.tsv").write_text("genes\nYAL001C\nYAL002W;NOPE\n")
+    r.write_text(text.replace("file: samples.tsv", "file: s2.tsv"))
+    err = build_fails("--recipe", r, "--strict", "-o", out2)
+    assert f"{d}/s2.tsv:3:9: unknown gene 'NOPE'" in err, err
+    nothing_at(out2)
+    # a recipe error
+    r.write_text(text + "sampels: 3\n")
+    err = build_fails("--recipe", r, "-o", out2)
+    assert f"{r}:7:1: unknown key 'sampels'" in err, err
+    nothing_at(out2)
+    # the output exists already
+    r.write_text(text)
+    err = build_fails("--recipe", r, "-o", out)
+    assert "already exists" in err
+
+
+# ------------------------------------------------------------- fingerprints
+
+def test_batches_and_graphs_of_different_databases_refused(tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    file_build(write_inputs(tmp_path / "ia"), a)
+    # the same genes in another order: the same counts, other indices
+    file_build(write_inputs(tmp_path / "ib", GENES[::-1]), b)
+    # the same genes, one edge of type physical replaced: same counts again
+    dc = write_inputs(tmp_path / "ic")
+    (dc / "phys.tsv").write_text((dc / "phys.tsv").read_text().replace(
+        "YAL003W\tYAL004W", "YAL003W\tYAL007C"))
+    file_build(dc, c)
+    ga, gb, gc = (pertload.Graph(pertload._lib.Database(x)) for x in (a, b, c))
+    assert ga.n_edges == gb.n_edges == gc.n_edges and ga.n_genes == gb.n_genes
+    assert ga.gene_fingerprint != gb.gene_fingerprint
+    assert ga.gene_fingerprint == gc.gene_fingerprint == gene_fp(GENES)
+    assert gb.gene_fingerprint == gene_fp(GENES[::-1])
+    assert ga.edge_fingerprints["regulatory"] == gc.edge_fingerprints["regulatory"]
+    assert ga.edge_fingerprints["physical"] != gc.edge_fingerprints["physical"]
+    with pertload.Loader(a, batch_size=2, threads=1) as loader:
+        for batch in loader:
+            assert batch.gene_fingerprint == ga.gene_fingerprint
+            assert batch.edge_fingerprints == ga.edge_fingerprints
+            pertload.check_same_database(batch, ga)
+            pertload.check_same_database(batch, loader.graph)
+            with pytest.raises(pertload.LoaderError, match="the batch and the graph come from "
+                               "different databases: different gene lists"):
+                pertload.check_same_database(batch, gb)
+            with pytest.raises(pertload.LoaderError, match="different databases: edge type "
+                               "'physical' differs"):
+                pertload.check_same_database(batch, gc)
+            with pytest.raises(pertload.LoaderError, match="different gene lists"):
+                batch.to_torch(graph=gb)
+            t = batch.to_torch(graph=ga)
+            assert t["gene"]["mask"].shape[1] == len(GENES)
