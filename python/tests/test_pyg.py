@@ -124,7 +124,8 @@ def test_pyg_layout_needs_a_graph_outside_a_loader(small):
 
     loader = pertload.Loader(small.db, batch_size=8)
     for batch in loader:
-        b = Batch(batch.copy().arrays, batch._head, batch._kinds)
+        b = Batch(batch.copy().arrays, batch._head, batch._kinds,
+                  fingerprints=(batch.gene_fingerprint, batch.edge_fingerprints))
         with pytest.raises(ValueError, match="needs graph="):
             b.to_torch("cpu", layout="pyg")
         check(b.to_torch("cpu", layout="pyg", graph=loader.graph.to_torch("cpu")), small,
