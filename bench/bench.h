@@ -23,4 +23,8 @@ int pl_bench_payload(int argc, char **argv);
  *  of one core, the roofline of dense outputs. */
 int pl_bench_memory(int argc, char **argv);
 
+/** `pertload bench khop DB [--k K1,K2] [--types T1,T2] [--samples N]`: one-core
+ *  samples/s of the k-hop neighbourhoods (masks/khop.h). */
+int pl_bench_khop(int argc, char **argv);
+
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "masks/khop.h"
 #include "masks/masks.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
@@ -41,6 +42,10 @@ static void join(char *dst, size_t cap, const char *a, const char *b)
     dst[la + lb] = '\0';
 }
 
+static struct pl_slot_array *add(struct pl_slot_header *h, const char *name,
+                                 const char *dtype, uint64_t offset, uint64_t nbytes,
+                                 uint32_t ndim, uint64_t d0, uint64_t d1);
+
 /* Name of list kind k ("edges/<type>" or "gpr", ...). */
 static void kind_name(const pl__collate_cfg *c, uint32_t k, char *buf, size_t cap)
 {
@@ -59,6 +64,8 @@ static uint64_t dense_row_bytes(const pl__collate_cfg *c, uint64_t len)
 static uint32_t n_arrays(const pl__collate_cfg *c)
 {
     uint32_t n = 5 + 2 * c->g->n_lists + (c->payload_row_bytes ? 1 : 0);
+    if (c->khop)
+        n += 3 + 2 * pl__khop_n_types(c->khop);
     if (c->dense)
         n += 1 + c->g->n_lists;
     return n;
@@ -68,6 +75,7 @@ static uint32_t n_arrays(const pl__collate_cfg *c)
 typedef struct fixed {
     uint64_t ids, rows, labels, pptr, ptr[PL_MAX_TYPES + 3], payload, gene_mask,
         mask[PL_MAX_TYPES + 3], end;
+    uint64_t khop_gptr, khop_capped, khop_eptr[PL_MAX_TYPES];
 } fixed;
 
 static void fixed_layout(const pl__collate_cfg *c, uint32_t n, fixed *f)
@@ -85,6 +93,16 @@ static void fixed_layout(const pl__collate_cfg *c, uint32_t n, fixed *f)
     for (uint32_t k = 0; k < c->g->n_lists; k++) {
         f->ptr[k] = at;
         at = ALIGN(at + 8 * (uint64_t)(n + 1));
+    }
+    if (c->khop) {
+        f->khop_gptr = at;
+        at = ALIGN(at + 8 * (uint64_t)(n + 1));
+        f->khop_capped = at;
+        at = ALIGN(at + (uint64_t)n);
+        for (uint32_t j = 0; j < pl__khop_n_types(c->khop); j++) {
+            f->khop_eptr[j] = at;
+            at = ALIGN(at + 8 * (uint64_t)(n + 1));
+        }
     }
     /* Page-aligned, so that payload rows can be read into it with O_DIRECT. */
     at = (at + PL_SLOT_PAGE - 1) & ~(uint64_t)(PL_SLOT_PAGE - 1);
@@ -114,8 +132,84 @@ uint64_t pl__collate_slot_bytes(const pl__collate_cfg *c, uint32_t n, uint64_t g
     fixed f;
     fixed_layout(c, n, &f);
     /* Variable part: each list's region is aligned and padded for sentinels. */
+    uint64_t khop = 0;
+    if (c->khop) /* the alignment of each k-hop list; their bounds are positions */
+        khop = (1 + pl__khop_n_types(c->khop)) * (uint64_t)PL_SLOT_ALIGN;
     return f.end + ALIGN(4 * (genes + 1)) +
-           (uint64_t)c->g->n_lists * ALIGN(4 * PL__MASKS_PAD + PL_SLOT_ALIGN) + 4 * positions;
+           (uint64_t)c->g->n_lists * ALIGN(4 * PL__MASKS_PAD + PL_SLOT_ALIGN) + 4 * positions +
+           khop;
+}
+
+uint64_t pl__collate_khop_bound(const pl__collate_cfg *c, uint64_t n_pert)
+{
+    uint64_t set = pl__khop_genes_bound(c->khop, n_pert), sum = set;
+    for (uint32_t j = 0; j < pl__khop_n_types(c->khop); j++)
+        sum += pl__khop_edges_bound(c->khop, j, set);
+    return 4 * sum;
+}
+
+/* The k-hop lists of the batch from `at` on (after the removed lists):
+ * regions laid out at their bounds, each sample's set and edges written
+ * straight into them, then each list moved down to follow the previous one.
+ * @return the end of the last list, or PL_ERANGE (a sizing bug). */
+static int64_t khop_lists(const pl__collate_cfg *c, const pl__batch_src *src,
+                          unsigned char *base, const fixed *f, uint64_t at, uint64_t cap,
+                          struct pl_slot_header *h, uint64_t batch, pl_err *err)
+{
+    const pl__khop *kh = c->khop;
+    const uint32_t n = src->n, nt = pl__khop_n_types(kh);
+    uint64_t region[PL_MAX_TYPES + 1], end = at, sbound = 0;
+    for (uint32_t i = 0; i < n; i++)
+        sbound += pl__khop_genes_bound(kh, src->n_genes[i]);
+    region[0] = at;
+    end = ALIGN(at + 4 * sbound);
+    for (uint32_t j = 0; j < nt; j++) {
+        uint64_t b = 0;
+        for (uint32_t i = 0; i < n; i++)
+            b += pl__khop_edges_bound(kh, j, pl__khop_genes_bound(kh, src->n_genes[i]));
+        region[j + 1] = end;
+        end = ALIGN(end + 4 * b);
+    }
+    PL_FAIL_IF(end > cap, err, PL_ERANGE, "batch %llu: its k-hop lists do not fit its slot",
+               (unsigned long long)batch);
+    int64_t *gptr = (int64_t *)(base + f->khop_gptr), *eptr[PL_MAX_TYPES];
+    unsigned char *capped = base + f->khop_capped;
+    int32_t *genes = (int32_t *)(base + region[0]);
+    gptr[0] = 0;
+    for (uint32_t j = 0; j < nt; j++) {
+        eptr[j] = (int64_t *)(base + f->khop_eptr[j]);
+        eptr[j][0] = 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        int cut;
+        int32_t *set = genes + gptr[i];
+        uint32_t m = pl__khop_genes(src->khop, src->genes[i], src->n_genes[i], set, &cut);
+        gptr[i + 1] = gptr[i] + m;
+        capped[i] = (unsigned char)cut;
+        for (uint32_t j = 0; j < nt; j++) {
+            int64_t e = pl__khop_edges(src->khop, j, set, m,
+                                       (int32_t *)(base + region[j + 1]) + eptr[j][i]);
+            PL_FAIL_IF(e < 0, err, (int)e, "batch %llu: out of memory sorting k-hop edges",
+                       (unsigned long long)batch);
+            eptr[j][i + 1] = eptr[j][i] + e;
+        }
+    }
+    char name[PL_SLOT_NAME_MAX];
+    add(h, "khop/genes", "<i4", at, 4 * (uint64_t)gptr[n], 1, (uint64_t)gptr[n], 0);
+    add(h, "khop/genes/ptr", "<i8", f->khop_gptr, 8 * (uint64_t)(n + 1), 1, n + 1, 0);
+    add(h, "khop/capped", "|u1", f->khop_capped, n, 1, n, 0);
+    at = ALIGN(at + 4 * (uint64_t)gptr[n]);
+    for (uint32_t j = 0; j < nt; j++) {
+        uint64_t len = (uint64_t)eptr[j][n];
+        memmove(base + at, base + region[j + 1], 4 * len);
+        const char *tn = c->g->type_names[pl__khop_type(kh, j)];
+        join(name, sizeof name, "khop/edges/", tn);
+        add(h, name, "<i4", at, 4 * len, 1, len, 0);
+        join(name + strlen(name), sizeof name - strlen(name), "/ptr", "");
+        add(h, name, "<i8", f->khop_eptr[j], 8 * (uint64_t)(n + 1), 1, n + 1, 0);
+        at = ALIGN(at + 4 * len);
+    }
+    return (int64_t)at;
 }
 
 static struct pl_slot_array *add(struct pl_slot_header *h, const char *name,
@@ -367,6 +461,12 @@ int pl__collate(const pl__collate_cfg *c, const pl__batch_src *src, void *slot, 
         uint64_t row = dense_row_bytes(c, c->n_genes);
         add(h, "gene/mask", c->dense == PL_DENSE_BOOL ? "|b1" : "<u8", f.gene_mask, row * n, 2,
             n, c->dense == PL_DENSE_BOOL ? c->n_genes : row / 8);
+    }
+    if (c->khop) {
+        int64_t end = khop_lists(c, src, base, &f, at, cap, h, batch, err);
+        if (end < 0)
+            return (int)end;
+        at = (uint64_t)end;
     }
     if (c->payload_row_bytes) {
         struct pl_slot_array *a = add(h, "payload", c->payload_dtype, f.payload,

@@ -34,6 +34,9 @@ typedef struct pl__collate_cfg {
     uint64_t payload_shape[8];
     uint64_t payload_row_bytes;
     uint64_t list_len[PL_MAX_TYPES + 3]; /* positions per list kind (E_t, GPR, ...) */
+    const struct pl__khop *khop;    /* NULL, or the perturbation neighbourhoods to add
+                                       (masks/khop.h); each batch source then brings
+                                       its worker's context */
 } pl__collate_cfg;
 
 /** Fill `c` from an open database and its loaded graph. */
@@ -51,6 +54,7 @@ typedef struct pl__batch_src {
     const uint32_t *n_genes;
     const float *const *labels;
     uint32_t part, n_parts, first;
+    struct pl__khop_ctx *khop;      /* the worker's k-hop context when cfg->khop */
 } pl__batch_src;
 
 /** Offset in the slot of the payload of a batch of `n` samples (rows go there
@@ -59,9 +63,15 @@ uint64_t pl__collate_payload_offset(const pl__collate_cfg *c, uint32_t n);
 
 /** Slot bytes a batch of `n` samples needs at most when its samples delete
  *  `genes` genes in all and their per-kind list lengths sum to `positions`
- *  (pl__masks_bound summed over kinds and samples). */
+ *  (pl__masks_bound summed over kinds and samples; with k-hop lists, plus
+ *  each sample's pl__collate_khop_bound() / 4). */
 uint64_t pl__collate_slot_bytes(const pl__collate_cfg *c, uint32_t n, uint64_t genes,
                                 uint64_t positions);
+
+/** Slot bytes of the k-hop lists of one sample deleting `n_pert` genes at
+ *  most: the set's bound and every walked type's edge bound for a set that
+ *  large (pl__khop_genes_bound(), pl__khop_edges_bound()), 4 bytes each. */
+uint64_t pl__collate_khop_bound(const pl__collate_cfg *c, uint64_t n_pert);
 
 /** Collate batch `src` into `slot` (`cap` bytes), leaving the payload region
  *  untouched (the loader fills it).

@@ -18,6 +18,13 @@
  *   rmr/ptr                   (when the database has metabolism)
  *   payload                   as stored [B, ...] (when the database has one;
  *                             its offset is a multiple of PL_SLOT_PAGE)
+ * and, with perturbation neighbourhoods (k-hop, masks/khop.h; walked types T):
+ *   khop/genes                <i4 [G]   per sample its set S, ascending
+ *   khop/genes/ptr            <i8 [B+1]
+ *   khop/capped               |u1 [B]   1 where the cap cut the walk
+ *   khop/edges/<type>         <i4 [K_t] per sample, ascending, positions of the
+ *                             type-t edges with both ends in S (t in T)
+ *   khop/edges/<type>/ptr     <i8 [B+1]
  * and, when dense masks are asked for, mask = kept (not removed):
  *   edges/<type>/mask         |b1 [B, E_t]            (bool)
  *                             <u8 [B, ceil(E_t/64)]   (bits, LSB first)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "masks/khop.h"
 #include "masks/masks.h"
 #include "plan.h"
 #include "src/core/db.h"
@@ -25,6 +26,7 @@ typedef struct pl__worker {
     uint32_t *n_genes;
     const int32_t **genes;
     const float **labels;
+    pl__khop_ctx *khop;
 } worker;
 
 int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err)
@@ -81,12 +83,34 @@ static int open_payload(pl__producer *p, pl_err *err)
     return 0;
 }
 
+/* The k-hop structure of the run, and each sample's weight grown by the
+ * static bound of its k-hop lists (pl__collate_khop_bound, in 4-byte units),
+ * so that the slot sizing and the split of batches into parts count them. */
+static int khop_load(pl__producer *p, pl_err *err)
+{
+    uint32_t types[PL_MAX_TYPES];
+    int nt = pl__khop_parse_types(p->db, p->o.khop_types, types, err);
+    PL_TRY(nt < 0 ? nt : 0);
+    PL_TRY(pl__khop_new(p->db, types, (uint32_t)nt, p->o.khop,
+                        p->o.khop_max_genes ? p->o.khop_max_genes : PL_KHOP_MAX_GENES, &p->khop,
+                        err));
+    p->cfg.khop = p->khop;
+    pl__table *t = &p->table;
+    for (uint64_t r = 0; r < t->n; r++) {
+        uint64_t w = t->weight[r] + pl__collate_khop_bound(&p->cfg, t->gptr[r + 1] - t->gptr[r]) / 4;
+        t->weight[r] = w < UINT32_MAX ? (uint32_t)w : UINT32_MAX;
+    }
+    return 0;
+}
+
 int pl__producer_load(pl__producer *p, pl_err *err)
 {
     PL_TRY(pl_graph_load(p->db, &p->g, err));
     PL_TRY(pl__table_load_with(p->db, p->g, p->o.io_mode, p->o.table_mem, &p->table, err));
     PL_TRY(open_payload(p, err));
     pl__collate_cfg_init(&p->cfg, p->db, p->g, p->o.plan.batch_size, p->o.dense);
+    if (p->o.khop_types)
+        PL_TRY(khop_load(p, err));
     return pl__parts_measure(&p->cfg, &p->table, p->plan, p->o.start_batch, &p->needs, err);
 }
 
@@ -206,7 +230,7 @@ static int one_batch(worker *w, uint64_t b, pl_err *err)
     if (p->cfg.payload_row_bytes)
         PL_TRY(read_payload(w, slot + pl__collate_payload_offset(&p->cfg, n), n, err));
     pl__batch_src src = {n, w->ids, w->rows, w->genes, w->n_genes, w->labels,
-                         part.part, part.n_parts, part.first};
+                         part.part, part.n_parts, part.first, w->khop};
     int rc = pl__collate(&p->cfg, &src, slot, p->slot_bytes, pb, p->o.plan.epoch, w->scratch,
                          w->scratch_len, err);
     int rc2 = p->cfg.payload_row_bytes ? wait_payload(w, n, rc < 0 ? NULL : err) : 0;
@@ -246,7 +270,10 @@ static int worker_init(worker *w, pl__producer *p, pl_err *err)
     w->n_genes = malloc(B * sizeof *w->n_genes);
     w->genes = malloc(B * sizeof *w->genes);
     w->labels = malloc(B * sizeof *w->labels);
-    PL_FAIL_IF(!w->scratch || !w->rows || !w->ids || !w->n_genes || !w->genes || !w->labels,
+    if (p->khop)
+        w->khop = pl__khop_ctx_new(p->khop);
+    PL_FAIL_IF(!w->scratch || !w->rows || !w->ids || !w->n_genes || !w->genes || !w->labels ||
+                   (p->khop && !w->khop),
                err, -ENOMEM, "out of memory");
     return pl__io_open(&w->io, p->o.io_mode, B ? B : 1, err);
 }
@@ -260,6 +287,7 @@ static void worker_free(worker *w)
     free(w->n_genes);
     free(w->genes);
     free(w->labels);
+    pl__khop_ctx_free(w->khop);
 }
 
 int pl__producer_start(pl__producer *p, const pl__sink *sink, pl_err *err)
@@ -314,6 +342,7 @@ void pl__producer_free(pl__producer *p)
     pl__subset_free(&p->subset);
     pl__parts_free(&p->parts);
     pl__table_free(&p->table);
+    pl__khop_free(p->khop);
     pl_graph_free(p->g);
     pl_db_close(p->db);
     pthread_mutex_destroy(&p->lock);

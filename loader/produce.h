@@ -53,6 +53,12 @@ typedef struct pl__produce_opts {
     /* The sample table's read buffers: NULL for aligned_alloc + mlock, or a
      * GPU backend's page-locked allocator; must outlive pl__producer_load(). */
     const pl__table_mem *table_mem;
+    /* Perturbation neighbourhoods (masks/khop.h): khop_types NULL for none,
+     * else a comma-separated list of the edge types to walk khop hops, with
+     * at most khop_max_genes genes a set (0: PL_KHOP_MAX_GENES). */
+    const char *khop_types;
+    uint32_t khop;
+    uint32_t khop_max_genes;
 } pl__produce_opts;
 
 struct pl__worker;
@@ -68,6 +74,7 @@ typedef struct pl__producer {
     pl_graph *g;
     pl__table table;
     pl__collate_cfg cfg;
+    struct pl__khop *khop; /* NULL without k-hop lists */
     pl__needs needs;      /* what the run's batches need */
     /* size */
     uint64_t slot_bytes;  /* a slot's size, a multiple of 4096 */

@@ -55,7 +55,9 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
     double t0 = pl__now();
     pl__produce_opts po = {.db = o->db, .plan = o->plan, .rows = o->rows,
                            .start_batch = o->start_batch,
-                           .dense = o->dense, .threads = o->threads, .io_mode = o->io_mode};
+                           .dense = o->dense, .threads = o->threads, .io_mode = o->io_mode,
+                           .khop_types = o->khop_types, .khop = o->khop,
+                           .khop_max_genes = o->khop_max_genes};
     PL_TRY(pl__producer_init(p, &po, err));
     PL_TRY(pl__producer_load(p, err));
     uint32_t n_slots;

@@ -22,6 +22,8 @@ typedef struct pl__serve_opts {
     int32_t consumer_pid;
     int io_mode;            /* PL_IO_* (loader/io.h) */
     int verbose;            /* print the ready line and a summary */
+    const char *khop_types; /* k-hop lists (loader/produce.h): NULL for none */
+    uint32_t khop, khop_max_genes;
 } pl__serve_opts;
 
 /** Produce one epoch into a new ring and wait until the consumer drained it

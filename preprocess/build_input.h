@@ -82,8 +82,9 @@ typedef struct pl__build_samples {
     void *ctx;
     /** The levels of category labels, or NULL: one line per such label,
      *  "label<TAB>level 0<TAB>level 1...\n" (code k is level k); stored as
-     *  meta/"levels", read back as pl_db_info.label_levels. Valid until
-     *  pl__build_run() returns. */
+     *  meta/"levels", read back as pl_db_info.label_levels. Read once
+     *  next() has returned 0 (the levels of a streamed table are known
+     *  only then); valid until pl__build_run() returns. */
     const char *levels;
 } pl__build_samples;
 

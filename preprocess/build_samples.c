@@ -213,7 +213,6 @@ int pl__build_store_samples(builder *b, const pl__build_samples *s)
     char sp[4096];
     PL_FAIL_IF(s->n_labels > MAX_FIELDS, b->err, PL_EUSAGE, "samples: %u labels (at most %d)",
                s->n_labels, MAX_FIELDS);
-    b->levels = s->levels;
     b->label_names = calloc(s->n_labels + 1, sizeof(char *));
     if (!b->label_names)
         return NOMEM(b);
@@ -239,6 +238,7 @@ int pl__build_store_samples(builder *b, const pl__build_samples *s)
             rc = pl__sstore_add(&b->sw, r.id, r.genes, r.n_genes, r.labels, b->err);
         }
     }
+    b->levels = s->levels; /* complete once the last row is given */
     pl__progress_end(&pg, b->n_rows_in);
     if (rc == 0)
         rc = pl__sstore_finish(&b->sw, b->err);

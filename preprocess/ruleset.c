@@ -49,8 +49,7 @@ static int is_header(const pl_strtab *genes, const char *r, size_t n)
            pl__strtab_find(genes, r, n) < 0;
 }
 
-/* Add the GPR edges of the rule just compiled for reaction r. */
-static int add_edges(const pl__gpr_out *o, const pl__rule *rule, int64_t r)
+int pl__gpr_add(const pl__gpr_out *o, const pl__rule *rule, int64_t r)
 {
     uint64_t n = *o->n, c = *o->cap;
     if (pl__grow(o->gene, &c, n + rule->n_genes, 4) < 0 ||
@@ -111,7 +110,7 @@ static int read_line(pl__ruleset *rs, pl__text *tx, int first, resolve_ctx *rc_c
     if (rc == PL_EPARSE)
         return pl__text_fail(tx, rcol + col, err, "reaction '%.*s': %s", (int)f[0].len,
                              f[0].s, why);
-    if (rc < 0 || add_edges(gpr, &rs->rule, r) < 0 ||
+    if (rc < 0 || pl__gpr_add(gpr, &rs->rule, r) < 0 ||
         pl__ruleset_add(rs, (int32_t)r, rs->rule.code, rs->rule.n) < 0)
         return pl__err(err, -ENOMEM, "out of memory");
     rs->line_of[r] = tx->line;

@@ -59,6 +59,11 @@ int pl__ruleset_read(pl__ruleset *rs, const char *path, const pl_strtab *genes,
  *  reader uses it). @return 0 or -ENOMEM. */
 int pl__ruleset_add(pl__ruleset *rs, int32_t rxn, const uint32_t *code, uint32_t n);
 
+/** Append the GPR edges of `rule` (just compiled) for reaction `r`: its
+ *  distinct genes in order of first appearance; genes taken as present are
+ *  counted in *o->dropped. @return 0 or -ENOMEM. */
+int pl__gpr_add(const pl__gpr_out *o, const pl__rule *rule, int64_t r);
+
 /** The stored value for `n_reactions` reactions: uint32 off[n_reactions + 1]
  *  then the programs' words (a reaction without a rule has an empty one).
  *  @param out set to a malloc'd buffer of `*len` bytes; @param words set to

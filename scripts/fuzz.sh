@@ -5,7 +5,8 @@
 # or breaks one of its checks, and prints the input that reproduces it.
 # Installs nothing: scripts/install-deps.sh provides clang and libFuzzer.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]    (targets: text build npy dbvalue block slot import ontology)
+#   scripts/fuzz.sh [SECONDS] [TARGET...]    (targets: text build npy dbvalue block slot import
+#                                             ontology models)
 #
 # Environment: PL_FUZZ_BUILD (build directory, default build-fuzz),
 # PL_FUZZ_JOBS (targets run at once, default the number of cores).
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(text build npy dbvalue block slot import ontology)
+[ ${#targets[@]} -gt 0 ] || targets=(text build npy dbvalue block slot import ontology models)
 build=${PL_FUZZ_BUILD:-build-fuzz}
 jobs=${PL_FUZZ_JOBS:-$(nproc)}
 

@@ -4,7 +4,7 @@ counts computed here, independently, from the same gzip'd files.
 usage: import_recipe_real.py PERTLOAD RECIPE
 The data folder is $PERTLOAD_REAL_DATA, else <source root>/tests/data
 ($PERTLOAD_SOURCE_ROOT). The oracle implements the documented rules of
-preprocess/import (names.h, import.h, reader.h) on its own: exact gene name,
+preprocess/import (names.h, import.h, reader.h, metab.h, samples.h) on its own: exact gene name,
 alias by table precedence (ambiguous within a table -> unresolved), then the
 same on ASCII upper case; pairs 'unordered' keep the first of each {a, b}.
 """
@@ -149,7 +149,57 @@ def expected(root):
                                    f[hdr["Organism Interactor B"]] == "559292")
 
     order = list(want)
+    expected.more = more(lines, resolve)
     return gene_list, want, {order[k]: e for k, e in edges.items()}
+
+
+def more(lines, resolve):
+    """The metabolism (from yeast-GEM's flat tables, derived from the same
+    model) and the three Costanzo SGA subsets (strain tags stripped), by the
+    documented rules: (metabolism counts, its unresolved names, [per table
+    counts], the tables' unresolved names)."""
+    def table(rel):
+        return [ln.split("\t") for n, ln in enumerate(lines(rel)) if n and ln]
+
+    m = dict(reactions=0, rmr=len(table("real/yeast-gem/rxn_met_stoich.tsv.gz")),
+             metabolites=len(table("real/yeast-gem/metabolites.tsv.gz")),
+             model_genes=len(table("real/yeast-gem/genes.tsv.gz")), rules=0, gpr=0,
+             unresolved=0)
+    m_names = set()
+    for f in table("real/yeast-gem/reactions.tsv.gz"):
+        m["reactions"] += 1
+        tokens = f[5].replace("(", " ").replace(")", " ").split()
+        genes = [t for t in tokens if t.lower() not in ("and", "or")]
+        m["rules"] += bool(genes)
+        distinct = set()
+        for t in genes:
+            g = resolve(t)
+            if g is None:
+                m["unresolved"] += 1
+                m_names.add(t)
+            else:
+                distinct.add(g)
+        m["gpr"] += len(distinct)
+    m["unresolved_names"] = len(m_names)
+    s_names, tables = set(), []
+    for part in ("ExE", "ExN_NxE", "NxN"):
+        c = dict(rows=0, kept=0, dropped_unresolved=0, unresolved_names=0, labels=6,
+                 categories=1)
+        for n, ln in enumerate(lines(f"real-raw/sga_costanzo2016/SGA_{part}.txt.gz")):
+            if n == 0 or not ln:
+                continue
+            f = ln.split("\t")
+            c["rows"] += 1
+            miss = [x for x in (f[0].rsplit("_", 1)[0], f[2].rsplit("_", 1)[0])
+                    if resolve(x) is None]
+            for x in miss:
+                if x not in s_names:
+                    s_names.add(x)
+                    c["unresolved_names"] += 1
+            c["dropped_unresolved"] += bool(miss)
+            c["kept"] += not miss
+        tables.append(c)
+    return m, m_names, tables, s_names
 
 
 def main():
@@ -163,12 +213,16 @@ def main():
         assert out.returncode == 0, out.stderr
         with open(unres_path) as f:
             unres_lines = f.read().splitlines()
-    got = {}
+    got, got_samples, got_metab = {}, [], None
     for line in out.stdout.splitlines():
+        parts = line.split()
+        kv = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
         if line.startswith("source "):
-            parts = line.split()
-            kv = dict(p.split("=", 1) for p in parts[2:] if "=" in p)
             got[parts[1]] = kv
+        elif line.startswith("metabolism "):
+            got_metab = kv
+        elif line.startswith("samples "):
+            got_samples.append(kv)
     assert unres_lines[0] == "source\tname\tcount\tfirst_seen", unres_lines[0]
     listed = {}
     for line in unres_lines[1:]:
@@ -189,8 +243,23 @@ def main():
     assert want["string_physical"][0]["rows"] == 352606
     assert want["regulatory"][0]["rows"] == 90895
     assert want["string_neighborhood"][0]["rows"] == 91220
+    m_want, m_names, s_want, s_names = expected.more
+    assert got_metab is not None and len(got_samples) == 3, out.stdout
+    for k, v in m_want.items():
+        if got_metab[k] != str(v):
+            bad.append(f"metabolism: {k} = {got_metab[k]}, expected {v}")
+    if set(listed.get("metabolism", {})) != m_names:
+        bad.append("metabolism: the unresolved list differs from the expected one")
+    for i, c in enumerate(s_want):
+        for k, v in c.items():
+            if got_samples[i][k] != str(v):
+                bad.append(f"samples {i}: {k} = {got_samples[i][k]}, expected {v}")
+    if set(listed.get("samples", {})) != s_names:
+        bad.append("samples: the unresolved list differs from the expected one")
+    assert m_want["reactions"] == 4131 and m_want["rmr"] == 15567
+    assert sum(c["rows"] for c in s_want) == 150
     assert not bad, "\n".join(bad)
-    print(f"{len(want)} sources agree: " + ", ".join(
+    print(f"metabolism, {len(s_want)} sample tables and {len(want)} sources agree: " + ", ".join(
         f"{s} kept {c['kept']}" for s, (c, _) in sorted(want.items())))
 
 

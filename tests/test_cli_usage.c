@@ -160,6 +160,12 @@ Test(cli_usage, masks)
     BAD("--row: 'first' is not a non-negative integer", "masks", "db", "--row", "first");
     USAGE("unknown option '--bogus'", "masks", "db", "--bogus");
     USAGE("unexpected argument 'extra'", "masks", "db", "extra", "--all");
+    USAGE("--khop needs a value", "masks", "db", "--all", "--khop");
+    USAGE("--types and --khop-max-genes need --khop", "masks", "db", "--all", "--types", "a");
+    USAGE("--khop 65 is out of range (0 to 64)", "masks", "db", "--all", "--khop", "65");
+    USAGE("--khop-max-genes 0 is out of range", "masks", "db", "--all", "--khop", "1",
+          "--khop-max-genes", "0");
+    BAD("--khop: 'two' is not a non-negative integer", "masks", "db", "--all", "--khop", "two");
 }
 
 Test(cli_usage, inspect_and_verify)
@@ -192,6 +198,12 @@ Test(cli_usage, serve)
           "--world-size", "2");
     USAGE("unknown option '--bogus'", "serve", "db", "--ring", "r", "--bogus", "1");
     USAGE("unexpected argument 'db2'", "serve", "db", "db2", "--ring", "r");
+    USAGE("--khop and --khop-types go together", "serve", "db", "--ring", "r", "--khop", "1");
+    USAGE("--khop and --khop-types go together", "serve", "db", "--ring", "r", "--khop-types",
+          "physical");
+    USAGE("--khop 65 is out of range (0 to 64)", "serve", "db", "--ring", "r", "--khop", "65");
+    USAGE("--khop-max-genes 0 is out of range", "serve", "db", "--ring", "r", "--khop", "1",
+          "--khop-types", "physical", "--khop-max-genes", "0");
 }
 
 Test(cli_usage, top)

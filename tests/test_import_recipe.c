@@ -143,15 +143,18 @@ Test(import_recipe, bad_keys)
     expect_bad("version: 1\ngenes:\n  file: g\n  alias: []\nedges: []\n", 4, 3,
                "unknown key 'alias' in 'genes'");
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmetabolism: {}\n", 6, 13,
-               "'metabolism' without 'format'");
+               "'metabolism' without 'format' (tsv, yeast-gem or sbml)");
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmetabolism: {format: tsv}\n", 6,
                13, "'metabolism' names no file (reactions, gpr, rules, rmr)");
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
                "metabolism: {format: tsv, gpr: g, rules: r}\n", 6, 13,
                "'metabolism': give 'gpr' or 'rules'");
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
-               "metabolism: {format: sbml, gpr: g}\n", 6, 22,
-               "unknown metabolism format 'sbml' (tsv)");
+               "metabolism: {format: cobra, gpr: g}\n", 6, 22,
+               "unknown metabolism format 'cobra' (tsv, yeast-gem or sbml)");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
+               "metabolism: {format: sbml, gpr: g}\n", 6, 28,
+               "unknown key 'gpr' in 'metabolism' of format 'sbml' (format, file)");
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
                "metabolism: {format: tsv, rules: r, reaction_rule: all}\n", 6, 52,
                "'reaction_rule' is any or gpr, not 'all'");
@@ -283,4 +286,141 @@ Test(import_recipe, check_reports_lists_and_strict)
     FILE *f = fopen(u, "r");
     cr_assert_null(f, "a half-written unresolved list was left behind");
     free(out), free(p), free(u), free(b), free(m);
+}
+
+/* ------------------------------------------------- metabolism, samples */
+
+#define EDGE "  - {name: a, format: yeastract, file: x}\n"
+
+Test(import_recipe, metabolism_and_sample_keys)
+{
+    char *p = pl_test_write(dir, "ms.yaml", HEAD EDGE
+                            "metabolism: {format: sbml, file: m.xml.gz}\n"
+                            "samples:\n"
+                            "  - format: sga\n"
+                            "    file: /abs/SGA_ExE.txt\n"
+                            "  - format: table\n"
+                            "    file: s.csv\n"
+                            "    sep: ','\n"
+                            "    header: true\n"
+                            "    comment: '#'\n"
+                            "    gene_columns: [query, array]\n"
+                            "    id: 1\n"
+                            "    labels: [fitness, 5]\n"
+                            "    categories: [split]\n");
+    pl_recipe *r;
+    pl_err err = {0};
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    char want[4200];
+    snprintf(want, sizeof want, "%s/m.xml.gz", dir);
+    cr_assert_eq(r->metabolism.model, PL_METAB_SBML);
+    cr_assert_str_eq(r->metabolism.format, "sbml");
+    cr_assert_str_eq(r->metabolism.file, want);
+    cr_assert_eq(r->n_tables, 2);
+    cr_assert_null(r->samples.format);
+    cr_assert_eq(r->tables[0].format, PL_SMP_SGA);
+    cr_assert_str_eq(r->tables[0].file, "/abs/SGA_ExE.txt");
+    const pl_smp_spec *t = &r->tables[1];
+    cr_assert_eq(t->format, PL_SMP_TABLE);
+    cr_assert_eq(t->sep, ',');
+    cr_assert_str_eq(t->comment, "#");
+    cr_assert_eq(t->n_gene_columns, 2);
+    cr_assert_str_eq(t->gene_columns[1], "array");
+    cr_assert_str_eq(t->id, "1");
+    cr_assert_eq(t->n_labels, 2);
+    cr_assert_str_eq(t->labels[1], "5");
+    cr_assert_eq(t->n_categories, 1);
+    cr_assert_str_eq(t->categories[0], "split");
+    pl__recipe_free(r);
+    free(p);
+    /* one mapping is one table; yeast-gem by name */
+    p = pl_test_write(dir, "ms1.yaml", HEAD EDGE "metabolism:\n  format: yeast-gem\n  file: y.yml\n"
+                      "samples: {format: table, file: s.tsv, genes: mutant, gene_sep: '+'}\n");
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(r->metabolism.model, PL_METAB_YEASTGEM);
+    cr_assert_eq(r->n_tables, 1);
+    cr_assert_str_eq(r->tables[0].genes, "mutant");
+    cr_assert_eq(r->tables[0].gene_sep, '+');
+    pl__recipe_free(r);
+    free(p);
+}
+
+Test(import_recipe, bad_metabolism_and_samples)
+{
+    expect_bad(HEAD EDGE "metabolism: {format: cobra, file: m}\n", 6, 22,
+               "unknown metabolism format 'cobra' (tsv, yeast-gem or sbml)");
+    expect_bad(HEAD EDGE "metabolism: {format: sbml}\n", 6, 13, "'metabolism' without 'file'");
+    expect_bad(HEAD EDGE "metabolism: {format: sbml, file: m, strict: true}\n", 6, 37,
+               "unknown key 'strict' in 'metabolism' of format 'sbml' (format, file)");
+    expect_bad(HEAD EDGE "samples: {format: sga, file: s, sep: ','}\n", 6, 33,
+               "key 'sep' does not apply to format 'sga'");
+    expect_bad(HEAD EDGE "samples: [{format: csv, file: s}]\n", 6, 20,
+               "unknown sample format 'csv' (table or sga)");
+    expect_bad(HEAD EDGE "samples: [{format: table}]\n", 6, 11, "a sample table without 'file'");
+    expect_bad(HEAD EDGE "samples: [{file: s}]\n", 6, 11, "a sample table without 'format'");
+    expect_bad(HEAD EDGE "samples: {format: table, file: s, header: false, genes: g}\n", 6, 10,
+               "sample table: column 'g' is a name, but the file has no header");
+    expect_bad(HEAD EDGE "samples: {format: table, file: s, labels: fitness}\n", 6, 43,
+               "'labels' must be a list of columns");
+    expect_bad(HEAD EDGE "samples: {format: table, file: s, labels: [x], categories: [x]}\n",
+               6, 10, "sample table: column 'x' is given two roles");
+    expect_bad(HEAD EDGE "samples: []\n", 6, 10, "'samples' is an empty list");
+}
+
+Test(import_recipe, check_reports_metabolism_and_samples)
+{
+    free(pl_test_write(dir, "m.yml", "reactions:\n"
+                                     "  - {id: r1, metabolites: {a: -1, b: 1}, "
+                                     "gene_reaction_rule: TFC3 or GHOST}\n"
+                                     "  - {id: r2, metabolites: {b: -2}}\n"));
+    free(pl_test_write(dir, "s1.tsv", "genes\tfitness\tsplit\nYAL001C;VPS8\t0.5\ttrain\n"
+                                      "YAL003W;NOPE\t1\tval\nyal003w\tNA\ttest\n"));
+    free(pl_test_write(dir, "s2.tsv", "genes\tfitness\tsplit\nYAL002W\t0.25\tval\n"));
+    free(pl_test_write(dir, "s3.tsv", "genes\tscore\nYAL002W\t0.25\n"));
+    free(pl_test_write(dir, "reg2.tsv", "TFC3;VPS8\n"));
+    const char *head = "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
+                       "    - {file: alias.tsv, format: table, header: true, gene_column: 2, "
+                       "alias_column: 1}\nedges:\n  - {name: regulatory, format: yeastract, "
+                       "file: reg2.tsv}\nmetabolism: {format: yeast-gem, file: m.yml}\n";
+    char text[2048];
+    snprintf(text, sizeof text, "%ssamples:\n  - {format: table, file: s1.tsv, categories: "
+             "[split]}\n  - {format: table, file: s2.tsv, categories: [split]}\n", head);
+    char *p = pl_test_write(dir, "ms.yaml", text);
+    char *u = pl_test_path(dir, "unresolved.tsv");
+    char args[8192], want[8192], *out;
+    snprintf(args, sizeof args, "--unresolved '%s' '%s'", u, p);
+    cr_assert_eq(run(args, &out), 0, "%s", out);
+    snprintf(want, sizeof want, "metabolism format=yeast-gem reactions=2 metabolites=2 rmr=3 "
+             "rules=1 gpr=1 model_genes=0 unresolved=1 unresolved_names=1 file=%s/m.yml\n", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    snprintf(want, sizeof want, "samples format=table rows=3 kept=2 dropped_unresolved=1 "
+             "unresolved_names=1 labels=1 categories=1 file=%s/s1.tsv\n", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    snprintf(want, sizeof want, "samples format=table rows=1 kept=1 dropped_unresolved=0 "
+             "unresolved_names=0 labels=1 categories=1 file=%s/s2.tsv\n", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    cr_assert(strstr(out, "total sources=1 kept=1 unresolved=2\n"), "%s", out);
+    free(out);
+    size_t len;
+    char *list = pl_test_read_file(u, &len);
+    snprintf(want, sizeof want, "source\tname\tcount\tfirst_seen\nmetabolism\tGHOST\t1\t"
+             "%s/m.yml:2\nsamples\tNOPE\t1\t%s/s1.tsv:3\n", dir, dir);
+    cr_assert_str_eq(list, want);
+    free(list);
+    /* strict: the model's unresolved gene fails at its file:line:col */
+    snprintf(args, sizeof args, "--strict '%s'", p);
+    cr_assert_eq(run(args, &out), 1, "%s", out);
+    cr_assert(strstr(out, "m.yml:2:"), "%s", out);
+    cr_assert(strstr(out, "reaction 'r1': unknown gene 'GHOST'"), "%s", out);
+    free(out), free(p);
+    /* tables with other labels than the first */
+    snprintf(text, sizeof text, "%ssamples:\n  - {format: table, file: s1.tsv, categories: "
+             "[split]}\n  - {format: table, file: s3.tsv}\n", head);
+    p = pl_test_write(dir, "ms2.yaml", text);
+    snprintf(args, sizeof args, "'%s'", p);
+    cr_assert_eq(run(args, &out), 1, "%s", out);
+    snprintf(want, sizeof want, "%s/s3.tsv:1: the labels and categories differ from those of "
+             "the first sample table", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    free(out), free(p), free(u);
 }

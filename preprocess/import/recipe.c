@@ -389,8 +389,7 @@ static int source(ld *l, yaml_node_t *m)
 
 /* ------------------------------------------------- metabolism, samples */
 
-/* The format of a metabolism or samples part: "tsv" (pertload's own text
- * files) is the one this reader knows. */
+/* The format of a samples part in pertload's own text file: "tsv". */
 static int part_format(ld *l, const yaml_node_t *v, const char *what, const char **out)
 {
     PL_TRY(want_scalar(l, v, "format"));
@@ -400,12 +399,31 @@ static int part_format(ld *l, const yaml_node_t *v, const char *what, const char
     return 0;
 }
 
+/* The value of key `key` in mapping `m`, or NULL. */
+static yaml_node_t *value_of(ld *l, yaml_node_t *m, const char *key)
+{
+    if (m->type != YAML_MAPPING_NODE)
+        return NULL;
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = node(l, p->key);
+        if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), key))
+            return node(l, p->value);
+    }
+    return NULL;
+}
+
 static int metabolism_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
 {
     (void)ctx;
     pl_recipe_metabolism *m = &l->r->metabolism;
     if (!strcmp(key, "format"))
-        return part_format(l, v, "metabolism", &m->format);
+        return 0; /* read first, by metabolism() */
+    if (m->model != PL_METAB_NONE) {
+        if (!strcmp(key, "file"))
+            return get_path(l, v, key, &m->file);
+        return fail_at(l, k, "unknown key '%s' in 'metabolism' of format '%s' (format, file)",
+                       key, m->format);
+    }
     if (!strcmp(key, "reactions"))
         return get_path(l, v, key, &m->reactions);
     if (!strcmp(key, "gpr"))
@@ -425,6 +443,38 @@ static int metabolism_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *
                    "rmr, reaction_rule)", key);
 }
 
+/* 'metabolism': pertload's text files (tsv) or a model file (yeast-gem,
+ * sbml). */
+static int metabolism(ld *l, yaml_node_t *v)
+{
+    pl_recipe_metabolism *m = &l->r->metabolism;
+    m->line = v->start_mark.line + 1;
+    yaml_node_t *f = value_of(l, v, "format");
+    if (f) {
+        PL_TRY(want_scalar(l, f, "format"));
+        if (!strcmp(scalar(f), "tsv"))
+            m->format = "tsv";
+        else if (!strcmp(scalar(f), "yeast-gem"))
+            m->format = "yeast-gem", m->model = PL_METAB_YEASTGEM;
+        else if (!strcmp(scalar(f), "sbml"))
+            m->format = "sbml", m->model = PL_METAB_SBML;
+        else
+            return fail_at(l, f, "unknown metabolism format '%s' (tsv, yeast-gem or sbml)",
+                           scalar(f));
+    }
+    PL_TRY(each_pair(l, v, "'metabolism'", metabolism_pair, NULL));
+    if (!m->format)
+        return fail_at(l, v, "'metabolism' without 'format' (tsv, yeast-gem or sbml)");
+    if (m->model != PL_METAB_NONE)
+        return m->file ? 0 : fail_at(l, v, "'metabolism' without 'file'");
+    if (!m->gpr && !m->rules && !m->rmr && !m->reactions)
+        return fail_at(l, v, "'metabolism' names no file (reactions, gpr, rules, rmr)");
+    if (m->gpr && m->rules)
+        return fail_at(l, v, "'metabolism': give 'gpr' or 'rules' (the rules give the GPR "
+                       "edges), not both");
+    return 0;
+}
+
 static int samples_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
 {
     (void)ctx;
@@ -436,6 +486,100 @@ static int samples_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, 
     if (!strcmp(key, "payload"))
         return get_path(l, v, key, &s->payload);
     return fail_at(l, k, "unknown key '%s' in 'samples' (format, file, payload)", key);
+}
+
+/* A list of column names or numbers. */
+static int get_columns(ld *l, yaml_node_t *v, const char *key, const char **out, uint32_t *n)
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return fail_at(l, v, "'%s' must be a list of columns", key);
+    for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
+         i++) {
+        yaml_node_t *e = node(l, *i);
+        if (*n == PL_IMP_MAX_LIST)
+            return fail_at(l, e, "more than %d entries in '%s'", PL_IMP_MAX_LIST, key);
+        PL_TRY(get_column(l, e, key, &out[(*n)++]));
+    }
+    return 0;
+}
+
+static int sample_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
+{
+    pl_smp_spec *s = ctx;
+    if (!strcmp(key, "file"))
+        return get_path(l, v, key, (char **)&s->file);
+    if (!strcmp(key, "format"))
+        return 0; /* read first, by samples_one() */
+    if (s->format == PL_SMP_SGA)
+        return fail_at(l, k, "key '%s' does not apply to format 'sga' (format, file)", key);
+    if (!strcmp(key, "sep"))
+        return get_sep(l, v, key, &s->sep);
+    if (!strcmp(key, "header"))
+        return get_bool(l, v, key, &s->header);
+    if (!strcmp(key, "comment"))
+        return get_string(l, v, key, &s->comment);
+    if (!strcmp(key, "genes"))
+        return get_column(l, v, key, &s->genes);
+    if (!strcmp(key, "id"))
+        return get_column(l, v, key, &s->id);
+    if (!strcmp(key, "gene_sep")) {
+        char c;
+        PL_TRY(get_sep(l, v, key, &c));
+        s->gene_sep = c;
+        return 0;
+    }
+    if (!strcmp(key, "gene_columns"))
+        return get_columns(l, v, key, s->gene_columns, &s->n_gene_columns);
+    if (!strcmp(key, "labels"))
+        return get_columns(l, v, key, s->labels, &s->n_labels);
+    if (!strcmp(key, "categories"))
+        return get_columns(l, v, key, s->categories, &s->n_categories);
+    return fail_at(l, k, "unknown key '%s' in a sample table (format, file, sep, header, "
+                   "comment, genes, gene_sep, gene_columns, id, labels, categories)", key);
+}
+
+static int samples_one(ld *l, yaml_node_t *m)
+{
+    pl_recipe *r = l->r;
+    if (m->type != YAML_MAPPING_NODE)
+        return fail_at(l, m, "a sample table must be a mapping of keys to values");
+    if (r->n_tables == PL_RECIPE_MAX_SAMPLES)
+        return fail_at(l, m, "more than %d sample tables", PL_RECIPE_MAX_SAMPLES);
+    pl_smp_spec *s = &r->tables[r->n_tables++];
+    pl__smp_spec_init(s);
+    yaml_node_t *fmt = NULL;
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = node(l, p->key);
+        if (k->type == YAML_SCALAR_NODE && !strcmp(scalar(k), "format"))
+            fmt = node(l, p->value);
+    }
+    if (!fmt)
+        return fail_at(l, m, "a sample table without 'format' (table or sga)");
+    PL_TRY(want_scalar(l, fmt, "format"));
+    if (!strcmp(scalar(fmt), "sga"))
+        s->format = PL_SMP_SGA;
+    else if (strcmp(scalar(fmt), "table"))
+        return fail_at(l, fmt, "unknown sample format '%s' (table or sga)", scalar(fmt));
+    PL_TRY(each_pair(l, m, "a sample table", sample_pair, s));
+    if (!s->file)
+        return fail_at(l, m, "a sample table without 'file'");
+    if (pl__smp_check(s, l->err) < 0) {
+        char why[PL_ERR_MSG_MAX];
+        snprintf(why, sizeof why, "%s", l->err->msg);
+        return fail_at(l, m, "sample table: %s", why);
+    }
+    return 0;
+}
+
+static int samples(ld *l, yaml_node_t *v)
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return samples_one(l, v);
+    for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++)
+        PL_TRY(samples_one(l, node(l, *i)));
+    if (!l->r->n_tables)
+        return fail_at(l, v, "'samples' is an empty list");
+    return 0;
 }
 
 /* ---------------------------------------------------------------- top */
@@ -471,23 +615,15 @@ static int top_pair(ld *l, const char *key, yaml_node_t *k, yaml_node_t *v, void
             PL_TRY(source(l, node(l, *i)));
         return 0;
     }
-    if (!strcmp(key, "metabolism")) {
-        r->metabolism.line = v->start_mark.line + 1;
-        PL_TRY(each_pair(l, v, "'metabolism'", metabolism_pair, NULL));
-        if (!r->metabolism.format)
-            return fail_at(l, v, "'metabolism' without 'format'");
-        if (!r->metabolism.gpr && !r->metabolism.rules && !r->metabolism.rmr &&
-            !r->metabolism.reactions)
-            return fail_at(l, v, "'metabolism' names no file (reactions, gpr, rules, rmr)");
-        if (r->metabolism.gpr && r->metabolism.rules)
-            return fail_at(l, v, "'metabolism': give 'gpr' or 'rules' (the rules give the GPR "
-                           "edges), not both");
-        return 0;
-    }
+    if (!strcmp(key, "metabolism"))
+        return metabolism(l, v);
     if (!strcmp(key, "samples")) {
+        yaml_node_t *f = value_of(l, v, "format");
+        if (!f || f->type != YAML_SCALAR_NODE || strcmp(scalar(f), "tsv"))
+            return samples(l, v); /* sample tables: table, sga */
         r->samples.line = v->start_mark.line + 1;
         PL_TRY(each_pair(l, v, "'samples'", samples_pair, NULL));
-        if (!r->samples.format || !r->samples.file)
+        if (!r->samples.file)
             return fail_at(l, v, "'samples' needs 'format' and 'file'");
         return 0;
     }
@@ -588,6 +724,25 @@ void pl__recipe_free(pl_recipe *r)
     free(r->sources);
     free(r->path);
     free(r);
+}
+
+int pl__recipe_metab(const pl_recipe *r, const pl_names *nm, int strict, pl_metab *m,
+                     pl_err *err)
+{
+    PL_TRY(pl__metab_init(m, nm, strict, err));
+    if (r->metabolism.model == PL_METAB_YEASTGEM)
+        return pl__metab_read_yeastgem(m, r->metabolism.file, err);
+    if (r->metabolism.model == PL_METAB_SBML)
+        return pl__metab_read_sbml(m, r->metabolism.file, err);
+    return 0;
+}
+
+int pl__recipe_samples(const pl_recipe *r, const pl_names *nm, int strict, pl_smp_emit emit,
+                       void *ctx, pl_smp_result *res, pl_err *err)
+{
+    for (uint32_t i = 0; i < r->n_tables; i++)
+        PL_TRY(pl__smp_read(&r->tables[i], nm, strict, emit, ctx, res, err));
+    return 0;
 }
 
 int pl__recipe_names(const pl_recipe *r, pl_names **out, pl_alias_stats *st, pl_err *err)

@@ -21,14 +21,23 @@
  *                                 #   organisms throughput id gene_list sep
  *                                 #   header comment source target score
  *                                 #   small_scale
+ *   metabolism:             # optional: a metabolic model (metab.h)
+ *     format: yeast-gem     # yeast-gem (COBRApy YAML) or sbml
+ *     file: yeast-GEM.yml.gz
+ *   samples:                # optional: one sample table or a list of them,
+ *     - format: sga         # all with the same labels and categories
+ *       file: SGA_ExE.txt.gz      # (samples.h); table keys: sep header
+ *     - format: table             #   comment genes gene_sep gene_columns
+ *       file: screen.tsv          #   id labels categories
+ *       categories: [split]
  *
- *   metabolism:             # optional; format tsv: pertload's own text files
+ *   metabolism:             # or format tsv: pertload's own text files
  *     format: tsv           #   (plain files, as `build --reactions ...` reads)
  *     reactions: reactions.txt   # optional reaction list
  *     rules: rules.tsv      # gene-reaction rules, or gpr: gpr.tsv
  *     rmr: rmr.tsv          # optional stoichiometry
  *     reaction_rule: gpr    # optional: any or gpr
- *   samples:                # optional; format tsv: pertload's samples TSV
+ *   samples:                # or format tsv: pertload's samples TSV
  *     format: tsv           #   (a plain file)
  *     file: samples.tsv
  *     payload: payload.npy  # optional per-sample .npy
@@ -43,19 +52,24 @@
 #include <stdint.h>
 
 #include "import.h"
+#include "metab.h"
 #include "names.h"
+#include "samples.h"
 
-enum { PL_RECIPE_MAX_ALIASES = 16 };
+enum { PL_RECIPE_MAX_ALIASES = 16, PL_RECIPE_MAX_SAMPLES = 16 };
 
 /** The metabolism part of a recipe (format NULL: none). */
 typedef struct pl_recipe_metabolism {
-    const char *format;        /**< "tsv", or NULL */
+    const char *format;        /**< "tsv", "yeast-gem", "sbml", or NULL */
+    pl_metab_format model;     /**< yeast-gem, sbml: the model file's format */
     uint64_t line;             /**< recipe line of the 'metabolism' key */
-    char *reactions, *gpr, *rules, *rmr; /**< resolved paths or NULL */
+    char *file;                /**< yeast-gem, sbml: the model (resolved) */
+    char *reactions, *gpr, *rules, *rmr; /**< tsv: resolved paths or NULL */
     int reaction_rule;         /**< PL_REACTION_* */
 } pl_recipe_metabolism;
 
-/** The samples part of a recipe (format NULL: none). */
+/** The samples part of a recipe in format tsv (format NULL: none; sample
+ *  tables of the formats table and sga are pl_recipe.tables). */
 typedef struct pl_recipe_samples {
     const char *format;        /**< "tsv", or NULL */
     uint64_t line;
@@ -72,6 +86,8 @@ typedef struct pl_recipe {
     uint32_t n_sources;
     pl_recipe_metabolism metabolism;
     pl_recipe_samples samples;
+    pl_smp_spec tables[PL_RECIPE_MAX_SAMPLES]; /**< sample tables (table, sga), in order */
+    uint32_t n_tables;
     char **owned;              /* every string above */
     uint64_t n_owned, cap_owned;
 } pl_recipe;
@@ -83,6 +99,17 @@ int pl__recipe_load(const char *path, const char *root, pl_recipe **out, pl_err 
 
 /** Release; accepts NULL. */
 void pl__recipe_free(pl_recipe *r);
+
+/** Read the recipe's metabolism (when it has one) into `m` through `nm`
+ *  (pl__metab_init() done here; pl__metab_free() it even on failure). */
+int pl__recipe_metab(const pl_recipe *r, const pl_names *nm, int strict, pl_metab *m,
+                     pl_err *err);
+
+/** Read every sample table of the recipe in order into one `res`
+ *  (zero-initialised; pl__smp_result_free() it even on failure), calling
+ *  `emit` (may be NULL) per kept sample. */
+int pl__recipe_samples(const pl_recipe *r, const pl_names *nm, int strict, pl_smp_emit emit,
+                       void *ctx, pl_smp_result *res, pl_err *err);
 
 /** Load the recipe's gene list and alias tables into a new resolver;
  *  `st` (n_aliases entries) receives each table's counts. */

@@ -89,6 +89,9 @@ static int digest_inputs(const pl_recipe *r, text *t, pl_err *err)
                           r->samples.payload};
     for (size_t i = 0; i < sizeof more / sizeof *more; i++)
         PL_TRY(add_input(t, r, i < 4 ? m->line : r->samples.line, more[i], err));
+    PL_TRY(add_input(t, r, m->line, m->file, err));
+    for (uint32_t i = 0; i < r->n_tables; i++)
+        PL_TRY(add_input(t, r, 0, r->tables[i].file, err));
     return 0;
 }
 
@@ -123,6 +126,117 @@ static int read_recipe(const char *path, char **out, size_t *len, pl_err *err)
     return 0;
 }
 
+/* ------------------------------------- model files and sample tables */
+
+/* The recipe's model file (yeast-gem, sbml) as the builder takes it. */
+static int model_part(const pl_recipe *r, const pl_names *nm, int strict, pl_metab *m,
+                      pl__build_metabolism *bm, text *sources, pl_err *err)
+{
+    PL_TRY(pl__recipe_metab(r, nm, strict, m, err));
+    *bm = (pl__build_metabolism){
+        .reactions = (const char *const *)m->reactions.names,
+        .n_reactions = m->reactions.n,
+        .metabolites = (const char *const *)m->metabolites.names,
+        .n_metabolites = m->metabolites.n,
+        .gpr_gene = m->gpr_gene, .gpr_rxn = m->gpr_rxn, .n_gpr = m->n_gpr,
+        .rmr_rxn = m->rmr_rxn, .rmr_met = m->rmr_met, .rmr_stoich = m->rmr_stoich,
+        .n_rmr = m->n_rmr, .rules = m->n_rules ? &m->rules : NULL};
+    return add(sources, err, "metabolism format=%s reactions=%u metabolites=%u rmr=%llu "
+               "rules=%llu gpr=%llu unresolved=%llu file=%s\n",
+               r->metabolism.format, m->reactions.n,
+               m->metabolites.n, (unsigned long long)m->n_rmr, (unsigned long long)m->n_rules,
+               (unsigned long long)m->n_gpr, (unsigned long long)m->unresolved,
+               r->metabolism.file);
+}
+
+/* The recipe's sample tables (table, sga) as one row provider; category
+ * codes go in as float labels after the labels, named after their columns,
+ * and their level names (known once every table is read) as the provider's
+ * `levels` text after the last row. */
+typedef struct tables {
+    const pl_recipe *r;
+    const pl_names *nm;
+    int strict;
+    pl_smp_result res;
+    pl_smp_rd *rd;
+    uint32_t next;       /* the table to open next */
+    float *labels;
+    const char **names;
+    pl__build_samples *bs;
+    text levels;
+} tables;
+
+/* "column<TAB>level 0<TAB>level 1...\n" per category column (build_input.h). */
+static int tables_levels(tables *t, pl_err *err)
+{
+    for (uint32_t c = 0; c < t->res.n_categories; c++) {
+        const pl_strtab *v = &t->res.cat_values[c];
+        PL_TRY(add(&t->levels, err, "%s", t->res.cat_names[c]));
+        for (uint32_t k = 0; k < v->n; k++) {
+            PL_FAIL_IF(strpbrk(v->names[k], "\t\n"), err, PL_EPARSE,
+                       "category '%s': the value '%s' holds a tab or a line break",
+                       t->res.cat_names[c], v->names[k]);
+            PL_TRY(add(&t->levels, err, "\t%s", v->names[k]));
+        }
+        PL_TRY(add(&t->levels, err, "\n"));
+    }
+    t->bs->levels = t->levels.s;
+    return 0;
+}
+
+static int tables_next(void *ctx, pl__sample_row *row, pl_err *err)
+{
+    tables *t = ctx;
+    for (;;) {
+        if (!t->rd) {
+            if (t->next == t->r->n_tables)
+                return t->res.n_categories ? tables_levels(t, err) : 0;
+            PL_TRY(pl__smp_open(&t->r->tables[t->next++], t->nm, t->strict, &t->res, &t->rd,
+                                err));
+        }
+        const pl_smp_row *x;
+        int rc = pl__smp_next(t->rd, &x, err);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            pl__smp_close(t->rd);
+            t->rd = NULL;
+            continue;
+        }
+        uint32_t nl = t->res.n_labels;
+        memcpy(t->labels, x->labels, nl * sizeof *t->labels);
+        for (uint32_t c = 0; c < t->res.n_categories; c++)
+            t->labels[nl + c] = (float)x->cats[c];
+        *row = (pl__sample_row){x->id, x->genes, x->n_genes, t->labels, x->dropped};
+        return 1;
+    }
+}
+
+/* Open the first table (its header gives the label names). */
+static int tables_open(tables *t, pl__build_samples *bs, pl_err *err)
+{
+    PL_TRY(pl__smp_open(&t->r->tables[t->next++], t->nm, t->strict, &t->res, &t->rd, err));
+    uint32_t nl = t->res.n_labels, n = nl + t->res.n_categories;
+    t->labels = calloc(n + 1, sizeof *t->labels);
+    t->names = calloc(n + 1, sizeof *t->names);
+    PL_FAIL_IF(!t->labels || !t->names, err, -ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        t->names[i] = i < nl ? t->res.label_names[i] : t->res.cat_names[i - nl];
+    *bs = (pl__build_samples){.n_labels = n, .label_names = t->names, .next = tables_next,
+                              .ctx = t};
+    t->bs = bs;
+    return 0;
+}
+
+static void tables_close(tables *t)
+{
+    pl__smp_close(t->rd);
+    pl__smp_result_free(&t->res);
+    free(t->labels);
+    free(t->names);
+    free(t->levels.s);
+}
+
 int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
                      pl_imp_result *res, pl_build_stats *st, pl_err *err)
 {
@@ -135,6 +249,10 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     text inputs = {0}, sources = {0};
     char *recipe = NULL;
     size_t recipe_len = 0;
+    pl_metab mm = {0};
+    pl__build_metabolism bm;
+    tables tb = {.r = r, .strict = strict};
+    pl__build_samples bs;
     int rc = e && be ? 0 : pl__err(err, -ENOMEM, "out of memory");
     if (rc == 0)
         rc = read_recipe(r->path, &recipe, &recipe_len, err);
@@ -160,6 +278,12 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
         rc = pl__err(err, -ENOMEM, "out of memory");
     for (uint32_t g = 0; rc == 0 && g < ng; g++)
         genes[g] = pl__names_gene(nm, g);
+    int model = r->metabolism.model != PL_METAB_NONE;
+    if (rc == 0 && model)
+        rc = model_part(r, nm, strict, &mm, &bm, &sources, err);
+    tb.nm = nm;
+    if (rc == 0 && r->n_tables)
+        rc = tables_open(&tb, &bs, err);
     if (rc == 0) {
         const pl_recipe_metabolism *m = &r->metabolism;
         pl_build_opts bo = {.out = o->out, .progress = o->progress, .params = o->params,
@@ -170,7 +294,9 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
         pl__build_input in = {.genes = genes, .n_genes = ng, .edges = be,
                               .n_types = r->n_sources, .recipe = recipe,
                               .recipe_len = recipe_len, .inputs = inputs.s ? inputs.s : "",
-                              .sources = sources.s ? sources.s : ""};
+                              .sources = sources.s ? sources.s : "",
+                              .metabolism = model ? &bm : NULL,
+                              .samples = r->n_tables ? &bs : NULL};
         rc = pl__build_run(&bo, &in, st, err);
     }
     for (uint32_t i = 0; e && i < r->n_sources; i++) {
@@ -183,6 +309,8 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     free(inputs.s);
     free(sources.s);
     free(recipe);
+    pl__metab_free(&mm);
+    tables_close(&tb);
     pl__names_free(nm);
     return rc;
 }

@@ -165,6 +165,10 @@ class Batch:
     rmr -> (positions, ptr) or None, payload or None, dense (PyG key -> mask
     as stored: bool [B, n] or uint64 bit words [B, ceil(n/64)], LSB first),
     dense_format ("bits", "bool" or None), arrays (every array by slot name),
+    khop (with Loader(khop=...), else None): {"genes": (genes, ptr),
+    "capped": uint8 [B], "edges": {type: (positions, ptr)}}, per sample the
+    genes within k hops of its deleted genes and, per walked type, the
+    positions of the edges with both ends among them.
     gene_fingerprint and edge_fingerprints (of its database, as Graph's).
     Sample i's entries of a list are positions[ptr[i]:ptr[i+1]].
     """
@@ -229,6 +233,18 @@ class Batch:
                     raise LoaderError(f"slot: mask {slot_name!r} has shape {m.shape}, "
                                       f"[{B}, {width}] expected")
                 dense_masks[key] = m
+        v["khop"] = None
+        if "khop/genes" in arrays:
+            genes = (get("khop/genes", None, "<i4"), get("khop/genes/ptr", B + 1, "<i8"))
+            _check_ptr("khop/genes", *genes)
+            edges = {}
+            for name in arrays:
+                if name.startswith("khop/edges/") and not name.endswith("/ptr"):
+                    t = name[len("khop/edges/"):]
+                    edges[t] = (get(name, None, "<i4"), get(name + "/ptr", B + 1, "<i8"))
+                    _check_ptr(name, *edges[t])
+            v["khop"] = {"genes": genes, "capped": get("khop/capped", B, "|u1"),
+                      "edges": edges}
 
     def _live(self):
         """Raise LoaderError when the batch's slot was handed back."""
@@ -297,6 +313,11 @@ class Batch:
         "reaction"), "reaction", ("reaction", "rmr", "metabolite") (with
         metabolism; "mask", "removed", "ptr"), "labels", "sample_id", "row",
         "payload" (when present)}. Every tensor owns its memory.
+        With k-hop lists (Loader(khop=...)), "gene" also holds "khop_mask"
+        bool [B, N] (True = within k hops), "khop_genes", "khop_ptr" (int64)
+        and "khop_capped" bool [B], and each walked type's key "khop_mask"
+        bool [B, E_t] (True = both ends within k hops), "khop_edges" and
+        "khop_ptr".
 
         Dense masks are built on the device from the removed lists by one
         indexed store per mask, or taken from the slot when it holds them.
@@ -390,6 +411,8 @@ class Batch:
             if pyg_lists is not None:
                 out = pyg.build(torch, pyg_lists, graph_tensors, B, self._kinds, dev,
                                 edge_types)
+            if self.khop is not None:
+                self._khop_torch(torch, out, up, up_long, cuda, dev)
             out["labels"] = up(self.labels)
             out["sample_id"] = up(_signed(self.sample_id))
             out["row"] = up(_signed(self.row))
@@ -404,6 +427,36 @@ class Batch:
             for t in _tensors(out):
                 t.record_stream(current)
         return out if pyg_lists is None else pyg.as_hetero_data(out)
+
+    def _khop_torch(self, torch, out, up, up_long, cuda, dev):
+        """The k-hop lists and their masks (True = in the neighbourhood)."""
+        B = self._n
+        n_of = {slot_name: n for _, slot_name, n in self._kinds}
+        key_of = {slot_name: key for key, slot_name, _ in self._kinds}
+
+        def lists(name, pos, ptr, n):
+            if cuda:
+                _check_positions(name, pos, ptr, n)
+            pos_t, ptr_t = up_long(pos), up(ptr)
+            if not cuda:
+                _check_ptr(name, pos_t.numpy(), ptr_t.numpy())
+                _check_positions(name, pos_t.numpy(), ptr_t.numpy(), n)
+            rows = torch.repeat_interleave(torch.arange(B, device=dev), ptr_t[1:] - ptr_t[:-1],
+                                           output_size=len(pos))
+            mask = torch.zeros(B * n, dtype=torch.bool, device=dev)
+            mask[pos_t + rows * n] = True
+            return pos_t, ptr_t, mask.view(B, n)
+
+        genes, ptr = self.khop["genes"]
+        g, gp, gm = lists("khop/genes", genes, ptr, n_of["gene"])
+        out["gene"].update({"khop_mask": gm, "khop_genes": g, "khop_ptr": gp,
+                            "khop_capped": up(self.khop["capped"]).bool()})
+        for t, (pos, ptr) in self.khop["edges"].items():
+            slot_name = "edges/" + t
+            if slot_name not in n_of:
+                raise LoaderError(f"slot: k-hop edges of an unknown type {t!r}")
+            e, ep, em = lists("khop/edges/" + t, pos, ptr, n_of[slot_name])
+            out[key_of[slot_name]].update({"khop_mask": em, "khop_edges": e, "khop_ptr": ep})
 
     def _dense_mask(self, torch, stored, n):
         if self.dense_format == "bool":
@@ -437,7 +490,8 @@ for _name, _doc in (("arrays", "every array by slot name"),
                     ("removed", "edge type -> (positions int32, ptr int64 [B+1])"),
                     ("gpr", "(positions, ptr) or None"), ("reaction", "(positions, ptr) or None"),
                     ("rmr", "(positions, ptr) or None"),
-                    ("dense", "PyG key -> dense mask as stored")):
+                    ("dense", "PyG key -> dense mask as stored"),
+                    ("khop", "the k-hop lists (serve --khop) or None")):
     setattr(Batch, _name, _view(_name, _doc))
 del _name, _doc
 

@@ -607,7 +607,8 @@ class Loader:
 
     Loader(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
            rank=None, world_size=None, dense=None, threads=2, ring=None,
-           timeout=30.0, slots=None, max_ring_bytes=None, rows=None)
+           timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
+           khop_types=None, khop_max_genes=None)
 
     rank and world_size default, each on its own, to torchrun's RANK and
     WORLD_SIZE (else 0 and 1): under torchrun every loader then yields its
@@ -627,6 +628,12 @@ class Loader:
     producer for dense masks in the slots. ring names the ring (default
     "py<pid>-<64 random bits in hex>", a fresh one per epoch and again when
     the name is taken); timeout bounds the producer's start in seconds.
+    khop=K adds to every batch the perturbation neighbourhoods (Batch.khop):
+    the genes within K hops of each sample's deleted genes walking the edge
+    types khop_types (names, a list or a comma-separated string; default every
+    type) both ways, and the walked types' edges among them; khop_max_genes
+    caps a set (default 1024: a hop that would pass it is dropped whole and
+    the sample flagged in khop["capped"]).
 
     The ring in /dev/shm takes at most max_ring_bytes (default: serve's, 256
     MiB) with at most `slots` slots (default 16), each sized for a typical
@@ -645,7 +652,8 @@ class Loader:
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
-                 max_ring_bytes=None, rows=None):
+                 max_ring_bytes=None, rows=None, khop=None, khop_types=None,
+                 khop_max_genes=None):
         rank, world_size = _rank_world(rank, world_size)
         if batch_size < 1 or world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"batch_size {batch_size}, rank {rank}, world_size {world_size}: "
@@ -660,6 +668,17 @@ class Loader:
                                                  ring):
             raise ValueError(f"ring name {ring!r}: 1 to {_lib.PL_RING_NAME_MAX} of "
                              "[A-Za-z0-9_.-]")
+        if khop is None and (khop_types is not None or khop_max_genes is not None):
+            raise ValueError("khop_types and khop_max_genes need khop")
+        if khop is not None and not 0 <= int(khop) <= 64:
+            raise ValueError(f"khop {khop!r}: 0 to 64 hops")
+        if khop_max_genes is not None and int(khop_max_genes) < 1:
+            raise ValueError("khop_max_genes must be at least 1")
+        if isinstance(khop_types, str):
+            khop_types = khop_types.split(",")
+        self.khop = None if khop is None else int(khop)
+        self.khop_types = None if khop_types is None else [str(t) for t in khop_types]
+        self.khop_max_genes = None if khop_max_genes is None else int(khop_max_genes)
         self.db = os.fspath(db)
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
@@ -684,6 +703,8 @@ class Loader:
             self.db_samples = int(database.info.n_samples)
             self._kinds = list_kinds(database.info)
             self._fingerprints = fingerprints(database.info)
+            if self.khop is not None and self.khop_types is None:
+                self.khop_types = _lib.names(database.info.type_names, database.info.n_types)
         finally:
             database.close()
         self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = _subset(
@@ -780,6 +801,10 @@ class Loader:
             a += ["--max-ring-bytes", str(self.max_ring_bytes)]
         if self._rows_spec:
             a += ["--rows", self._rows_spec]
+        if self.khop is not None:
+            a += ["--khop", str(self.khop), "--khop-types", ",".join(self.khop_types)]
+            if self.khop_max_genes is not None:
+                a += ["--khop-max-genes", str(self.khop_max_genes)]
         return a + ["--", self.db]  # the path may start with '-'
 
     def _stop_epoch(self):

@@ -6,6 +6,7 @@ recipe builds, and the client refusing batches and graphs of different
 databases. Digests and fingerprints are recomputed here with an XXH64 of
 this file's own, from the public specification."""
 
+import gzip
 import os
 import re
 import subprocess
@@ -138,10 +139,32 @@ def test_real_recipe_against_the_raw_files(tmp_path):
     assert g.recipe == recipe.read_text()
     assert run_cli("inspect", "--recipe", db).stdout == recipe.read_text()
     inputs = re.findall(r"^recipe input: (\d+)\t([0-9a-f]{16})\t(.*)$", text, re.M)
-    assert len(inputs) == 15
+    assert len(inputs) == 19  # 15, the yeast-GEM model and three SGA tables
     for size, digest, path in inputs:
         data = Path(path).read_bytes()
         assert int(size) == len(data) and int(digest, 16) == xxh64(data), path
+    # the metabolism (yeast-GEM YAML) and the samples (SGA tables) against
+    # the oracle's own counts from the flat tables and the raw SGA files
+    m, _, tables, _ = import_recipe_real.expected.more
+    assert (f"metabolism: {m['reactions']} reactions, {m['metabolites']} metabolites, "
+            f"{m['gpr']} GPR edges, {m['rmr']} RMR edges") in text
+    assert f"({m['rules']} reactions with a gene-reaction rule)" in text
+    kept = sum(t["kept"] for t in tables)
+    assert re.search(rf"^samples: {kept} in ", text, re.M), text
+    assert "labels: epsilon pvalue query_smf array_smf dmf dmf_std arraytype_temp" in text
+    assert (m["reactions"], m["rmr"], kept) == (4131, 15567, 148)
+    # the category column keeps its level names: the Arraytype/Temp values in
+    # order of first appearance over the tables' rows, in recipe order
+    levels = []
+    for part in ("ExE", "ExN_NxE", "NxN"):
+        with gzip.open(root / f"real-raw/sga_costanzo2016/SGA_{part}.txt.gz", "rt") as f:
+            for n, ln in enumerate(f):
+                v = ln.rstrip("\n").split("\t")[4] if n and ln.strip() else None
+                if v is not None and v not in levels:
+                    levels.append(v)
+    graph = pertload.Loader(db).graph
+    assert graph.label_levels == {"arraytype_temp": levels}
+    assert f"label levels: arraytype_temp\t{chr(9).join(levels)}" in text
     run_cli("verify", db)
 
 
@@ -298,3 +321,37 @@ def test_batches_and_graphs_of_different_databases_refused(tmp_path):
                 batch.to_torch(graph=gb)
             t = batch.to_torch(graph=ga)
             assert t["gene"]["mask"].shape[1] == len(GENES)
+
+
+# ------------------------------------------- model files and sample tables
+
+def test_model_and_sample_tables(tmp_path):
+    """A yeast-gem model and a table with a category build through the
+    in-memory seams; an unresolved gene in a sample table fails --strict at
+    its file:line:col and leaves nothing behind."""
+    d = write_inputs(tmp_path / "in")
+    (d / "model.yml").write_text(
+        "reactions:\n"
+        "  - {id: r1, metabolites: {a: -1, b: 2}, gene_reaction_rule: YAL001C and YAL002W}\n"
+        "  - {id: r2, metabolites: {b: -1}, gene_reaction_rule: yal003w or YAL004W}\n"
+        "  - {id: r3, metabolites: {c: 1}}\n")
+    (d / "screen.csv").write_text("query,array,fitness,split\nYAL001C,YAL002W,0.5,train\n"
+                                  "YAL003W,,1.5,test\nYAL005C,NOPE,2,train\n")
+    recipe = d / "recipe.yaml"
+    recipe.write_text(
+        "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+        "  - {name: physical, format: delim, file: phys.tsv, source: 1, target: 2}\n"
+        "metabolism: {format: yeast-gem, file: model.yml}\n"
+        "samples: {format: table, file: screen.csv, sep: ',', gene_columns: [query, array],"
+        " categories: [split]}\n")
+    db = tmp_path / "db"
+    run_cli("build", "--recipe", recipe, "-o", db, "--quiet")
+    text = inspect(db)
+    assert "metabolism: 3 reactions, 3 metabolites, 4 GPR edges, 4 RMR edges" in text
+    assert "(2 reactions with a gene-reaction rule)" in text
+    assert re.search(r"^samples: 2 in ", text, re.M), text
+    assert "labels: fitness split" in text
+    run_cli("verify", db)
+    err = build_fails("--recipe", recipe, "--strict", "-o", tmp_path / "db2")
+    assert f"{d}/screen.csv:4:9: unresolved gene name 'NOPE' (strict mode)" in err, err
+    assert not any(p.name.startswith("db2") for p in tmp_path.iterdir())

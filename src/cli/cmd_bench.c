@@ -21,7 +21,9 @@ static const char usage[] =
     "[--json F]\n"
     "       pertload bench payload DB [--batch-size B] [--threads T] [--shuffle] [--json F]\n"
     "       pertload bench gpu DB [--batch-size B] [--batches N] [--threads T] [--json F]\n"
-    "       pertload bench memory [--mib M] [--reps R] [--json F]";
+    "       pertload bench memory [--mib M] [--reps R] [--json F]\n"
+    "       pertload bench khop DB [--k K1,K2] [--types T1,T2] [--samples N] "
+    "[--khop-max-genes M] [--dump F] [--json F]";
 
 /* Whether `path` is a regular file. */
 static int is_file(const char *path) { return access(path, R_OK) == 0; }
@@ -88,7 +90,7 @@ int pl_cmd_bench(int argc, char **argv)
         int (*run)(int, char **);
     } benches[] = {{"masks", pl_bench_masks},     {"collate", pl_bench_collate},
                    {"payload", pl_bench_payload}, {"gpu", pl_bench_gpu},
-                   {"memory", pl_bench_memory}};
+                   {"memory", pl_bench_memory},   {"khop", pl_bench_khop}};
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         printf("usage: pertload bench %s\n", usage);
         return 0;

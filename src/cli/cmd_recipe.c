@@ -18,7 +18,10 @@ static void help(void)
     printf("usage: pertload recipe %s\n\n"
            "Reads the gene list, alias tables and every edge source of RECIPE (YAML) and\n"
            "prints per source: rows read, rows dropped by the format's filters, rows with\n"
-           "an unresolved gene name, duplicates removed by the pair policy, edges kept.\n\n"
+           "an unresolved gene name, duplicates removed by the pair policy, edges kept;\n"
+           "for the metabolism: reactions, metabolites, stoichiometry entries, rules, GPR\n"
+           "pairs, unresolved gene names; per sample table: rows, samples kept, rows\n"
+           "dropped for an unresolved gene, labels and categories.\n\n"
            "  --root DIR         base folder of the recipe's relative paths\n"
            "  --strict           an unresolved gene name is an error (file:line:col)\n"
            "  --unresolved FILE  write every unresolved name: source, name, count, first\n"
@@ -26,15 +29,74 @@ static void help(void)
            usage_text);
 }
 
-int pl_cli_write_unresolved(FILE *f, const pl_imp_source *s, const pl_unres *u)
+static int write_names(FILE *f, const char *source, const char *file, const pl_unres *u)
 {
-    for (uint32_t i = 0; i < pl__unres_distinct(u); i++) {
+    for (uint32_t i = 0; f && i < pl__unres_distinct(u); i++) {
         uint64_t count, line;
         const char *name = pl__unres_name(u, i, &count, &line);
-        if (fprintf(f, "%s\t%s\t%llu\t%s:%llu\n", s->name, name, (unsigned long long)count,
-                    s->file, (unsigned long long)line) < 0)
+        if (fprintf(f, "%s\t%s\t%llu\t%s:%llu\n", source, name, (unsigned long long)count,
+                    file, (unsigned long long)line) < 0)
             return -1;
     }
+    return 0;
+}
+
+int pl_cli_write_unresolved(FILE *f, const pl_imp_source *s, const pl_unres *u)
+{
+    return write_names(f, s->name, s->file, u);
+}
+
+/* The metabolism and the sample tables of the recipe. */
+static int check_more(const pl_recipe *r, const pl_names *nm, int strict, FILE *uf,
+                      const char *unres_path, uint64_t *unresolved, pl_err *err)
+{
+    int rc = 0;
+    if (r->metabolism.model != PL_METAB_NONE) {
+        pl_metab m;
+        rc = pl__recipe_metab(r, nm, strict, &m, err);
+        if (rc == 0) {
+            printf("metabolism format=%s reactions=%u metabolites=%u rmr=%llu rules=%llu "
+                   "gpr=%llu model_genes=%llu unresolved=%llu unresolved_names=%u file=%s\n",
+                   r->metabolism.format, m.reactions.n,
+                   m.metabolites.n, (unsigned long long)m.n_rmr, (unsigned long long)m.n_rules,
+                   (unsigned long long)m.n_gpr, (unsigned long long)m.n_model_genes,
+                   (unsigned long long)m.unresolved, pl__unres_distinct(&m.names),
+                   r->metabolism.file);
+            *unresolved += m.unresolved;
+            if (write_names(uf, "metabolism", r->metabolism.file, &m.names) < 0)
+                rc = pl__err(err, -EIO, "%s: write failed", unres_path);
+        }
+        pl__metab_free(&m);
+        if (rc < 0)
+            return rc;
+    }
+    /* the tables append into one result, as a build reads them */
+    pl_smp_result res = {0};
+    uint32_t seen = 0;
+    for (uint32_t i = 0; rc == 0 && i < r->n_tables; i++) {
+        const pl_smp_spec *s = &r->tables[i];
+        uint64_t rows = res.rows, kept = res.kept, dropped = res.dropped;
+        rc = pl__smp_read(s, nm, strict, NULL, NULL, &res, err);
+        if (rc < 0)
+            break;
+        printf("samples format=%s rows=%llu kept=%llu dropped_unresolved=%llu "
+               "unresolved_names=%u labels=%u categories=%u file=%s\n",
+               s->format == PL_SMP_SGA ? "sga" : "table", (unsigned long long)(res.rows - rows),
+               (unsigned long long)(res.kept - kept), (unsigned long long)(res.dropped - dropped),
+               pl__unres_distinct(&res.names) - seen, res.n_labels, res.n_categories, s->file);
+        *unresolved += res.dropped - dropped;
+        for (uint32_t k = seen; uf && k < pl__unres_distinct(&res.names); k++) {
+            uint64_t count, line;
+            const char *name = pl__unres_name(&res.names, k, &count, &line);
+            if (fprintf(uf, "samples\t%s\t%llu\t%s:%llu\n", name, (unsigned long long)count,
+                        s->file, (unsigned long long)line) < 0)
+                rc = pl__err(err, -EIO, "%s: write failed", unres_path);
+        }
+        seen = pl__unres_distinct(&res.names);
+    }
+    pl__smp_result_free(&res);
+    if (rc < 0)
+        return rc;
     return 0;
 }
 
@@ -90,17 +152,20 @@ static int check(const char *path, const char *root, int strict, const char *unr
                (double)res.read.bytes / 1e6, secs);
         kept += res.kept;
         unresolved += res.unresolved;
-        if (uf && pl_cli_write_unresolved(uf, s, &res.names) < 0) {
+        if (pl_cli_write_unresolved(uf, s, &res.names) < 0) {
             pl__unres_free(&res.names);
             rc = pl__err(&err, -EIO, "%s: write failed", unres_path);
             goto fail;
         }
         pl__unres_free(&res.names);
     }
+    rc = check_more(r, nm, strict, uf, unres_path, &unresolved, &err);
+    if (rc < 0)
+        goto fail;
     printf("total sources=%u kept=%llu unresolved=%llu\n", r->n_sources,
            (unsigned long long)kept, (unsigned long long)unresolved);
     const pl_recipe_metabolism *m = &r->metabolism;
-    if (m->format)
+    if (m->format && m->model == PL_METAB_NONE)
         printf("metabolism format=%s reactions=%s gpr=%s rules=%s rmr=%s (read by build)\n",
                m->format, m->reactions ? m->reactions : "-", m->gpr ? m->gpr : "-",
                m->rules ? m->rules : "-", m->rmr ? m->rmr : "-");

@@ -10,12 +10,14 @@
 #include "collate/collate.h"
 #include "loader/io.h"
 #include "loader/serve.h"
+#include "masks/khop.h"
 
 static const char usage[] =
     "DB --ring NAME [--batch-size B] [--shuffle] [--seed S] [--epoch E]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
     "       [--rows A:B|FILE.npy] [--slots N] [--max-ring-bytes M] [--start-batch K]\n"
-    "       [--consumer-pid PID] [--io auto|uring|pread] [--quiet]\n"
+    "       [--consumer-pid PID] [--io auto|uring|pread]\n"
+    "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--quiet]\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
@@ -36,6 +38,7 @@ int pl_cmd_serve(int argc, char **argv)
     o.max_ring_bytes = PL__SERVE_RING_BYTES;
     o.verbose = 1;
     int positional = 0; /* after "--": a database path may start with '-' */
+    int khop_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         unsigned long long v = 0;
@@ -68,6 +71,8 @@ int pl_cmd_serve(int argc, char **argv)
                 o.dense = PL_DENSE_BOOL;
             else
                 return pl_cli_usage(cmd, usage, "--dense is bits or bool, not '%s'", d);
+        } else if (!strcmp(a, "--khop-types")) {
+            o.khop_types = argv[++i];
         } else if (!strcmp(a, "--io")) {
             const char *d = argv[++i];
             if (!strcmp(d, "auto"))
@@ -86,7 +91,8 @@ int pl_cmd_serve(int argc, char **argv)
                         {"--rank", 1u << 30},       {"--world-size", 1u << 30},
                         {"--threads", 256},         {"--slots", 1024},
                         {"--start-batch", ~0ULL},   {"--consumer-pid", 1u << 30},
-                        {"--max-ring-bytes", PL_RING_MAX_BYTES}};
+                        {"--max-ring-bytes", PL_RING_MAX_BYTES},
+                        {"--khop", PL_KHOP_MAX_K},  {"--khop-max-genes", UINT32_MAX}};
             size_t k = 0;
             while (k < sizeof nums / sizeof nums[0] && strcmp(a, nums[k].opt))
                 k++;
@@ -94,7 +100,7 @@ int pl_cmd_serve(int argc, char **argv)
                 return pl_cli_usage(cmd, usage, "unknown option '%s'", a);
             if (pl_cli_u64(cmd, a, argv[++i], &v) < 0)
                 return 2;
-            unsigned min = k == 0 || k == 4 || k == 5 || k == 6 || k == 9;
+            unsigned min = k == 0 || k == 4 || k == 5 || k == 6 || k == 9 || k == 11;
             if (v > nums[k].max || v < min)
                 return pl_cli_usage(cmd, usage, "%s %llu is out of range (%u to %llu)", a, v,
                                     min, nums[k].max);
@@ -108,12 +114,17 @@ int pl_cmd_serve(int argc, char **argv)
             case 6: o.slots = (uint32_t)v; break;
             case 7: o.start_batch = v; break;
             case 8: o.consumer_pid = (int32_t)v; break;
-            default: o.max_ring_bytes = v; break;
+            case 9: o.max_ring_bytes = v; break;
+            case 10: o.khop = (uint32_t)v; khop_set = 1; break;
+            default: o.khop_max_genes = (uint32_t)v; break;
             }
         }
     }
     if (!o.db || !o.ring)
         return pl_cli_usage(cmd, usage, "a database and --ring NAME are required");
+    if (khop_set != !!o.khop_types || (o.khop_max_genes && !khop_set))
+        return pl_cli_usage(cmd, usage, "--khop and --khop-types go together "
+                                        "(--khop-max-genes with them)");
     if (o.plan.rank >= o.plan.world_size)
         return pl_cli_usage(cmd, usage, "--rank %u must be below --world-size %u",
                             o.plan.rank, o.plan.world_size);

@@ -1,0 +1,297 @@
+/* Sample tables (samples.h): the per-row work the readers share. */
+#include "samples.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smp.h"
+#include "src/core/error.h"
+#include "src/core/vec.h"
+
+#define NOMEM(d) pl__err((d)->err, -ENOMEM, "%s: out of memory", (d)->s->file)
+
+void pl__smp_spec_init(pl_smp_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->header = 1;
+}
+
+int pl__smp_col_number(const char *c)
+{
+    if (!c)
+        return -1;
+    char *end;
+    long v = strtol(c, &end, 10);
+    if (*c >= '0' && *c <= '9' && !*end)
+        return v >= 1 && v <= 256 ? (int)v - 1 : -3;
+    return -2;
+}
+
+int pl__smp_check(const pl_smp_spec *s, pl_err *err)
+{
+    if (s->format == PL_SMP_SGA)
+        return 0;
+    const char *all[3 * PL_IMP_MAX_LIST + 2];
+    uint32_t n = 0;
+    all[n++] = s->n_gene_columns ? NULL : s->genes ? s->genes : "genes";
+    all[n++] = s->id;
+    for (uint32_t i = 0; i < s->n_gene_columns; i++)
+        all[n++] = s->gene_columns[i];
+    for (uint32_t i = 0; i < s->n_labels; i++)
+        all[n++] = s->labels[i];
+    for (uint32_t i = 0; i < s->n_categories; i++)
+        all[n++] = s->categories[i];
+    for (uint32_t i = 0; i < n; i++) {
+        int c = all[i] ? pl__smp_col_number(all[i]) : -1;
+        PL_FAIL_IF(c == -3, err, PL_EUSAGE, "column %s out of range 1..256", all[i]);
+        PL_FAIL_IF(c == -2 && !s->header, err, PL_EUSAGE, "column '%s' is a name, but the "
+                   "file has no header (header: true)", all[i]);
+        for (uint32_t j = 0; all[i] && j < i; j++)
+            PL_FAIL_IF(all[j] && !strcmp(all[i], all[j]), err, PL_EUSAGE,
+                       "column '%s' is given two roles", all[i]);
+    }
+    PL_FAIL_IF(s->genes && s->n_gene_columns, err, PL_EUSAGE,
+               "give either 'genes' (one column) or 'gene_columns', not both");
+    PL_FAIL_IF(s->sep == '\n' || s->sep == '\r', err, PL_EUSAGE,
+               "a line break cannot be the separator");
+    return 0;
+}
+
+int pl__smp_setup(pl_smp_rd *d, uint32_t n_labels, uint32_t n_cats)
+{
+    pl_smp_result *r = d->r;
+    d->lnames = calloc(n_labels + 1, sizeof *d->lnames);
+    d->cnames = calloc(n_cats + 1, sizeof *d->cnames);
+    d->labels = calloc(n_labels + 1, sizeof *d->labels);
+    d->cats = calloc(n_cats + 1, sizeof *d->cats);
+    if (!d->lnames || !d->cnames || !d->labels || !d->cats)
+        return NOMEM(d);
+    d->nl = n_labels;
+    d->nc = n_cats;
+    if (r->cat_values) /* a later file: the first one's categories */
+        return 0;
+    r->cat_values = calloc(n_cats + 1, sizeof *r->cat_values);
+    if (!r->cat_values)
+        return NOMEM(d);
+    for (uint32_t i = 0; i < n_cats; i++) {
+        if (pl__strtab_init(&r->cat_values[i]) < 0)
+            return NOMEM(d);
+        r->n_categories = i + 1;
+    }
+    return 0;
+}
+
+/* Whether the names `a[0..na)` and `b[0..nb)` are the same list. */
+static int same_names(char **a, uint32_t na, char **b, uint32_t nb)
+{
+    if (na != nb)
+        return 0;
+    for (uint32_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]))
+            return 0;
+    return 1;
+}
+
+int pl__smp_names_done(pl_smp_rd *d)
+{
+    pl_smp_result *r = d->r;
+    if (r->label_names) {
+        if (!same_names(r->label_names, r->n_labels, d->lnames, d->nl) ||
+            !same_names(r->cat_names, r->n_categories, d->cnames, d->nc))
+            return pl__src_fail(d->src, 0, d->err, "the labels and categories differ from "
+                                "those of the first sample table");
+        return 0;
+    }
+    r->label_names = d->lnames;
+    r->n_labels = d->nl;
+    r->cat_names = d->cnames;
+    d->lnames = d->cnames = NULL; /* the result owns them */
+    d->names_moved = 1;
+    return 0;
+}
+
+int pl__smp_name(pl_smp_rd *d, char **slot, const char *s, size_t len)
+{
+    *slot = strndup(s, len);
+    return *slot ? 0 : NOMEM(d);
+}
+
+const char *pl__smp_label_name(const pl_smp_rd *d, uint32_t l)
+{
+    return d->names_moved ? d->r->label_names[l] : d->lnames[l];
+}
+
+const char *pl__smp_cat_name(const pl_smp_rd *d, uint32_t c)
+{
+    return d->names_moved ? d->r->cat_names[c] : d->cnames[c];
+}
+
+void pl__smp_row_begin(pl_smp_rd *d)
+{
+    d->ng = 0;
+    d->unknown = 0;
+}
+
+int pl__smp_gene(pl_smp_rd *d, const pl__field *f)
+{
+    if (f->len == 0)
+        return pl__src_fail(d->src, f->col, d->err, "empty gene name");
+    int64_t g = pl__names_resolve(d->nm, f->s, f->len);
+    if (g < 0) {
+        if (d->strict)
+            return pl__src_fail(d->src, f->col, d->err, "unresolved gene name '%.*s' (strict "
+                                "mode)", (int)(f->len > 80 ? 80 : f->len), f->s);
+        d->unknown++;
+        if (pl__unres_add(&d->r->names, f->s, f->len, pl__src_lineno(d->src)) < 0)
+            return NOMEM(d);
+        return 0;
+    }
+    for (uint32_t i = 0; i < d->ng; i++)
+        if (d->genes[i] == g)
+            return 0;
+    if (pl__grow(&d->genes, &d->cap_genes, d->ng + 1, sizeof *d->genes) < 0)
+        return NOMEM(d);
+    d->genes[d->ng++] = (int32_t)g;
+    return 0;
+}
+
+static int is_missing(const pl__field *f)
+{
+    static const char *const na[] = {"NA", "NaN", "nan"};
+    if (f->len == 0)
+        return 1;
+    for (int i = 0; i < 3; i++)
+        if (f->len == strlen(na[i]) && !memcmp(f->s, na[i], f->len))
+            return 1;
+    return 0;
+}
+
+int pl__smp_label(pl_smp_rd *d, const pl__field *f, uint32_t l)
+{
+    if (is_missing(f)) {
+        d->labels[l] = NAN;
+        return 0;
+    }
+    int pr = pl__parse_float(f, &d->labels[l]);
+    if (pr == PL_ERANGE)
+        return pl__src_fail(d->src, f->col, d->err, "label '%.*s' in column '%s' is out of "
+                            "the float32 range", (int)(f->len > 40 ? 40 : f->len), f->s,
+                            pl__smp_label_name(d, l));
+    if (pr < 0)
+        return pl__src_fail(d->src, f->col, d->err, "bad number '%.*s' in label column '%s' "
+                            "(a text column is kept with 'categories')",
+                            (int)(f->len > 40 ? 40 : f->len), f->s, pl__smp_label_name(d, l));
+    return 0;
+}
+
+int pl__smp_cat(pl_smp_rd *d, const pl__field *f, uint32_t c)
+{
+    if (memchr(f->s, 0, f->len))
+        return pl__src_fail(d->src, f->col, d->err, "a NUL byte in category column '%s'",
+                            pl__smp_cat_name(d, c));
+    int added;
+    int64_t code = pl__strtab_intern(&d->r->cat_values[c], f->s, f->len, &added);
+    if (code < 0)
+        return NOMEM(d);
+    d->cats[c] = (uint32_t)code;
+    return 0;
+}
+
+int pl__smp_row_end(pl_smp_rd *d, uint64_t id, uint32_t col)
+{
+    pl_smp_result *r = d->r;
+    uint64_t row = r->rows;
+    if (!d->unknown && d->ng == 0)
+        return pl__src_fail(d->src, col, d->err, "sample has no genes");
+    r->rows++;
+    d->out = (pl_smp_row){row, id, d->genes, d->ng, d->labels, d->cats, d->unknown > 0};
+    if (d->unknown) {
+        if (pl__grow(&r->dropped_rows, &r->cap_dropped, r->dropped + 1, 8) < 0)
+            return NOMEM(d);
+        r->dropped_rows[r->dropped++] = row;
+    } else {
+        r->kept++;
+    }
+    return 0;
+}
+
+int pl__smp_open(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_result *r,
+                 pl_smp_rd **out, pl_err *err)
+{
+    *out = NULL;
+    PL_TRY(pl__smp_check(s, err));
+    pl_smp_rd *d = calloc(1, sizeof *d);
+    PL_FAIL_IF(!d, err, -ENOMEM, "%s: out of memory", s->file);
+    *d = (pl_smp_rd){.s = s, .nm = nm, .strict = strict, .r = r, .err = err};
+    int rc = pl__src_open(s->file, &d->src, err);
+    if (rc == 0)
+        rc = s->format == PL_SMP_SGA ? pl__smp_sga_open(d) : pl__smp_table_open(d);
+    if (rc < 0) {
+        pl__smp_close(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+int pl__smp_next(pl_smp_rd *d, const pl_smp_row **row, pl_err *err)
+{
+    d->err = err;
+    int rc = d->s->format == PL_SMP_SGA ? pl__smp_sga_next(d) : pl__smp_table_next(d);
+    *row = rc == 1 ? &d->out : NULL;
+    return rc;
+}
+
+void pl__smp_close(pl_smp_rd *d)
+{
+    if (!d)
+        return;
+    if (d->src)
+        d->r->bytes += pl__src_bytes(d->src);
+    pl__src_close(d->src);
+    for (uint32_t i = 0; d->lnames && i < d->nl; i++)
+        free(d->lnames[i]);
+    for (uint32_t i = 0; d->cnames && i < d->nc; i++)
+        free(d->cnames[i]);
+    free(d->lnames);
+    free(d->cnames);
+    free(d->genes);
+    free(d->labels);
+    free(d->cats);
+    free(d->state);
+    free(d);
+}
+
+int pl__smp_read(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_emit emit,
+                 void *ctx, pl_smp_result *r, pl_err *err)
+{
+    pl_smp_rd *d;
+    PL_TRY(pl__smp_open(s, nm, strict, r, &d, err));
+    const pl_smp_row *row;
+    int rc;
+    while ((rc = pl__smp_next(d, &row, err)) == 1)
+        if (!row->dropped && emit && (rc = emit(ctx, row, err)) < 0)
+            break;
+    pl__smp_close(d);
+    return rc < 0 ? rc : 0;
+}
+
+void pl__smp_result_free(pl_smp_result *r)
+{
+    for (uint32_t i = 0; r->label_names && i < r->n_labels; i++)
+        free(r->label_names[i]);
+    for (uint32_t i = 0; r->cat_names && i < r->n_categories; i++) {
+        free(r->cat_names[i]);
+        pl__strtab_free(&r->cat_values[i]);
+    }
+    for (uint32_t i = r->n_categories; r->cat_values && r->cat_names == NULL && i-- > 0;)
+        pl__strtab_free(&r->cat_values[i]);
+    free(r->label_names);
+    free(r->cat_names);
+    free(r->cat_values);
+    free(r->dropped_rows);
+    pl__unres_free(&r->names);
+    memset(r, 0, sizeof *r);
+}
