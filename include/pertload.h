@@ -89,7 +89,7 @@ enum {
 typedef struct pl_build_opts {
     const char *out;          /**< database directory to create (must not exist) */
     const char *genes;        /**< genes file: one name per line */
-    size_t n_types;           /**< number of edge types, 1..PL_MAX_TYPES */
+    size_t n_types;           /**< number of edge types, 1..PL_MAX_TYPES (0 with metabolism) */
     const char **type_names;  /**< [n_types] edge type names */
     const char **type_files;  /**< [n_types] TSV (`src dst [score]`) or .npy */
     const double *min_score;  /**< [n_types] or NULL; NaN = no filter */
@@ -525,6 +525,27 @@ PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *e
  *  @param slot the slot's first byte (`slot_bytes` readable bytes).
  *  @return 0, or PL_EPARSE with the reason (and the array's name) in err. */
 PL_API int pl_slot_check(const void *slot, uint64_t slot_bytes, pl_err *err);
+
+/** One edge type of the PyG batch layout (DESIGN section 13): the disjoint
+ *  union of the batch's samples' copies of the edges (src[e], dst[e]),
+ *  e < n_edges, each without the edges its removed list names. Sample i's
+ *  removed positions are removed[ptr[i] .. ptr[i+1]), strictly increasing
+ *  and below n_edges (the lists of a slot); its kept edges are written in
+ *  edge order, their ends shifted by i * shift_src and i * shift_dst, after
+ *  those of the samples before it. `removed` holds ptr[n_samples] positions.
+ *  The lists are checked first: lists that break the rules are refused
+ *  before anything is written, so the output is written only when it gets
+ *  exactly n_samples * n_edges - ptr[n_samples] edges, the size it must
+ *  have.
+ *  @param out_src, out_dst the kept edges' ends.
+ *  @param out_ptr [n_samples + 1]: each sample's first output edge, then the
+ *  total.
+ *  @return 0, or PL_EPARSE naming the sample and position (nothing
+ *  written). */
+PL_API int pl_pyg_edges(const int64_t *src, const int64_t *dst, uint64_t n_edges,
+                        const int64_t *removed, const int64_t *ptr, uint32_t n_samples,
+                        int64_t shift_src, int64_t shift_dst, int64_t *out_src,
+                        int64_t *out_dst, int64_t *out_ptr, pl_err *err);
 
 /** Consumer: done with batch `batch` of `n_samples` samples; its slot (and
  *  those of all earlier batches) may be reused. */

@@ -57,9 +57,17 @@ int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err)
     p->payload_fd = p->payload_dfd = -1;
     PL_TRY(pl_db_open(o->db, &p->db, err));
     p->o.plan.n_samples = pl_db_info_get(p->db)->n_samples;
-    if (o->plan.budget) /* the costs come with the sample table */
+    if (o->plan.budget) { /* the costs come with the sample table */
+        PL_FAIL_IF(o->rows, err, PL_EUSAGE, "--rows and --budget cannot be combined");
         return 0;
+    }
+    if (o->rows) {
+        PL_TRY(pl__subset_load(&p->subset, o->rows, p->o.plan.n_samples, err));
+        p->o.plan.n_samples = p->subset.n;
+    }
     PL_TRY(pl_plan_new(&p->o.plan, &p->plan, err));
+    if (o->rows)
+        pl__subset_apply(&p->subset, p->plan);
     return start_at(p, err);
 }
 
@@ -350,6 +358,7 @@ void pl__producer_free(pl__producer *p)
     if (p->payload_dfd >= 0)
         close(p->payload_dfd);
     pl_plan_free(p->plan);
+    pl__subset_free(&p->subset);
     pl__parts_free(&p->parts);
     pl__table_free(&p->table);
     pl__khop_free(p->khop);

@@ -23,6 +23,7 @@
 #include "loader/parts.h"
 #include "loader/table.h"
 #include "pertload.h"
+#include "subset.h"
 
 /** Where batches go, delivery by delivery: deliveries count from 0 at the
  *  first one produced (plan batch start_batch, or its first part). Called
@@ -43,7 +44,8 @@ typedef struct pl__sink {
 
 typedef struct pl__produce_opts {
     const char *db;
-    pl_plan_opts plan;    /* n_samples is filled from the database */
+    pl_plan_opts plan;    /* n_samples is filled from the database (or the subset) */
+    const char *rows;     /* the subset of rows (subset.h: "A:B" or a .npy), or NULL */
     uint64_t start_batch; /* resume: first plan batch to produce */
     uint32_t dense;       /* PL_DENSE_* collated on the CPU into the slot */
     uint32_t threads;     /* worker threads; 0 means 1 */
@@ -69,6 +71,7 @@ typedef struct pl__producer {
     /* init */
     pl_db *db;
     pl_plan *plan;        /* budgeted plans: made at load, from the rows' costs */
+    pl__subset subset;    /* the rows of o.rows (empty without) */
     uint64_t n_batches;   /* batches to produce: the plan's from start_batch on */
     /* load */
     pl_graph *g;

@@ -27,9 +27,10 @@
 
 static int check_type_names(const pl_build_opts *o, pl_err *err)
 {
-    PL_FAIL_IF(o->n_types < 1 || o->n_types > PL_MAX_TYPES, err, PL_EUSAGE,
-               "%zu edge types given; between 1 and %d are supported", o->n_types,
-               PL_MAX_TYPES);
+    int metabolism = o->gpr || o->rmr || o->reactions || o->rules;
+    PL_FAIL_IF((o->n_types < 1 && !metabolism) || o->n_types > PL_MAX_TYPES, err, PL_EUSAGE,
+               "%zu edge types given; between 1 and %d are supported (0 with metabolism)",
+               o->n_types, PL_MAX_TYPES);
     for (size_t t = 0; t < o->n_types; t++) {
         const char *n = o->type_names[t];
         size_t len = strlen(n);
@@ -121,7 +122,7 @@ static int run(builder *b)
     const pl__build_input *in = b->in;
     struct pl__meta *m = &b->meta;
     PL_FAIL_IF(!o->out || (!o->genes && !(in && in->genes)) || (!o->samples && !in) ||
-               !o->type_names || (!o->type_files && !(in && in->edges)),
+               (o->n_types && (!o->type_names || (!o->type_files && !(in && in->edges)))),
                b->err, PL_EUSAGE, "pl_build: out, genes, edge types and samples are required");
     PL_TRY(check_type_names(o, b->err));
     PL_TRY(pl__ruleset_check_opts(o, b->err));

@@ -183,10 +183,21 @@ static int64_t reaction_of(builder *b, const pl__text *tx, const pl__field *f, i
     return r;
 }
 
+/* The first line of a GPR table is a header when its first field names no
+ * gene and says "gene", and its second says "reaction" or "rxn" (any case). */
+static int gpr_header(const builder *b, const pl__field *f)
+{
+    return pl__text_contains_ci(f[0].s, f[0].len, "gene") &&
+           pl__strtab_find(&b->genes, f[0].s, f[0].len) < 0 &&
+           (pl__text_contains_ci(f[1].s, f[1].len, "reaction") ||
+            pl__text_contains_ci(f[1].s, f[1].len, "rxn"));
+}
+
 int pl__build_read_gpr(builder *b, const char *path)
 {
     pl__text tx;
     int rc = pl__text_open(&tx, path, b->err);
+    int first = 1;
     pl__field f[3];
     while (rc == 0 && (rc = pl__text_next(&tx, b->err)) == 1) {
         rc = 0;
@@ -196,6 +207,11 @@ int pl__build_read_gpr(builder *b, const char *path)
                                "expected 2 columns (gene reaction), found %d", nf);
             break;
         }
+        if (first && gpr_header(b, f)) {
+            first = 0;
+            continue;
+        }
+        first = 0;
         int64_t g = gene_of(b, &tx, &f[0], &b->st.dropped_gpr, &rc);
         if (rc < 0)
             break;

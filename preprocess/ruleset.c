@@ -39,22 +39,13 @@ int pl__ruleset_add(pl__ruleset *rs, int32_t rxn, const uint32_t *code, uint32_t
     return 0;
 }
 
-static int contains_ci(const char *s, size_t n, const char *w)
-{
-    size_t m = strlen(w);
-    for (size_t i = 0; i + m <= n; i++)
-        if (strncasecmp(s + i, w, m) == 0)
-            return 1;
-    return 0;
-}
-
 /* The first line is a header when its rule is one word naming a rule column. */
 static int is_header(const pl_strtab *genes, const char *r, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (r[i] == ' ' || r[i] == '\t' || r[i] == '(' || r[i] == ')')
             return 0;
-    return n > 0 && (contains_ci(r, n, "rule") || contains_ci(r, n, "gpr")) &&
+    return n > 0 && (pl__text_contains_ci(r, n, "rule") || pl__text_contains_ci(r, n, "gpr")) &&
            pl__strtab_find(genes, r, n) < 0;
 }
 

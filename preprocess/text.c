@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -341,5 +342,14 @@ int pl__parse_u64(const pl__field *f, uint64_t *out)
         v = v * 10 + d;
     }
     *out = v;
+    return 0;
+}
+
+int pl__text_contains_ci(const char *s, size_t n, const char *w)
+{
+    size_t m = strlen(w);
+    for (size_t i = 0; i + m <= n; i++)
+        if (strncasecmp(s + i, w, m) == 0)
+            return 1;
     return 0;
 }

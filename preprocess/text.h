@@ -79,6 +79,10 @@ int pl__parse_float(const pl__field *f, float *out);
  *  sign or base prefix). @return 0 or -1 (also on overflow). */
 int pl__parse_u64(const pl__field *f, uint64_t *out);
 
+/** 1 when the n bytes at s contain the word w, ignoring ASCII case (header
+ *  recognition), else 0. */
+int pl__text_contains_ci(const char *s, size_t n, const char *w);
+
 /** Fraction of the file consumed, for progress estimates. */
 static inline double pl__text_frac(const pl__text *t)
 {

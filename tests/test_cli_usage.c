@@ -93,13 +93,16 @@ Test(cli_usage, main)
  * --min-score too. */
 Test(cli_usage, build)
 {
-    USAGE("-o, --genes, --edges and --samples are required", "build");
+    USAGE("-o, --genes and --samples are required, and --edges unless the database has "
+          "metabolism", "build");
+    USAGE("-o, --genes and --samples are required, and --edges unless",
+          "build", "-o", "db", "--genes", "g.txt", "--samples", "s.tsv");
     USAGE("-o needs a value", "build", "-o");
     USAGE("--edges wants NAME=FILE, got 'phys'", "build", "--edges", "phys");
     USAGE("--edges wants NAME=FILE, got '=f.tsv'", "build", "--edges", "=f.tsv");
     USAGE("unknown option '--bogus'", "build", "--edges", "a=a.tsv", "--bogus", "x");
     USAGE("--genes needs a value", "build", "--edges", "a=a.tsv", "--genes");
-    USAGE("-o, --genes, --edges and --samples are required", "build", "--edges", "a=a.tsv",
+    USAGE("-o, --genes and --samples are required", "build", "--edges", "a=a.tsv",
           "--edges", "b=b.tsv", "--min-score", "a=0.5", "-o", "db");
     USAGE("--min-score needs a value", "build", "--edges", "a=a.tsv", "--min-score", "a=1",
           "--min-score");

@@ -406,3 +406,64 @@ Test(text_inputs, fifo_refused_at_once, .timeout = 30)
     free(out);
     inputs_free(&in);
 }
+
+/* A GPR table's header line (`gene<TAB>reaction`, any case) is not data:
+ * with a reaction list, and without one while unknown genes are dropped (the
+ * header then read as a dropped edge and a reaction named "reaction"). */
+static void gpr_header_case(const char *header, int reaction_list)
+{
+    inputs ref, hdr;
+    inputs_write(&ref, "ref", -1, "\n");
+    inputs_write(&hdr, "hdr", -1, "\n");
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, "%s\n", header);
+    for (int i = 0; lines[GPR][i]; i++)
+        pl_test_tprintf(&t, "%s\n", lines[GPR][i]);
+    char *d = pl_test_path(dir, "hdr");
+    free(hdr.paths[GPR]);
+    hdr.paths[GPR] = pl_test_put_text(d, "gpr-header.tsv", &t);
+    free(d);
+    hdr.o.gpr = hdr.paths[GPR];
+    if (!reaction_list) {
+        ref.o.reactions = hdr.o.reactions = NULL;
+        ref.o.drop_unknown_genes = hdr.o.drop_unknown_genes = 1;
+    }
+    pl_db *want = build_open(&ref, "ref.db");
+    pl_db *got = build_open(&hdr, "hdr.db");
+    expect_same_db(got, want);
+    pl_db_close(got);
+    pl_db_close(want);
+    inputs_free(&ref);
+    inputs_free(&hdr);
+}
+
+Test(text_inputs, gpr_header_with_reaction_list) { gpr_header_case("gene\treaction", 1); }
+Test(text_inputs, gpr_header_dropping_unknown) { gpr_header_case("Gene_ID\tRxn_ID", 0); }
+
+/* A first line naming a known gene is data even when it looks like a header. */
+Test(text_inputs, gpr_first_line_of_genes_is_data)
+{
+    inputs in;
+    inputs_write(&in, "data", -1, "\n");
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, "gene1\treaction1\ng1\tr1\n");
+    char *d = pl_test_path(dir, "data");
+    pl_test_text gt = {0};
+    pl_test_tprintf(&gt, "gene1\ng1\ng2\ng3\ng4\n");
+    free(in.paths[GENES]);
+    in.paths[GENES] = pl_test_put_text(d, "genes-named.txt", &gt);
+    in.o.genes = in.paths[GENES];
+    pl_test_text rt = {0};
+    pl_test_tprintf(&rt, "reaction1\nr1\nr2\n");
+    free(in.paths[REACTIONS]);
+    in.paths[REACTIONS] = pl_test_put_text(d, "reactions-named.txt", &rt);
+    in.o.reactions = in.paths[REACTIONS];
+    free(in.paths[GPR]);
+    in.paths[GPR] = pl_test_put_text(d, "gpr-named.tsv", &t);
+    in.o.gpr = in.paths[GPR];
+    free(d);
+    pl_db *db = build_open(&in, "named.db");
+    cr_expect_eq(pl_db_info_get(db)->n_gpr, 2, "the first line is an edge");
+    pl_db_close(db);
+    inputs_free(&in);
+}

@@ -11,7 +11,8 @@ pertload database by `pertload serve` through shared memory.
                                                  # graph: checks both share a database
             mask = t[("gene", "physical", "gene")]["mask"]
 
-numpy is required; torch only for to_torch().
+numpy is required; torch only for to_torch(), Dataset and DataModule
+(torch.utils.data forms, imported on first use).
 """
 
 from ._lib import LoaderError, library_path, program_path
@@ -19,5 +20,14 @@ from .batch import Batch, unpack_bits
 from .graph import Graph, check_same_database
 from .loader import Loader
 
-__all__ = ["Batch", "Graph", "Loader", "LoaderError", "check_same_database", "library_path",
-           "program_path", "unpack_bits"]
+__all__ = ["Batch", "DataModule", "Dataset", "Graph", "Loader", "LoaderError",
+           "check_same_database", "library_path", "program_path", "unpack_bits"]
+
+
+def __getattr__(name):
+    # Dataset and DataModule need torch: imported when first asked for.
+    if name in ("Dataset", "DataModule"):
+        from . import data
+
+        return getattr(data, name)
+    raise AttributeError(f"module 'pertload' has no attribute {name!r}")

@@ -180,6 +180,8 @@ _PROTOTYPES = {
     "pl_ring_detach": (None, [_vp]),
     "pl_ring_stats_get": (None, [_vp, ctypes.POINTER(RingStats)]),
     "pl_slot_check": (ctypes.c_int, [_vp, ctypes.c_uint64, _err_p]),
+    "pl_pyg_edges": (ctypes.c_int, [_vp, _vp, ctypes.c_uint64, _vp, _vp, ctypes.c_uint32,
+                                    ctypes.c_int64, ctypes.c_int64, _vp, _vp, _vp, _err_p]),
     "pl_ontology_load": (ctypes.c_int, [_vp, ctypes.POINTER(ctypes.POINTER(Ontology)), _err_p]),
     "pl_ontology_free": (None, [ctypes.POINTER(Ontology)]),
 }
@@ -193,11 +195,32 @@ def _generated_paths():
     return _paths.LIBRARY, _paths.PROGRAM
 
 
+def _wheel_paths():
+    """(library, program) where `pip install` put them, or (None, None) when
+    this package did not come from a wheel: meson-python puts what meson
+    installs into libdir into .pertload.mesonpy.libs beside the package, and
+    the program into the environment's scripts directory."""
+    libs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        ".pertload.mesonpy.libs")
+    if not os.path.isdir(libs):
+        return None, None
+    import sysconfig
+
+    # The wheel holds the library under its full versioned name (links are
+    # not copied into wheels).
+    found = sorted(f for f in os.listdir(libs) if f.startswith("libpertload.so"))
+    lib = os.path.join(libs, found[-1]) if found else None
+    return lib, os.path.join(sysconfig.get_path("scripts"), "pertload")
+
+
 def library_path():
     """Path of libpertload.so this package loads."""
     env = os.environ.get("PERTLOAD_LIB")
     if env:
         return env
+    lib, _ = _wheel_paths()
+    if lib and os.path.exists(lib):
+        return lib
     lib, _ = _generated_paths()
     if lib and os.path.exists(lib):
         return lib
@@ -212,6 +235,9 @@ def program_path():
     env = os.environ.get("PERTLOAD_BIN")
     if env:
         return env
+    _, prog = _wheel_paths()
+    if prog and os.path.exists(prog):
+        return prog
     _, prog = _generated_paths()
     if prog and os.path.exists(prog):
         return prog

@@ -13,7 +13,7 @@ import struct
 
 import numpy as np
 
-from . import _lib
+from . import _lib, pyg
 from ._lib import LoaderError
 from .graph import check_same_database
 
@@ -142,11 +142,21 @@ def merge_parts(parts):
 class Batch:
     """One batch of B samples, as numpy views of its ring slot (no copy).
 
-    The views are valid until the loader is asked for the next batch: then
-    the slot is handed back to the producer, which refills it. Copy what must
-    outlive the step (or call to_torch(), whose tensors own their memory).
+    Lifetime: the loader hands the slot back to the producer, which refills
+    it, when it is asked for the next batch of the epoch: the batch is
+    *released* then. From then on reading any of its arrays,
+    to_torch() or copy() raises LoaderError, so a batch kept past its step
+    (`list(loader)`, a list of batches, a batch kept across epochs) never
+    shows another batch's data. To keep a batch, take batch.copy() (memory
+    of its own, valid for ever) or to_torch() (tensors own their memory)
+    during the step. numpy arrays taken out of a batch (`ids =
+    batch.sample_id`) are the zero-copy path: plain views of the slot, valid
+    until the batch is released; copy them to keep them. The last batch an
+    epoch yielded (at its end, or when it was stopped by close(), a break or
+    garbage collection) stays valid: its slot is never refilled.
     A batch too large for one slot came in several (`parts` of them) and was
-    put together in memory of its own: its arrays are not views of the ring.
+    put together in memory of its own: its arrays are not views of the ring
+    and it is never released (as a copy()).
 
     Attributes: index (the batch's position in the epoch plan), epoch, parts
     (the slots it came in: 1, more when it was split to fit the ring),
@@ -164,8 +174,9 @@ class Batch:
     """
 
     def __init__(self, arrays, head, kinds, ring=None, slot_addr=0, slot_bytes=0,
-                 fingerprints=(None, {})):
-        self.arrays = arrays
+                 fingerprints=(None, {}), graph_source=None):
+        self._released = None  # why the arrays may no longer be read, once released
+        self._head = head
         self.gene_fingerprint, self.edge_fingerprints = fingerprints
         self.index = int(head["batch"])
         self.epoch = int(head["epoch"])
@@ -178,6 +189,7 @@ class Batch:
         self._slot_addr = slot_addr
         self._slot_bytes = slot_bytes
         self._copy_done = None
+        self._graph_source = graph_source
 
         def get(name, rows=None, dtype=None):
             a = arrays.get(name)
@@ -190,28 +202,28 @@ class Batch:
                                   "expected")
             return a
 
-        self.sample_id = get("sample_id", B, "<u8")
-        self.row = get("row", B, "<u8")
-        self.labels = get("labels", B, "<f4")
-        self.payload = arrays.get("payload")
-        if self.payload is not None and self.payload.shape[0] != B:
+        v = self._v = {"arrays": arrays, "gpr": None, "reaction": None, "rmr": None}
+        v["sample_id"] = get("sample_id", B, "<u8")
+        v["row"] = get("row", B, "<u8")
+        v["labels"] = get("labels", B, "<f4")
+        v["payload"] = payload = arrays.get("payload")
+        if payload is not None and payload.shape[0] != B:
             raise LoaderError("slot: payload rows do not match the batch size")
-        self.removed = {}
-        self.gpr = self.reaction = self.rmr = None
-        self.dense = {}
+        v["removed"], v["dense"] = removed, dense_masks = {}, {}
         self._lists = {}
         for key, slot_name, n in kinds:
             if slot_name == "gene":
                 lists = (get("perturbation_indices", None, "<i4"),
                          get("perturbation_ptr", B + 1, "<i8"))
-                self.perturbation_indices, self.perturbation_ptr = lists
+                v["perturbation_indices"], v["perturbation_ptr"] = lists
+                self._n_pert = len(lists[0])
             else:
                 lists = (get(slot_name + "/removed", None, "<i4"),
                          get(slot_name + "/ptr", B + 1, "<i8"))
                 if slot_name.startswith("edges/"):
-                    self.removed[slot_name[6:]] = lists
+                    removed[slot_name[6:]] = lists
                 else:
-                    setattr(self, slot_name, lists)
+                    v[slot_name] = lists
             _check_ptr(slot_name, *lists)
             self._lists[slot_name] = lists
             if dense:
@@ -220,8 +232,8 @@ class Batch:
                 if m.ndim != 2 or m.shape[1] != width:
                     raise LoaderError(f"slot: mask {slot_name!r} has shape {m.shape}, "
                                       f"[{B}, {width}] expected")
-                self.dense[key] = m
-        self.khop = None
+                dense_masks[key] = m
+        v["khop"] = None
         if "khop/genes" in arrays:
             genes = (get("khop/genes", None, "<i4"), get("khop/genes/ptr", B + 1, "<i8"))
             _check_ptr("khop/genes", *genes)
@@ -231,23 +243,69 @@ class Batch:
                     t = name[len("khop/edges/"):]
                     edges[t] = (get(name, None, "<i4"), get(name + "/ptr", B + 1, "<i8"))
                     _check_ptr(name, *edges[t])
-            self.khop = {"genes": genes, "capped": get("khop/capped", B, "|u1"),
-                         "edges": edges}
+            v["khop"] = {"genes": genes, "capped": get("khop/capped", B, "|u1"),
+                      "edges": edges}
+
+    def _live(self):
+        """Raise LoaderError when the batch's slot was handed back."""
+        if self._released is not None:
+            raise LoaderError(self._released)
+
+    def release(self, why):
+        """Mark the batch released (the loader calls it before it hands the
+        slot back): every later read of its arrays raises LoaderError(why)."""
+        if self._ring is not None:
+            self._released = why
+
+    @property
+    def released(self):
+        """True once the batch's slot was handed back (see the class doc)."""
+        return self._released is not None
+
+    def copy(self):
+        """The batch in memory of its own (never released), e.g. to keep it
+        in a list past its step."""
+        self._live()
+        arrays = {k: a.copy() for k, a in self._v["arrays"].items()}
+        return Batch(arrays, self._head, self._kinds,
+                     fingerprints=(self.gene_fingerprint, self.edge_fingerprints),
+                     graph_source=self._graph_source)
 
     def __len__(self):
         return self._n
 
     def __repr__(self):
         return (f"<pertload.Batch {self.index} of epoch {self.epoch}: {self._n} samples, "
-                f"{len(self.perturbation_indices)} deleted genes>")
+                f"{self._n_pert} deleted genes{', released' if self.released else ''}>")
 
-    def to_torch(self, device="cpu", non_blocking=True, graph=None):
+    def to_torch(self, device="cpu", non_blocking=True, layout="masks", graph=None,
+                 edge_types=None):
         """The batch as torch tensors on `device`, keyed as PyG HeteroData keys.
+
+        layout="lists": the same without the masks (the removed lists and
+        ptr as int64 tensors, cheap to pin and move; expand them where
+        needed).
+
+        layout="pyg": the disjoint union of the samples' graphs that PyG
+        models consume (pertload.pyg): "gene" {"num_nodes" B*N, "batch"
+        [B*N], "ptr" [B+1], "pert_mask" bool [B*N], "perturbed" (the deleted
+        genes' node indices)}; per edge type {"edge_index" [2, K] (every
+        sample's kept edges in graph order, nodes offset by sample * N),
+        "ptr" [B+1] (each sample's first edge)}; with metabolism "reaction"
+        (with "mask": kept reactions), "metabolite", ("gene", "gpr",
+        "reaction") and ("reaction", "rmr", "metabolite") (with
+        "stoichiometry") alike; "labels", "sample_id", "row", "payload".
+        A torch_geometric HeteroData where PyG is importable, else that
+        mapping. It is built from the shared graph on the device (default
+        the loader's, uploaded once per device; or `graph`) with a few
+        vectorised ops per type, no dense masks.
 
         With `graph` (a Graph), first checks that both come from the same
         database (gene list and edge arrays, by their fingerprints) and raises
         LoaderError when not: the batch's indices would address the wrong
-        genes and edges.
+        genes and edges; layout="pyg" then uses that graph's tensors (kept
+        per device on the Graph). `graph` may also be the mapping
+        Graph.to_torch(device) returned (layout="pyg" only; not checked).
 
         Returns {("gene", t, "gene"): {"mask" bool [B, E_t] (True = kept),
         "removed" int64, "ptr" int64}, "gene": {"pert_mask", "mask",
@@ -271,11 +329,36 @@ class Batch:
         waits for; the loader waits for those copies before it lets the
         producer reuse the slot.
         """
-        if graph is not None:
+        graph_tensors = None
+        if graph is not None and not isinstance(graph, dict):
             check_same_database(self, graph)
+        elif graph is not None:
+            graph_tensors, graph = graph, None
         import torch
 
+        self._live()
+        if layout not in ("masks", "lists", "pyg"):
+            raise ValueError(f"layout is 'masks', 'lists' or 'pyg', not {layout!r}")
+        pyg_lists = {} if layout == "pyg" else None
         dev = torch.device(device)
+        if edge_types is not None:
+            if pyg_lists is None:
+                raise ValueError("edge_types is an option of layout='pyg'")
+            edge_types = set(edge_types)
+            unknown = edge_types - {k[6:] for _, k, _ in self._kinds if k.startswith("edges/")}
+            if unknown:
+                raise ValueError(f"edge_types: no edge type {sorted(unknown)[0]!r}")
+        if graph_tensors is not None and pyg_lists is None:
+            raise ValueError("graph as tensors (Graph.to_torch()) is for layout='pyg'; pass "
+                             "the Graph for a check of the database")
+        if pyg_lists is not None and graph_tensors is None:
+            if graph is not None:
+                graph_tensors = graph.tensors_on(dev)
+            elif self._graph_source is not None:
+                graph_tensors = self._graph_source(dev)
+            else:
+                raise ValueError("layout='pyg' needs graph= (a Graph) for a batch made "
+                                 "outside a Loader")
         cuda = dev.type == "cuda"
         if cuda and self._ring is not None:
             self._ring.cuda_register(self._slot_addr, self._slot_bytes)
@@ -302,6 +385,15 @@ class Batch:
                 if not cuda:  # the copies are checked: the slot may change meanwhile
                     _check_ptr(slot_name, pos_t.numpy(), ptr_t.numpy())
                     _check_positions(slot_name, pos_t.numpy(), ptr_t.numpy(), n)
+                if pyg_lists is not None:
+                    if cuda:  # on the CPU pl_pyg_edges checks them
+                        _check_sets(torch, slot_name, pos_t, ptr_t)
+                    pyg_lists[slot_name] = (pos_t, ptr_t)
+                    continue
+                if layout == "lists":
+                    out[key] = ({"perturbation_indices": pos_t, "perturbation_ptr": ptr_t}
+                                if key == "gene" else {"removed": pos_t, "ptr": ptr_t})
+                    continue
                 if key in self.dense:
                     mask = self._dense_mask(torch, up(_signed(self.dense[key])), n)
                 else:
@@ -316,6 +408,9 @@ class Batch:
                                    "perturbation_indices": pos_t, "perturbation_ptr": ptr_t}
                 else:
                     out[key] = {"mask": mask, "removed": pos_t, "ptr": ptr_t}
+            if pyg_lists is not None:
+                out = pyg.build(torch, pyg_lists, graph_tensors, B, self._kinds, dev,
+                                edge_types)
             if self.khop is not None:
                 self._khop_torch(torch, out, up, up_long, cuda, dev)
             out["labels"] = up(self.labels)
@@ -331,7 +426,7 @@ class Batch:
             self._copy_done = done
             for t in _tensors(out):
                 t.record_stream(current)
-        return out
+        return out if pyg_lists is None else pyg.as_hetero_data(out)
 
     def _khop_torch(self, torch, out, up, up_long, cuda, dev):
         """The k-hop lists and their masks (True = in the neighbourhood)."""
@@ -380,6 +475,27 @@ class Batch:
             self._copy_done = None
 
 
+def _view(name, doc):
+    def get(self):
+        if self._released is not None:
+            raise LoaderError(self._released)
+        return self._v[name]
+    return property(get, doc=doc)
+
+
+for _name, _doc in (("arrays", "every array by slot name"),
+                    ("sample_id", "uint64 [B]"), ("row", "sample-store rows, uint64 [B]"),
+                    ("labels", "float32 [B, L]"), ("payload", "as stored [B, ...] or None"),
+                    ("perturbation_indices", "int32 [P]"), ("perturbation_ptr", "int64 [B+1]"),
+                    ("removed", "edge type -> (positions int32, ptr int64 [B+1])"),
+                    ("gpr", "(positions, ptr) or None"), ("reaction", "(positions, ptr) or None"),
+                    ("rmr", "(positions, ptr) or None"),
+                    ("dense", "PyG key -> dense mask as stored"),
+                    ("khop", "the k-hop lists (serve --khop) or None")):
+    setattr(Batch, _name, _view(_name, _doc))
+del _name, _doc
+
+
 def _check_ptr(kind, pos, ptr):
     """The ends of a ptr array (slicing with it is safe in numpy regardless)."""
     if pos.ndim != 1 or ptr.ndim != 1:
@@ -395,6 +511,19 @@ def _check_positions(kind, pos, ptr, n):
         raise LoaderError(f"slot: {kind} holds a position outside 0..{n - 1}")
     if np.any(ptr[1:] < ptr[:-1]):
         raise LoaderError(f"slot: {kind} ptr decreases")
+
+
+def _check_sets(torch, kind, pos, ptr):
+    """Each sample's positions strictly increasing (sets, as the engine
+    writes them): the PyG layout counts kept edges from their number."""
+    if len(pos) < 2:
+        return
+    bad = pos[1:] <= pos[:-1]
+    starts = ptr[1:-1]
+    starts = starts[(starts > 0) & (starts < len(pos))]
+    bad[starts - 1] = False  # a sample's first position follows another sample's
+    if bool(bad.any()):
+        raise LoaderError(f"slot: {kind} positions of a sample are not increasing")
 
 
 def _signed(a):

@@ -125,6 +125,15 @@ class Graph:
                 f"{len(self.type_names)} types, {self.n_reactions} reactions, "
                 f"{self.n_metabolites} metabolites>")
 
+    def tensors_on(self, device):
+        """to_torch(device), made once per device and kept (the shared graph
+        of layout="pyg"; do not modify its tensors)."""
+        cache = self.__dict__.setdefault("_tensors", {})
+        key = str(device)
+        if key not in cache:
+            cache[key] = self.to_torch(device)
+        return cache[key]
+
     def to_torch(self, device="cpu"):
         """The graph as torch tensors on `device`, keyed as PyG HeteroData keys:
         {"gene": {"num_nodes"}, ("gene", t, "gene"): {"edge_index"}, and with

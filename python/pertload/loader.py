@@ -2,10 +2,13 @@
 
 import ctypes
 import errno
+import hashlib
+import logging
 import os
 import re
 import secrets
 import select
+import shutil
 import signal
 import stat
 import subprocess
@@ -43,6 +46,69 @@ def _segment_path(name):
 def _env_int(name, default):
     v = os.environ.get(name)
     return int(v) if v not in (None, "") else default
+
+
+_log = logging.getLogger("pertload")
+_env_logged = False
+
+
+def _rank_world(rank, world_size):
+    """rank and world_size, each from torchrun's RANK / WORLD_SIZE where not
+    given (else 0 and 1); logged once per process when the environment set
+    them, as a loader that takes a rank's share by surprise (an evaluation
+    loader under torchrun) would silently see part of the data."""
+    global _env_logged
+    from_env = []
+    if rank is None:
+        rank = _env_int("RANK", 0)
+        if os.environ.get("RANK"):
+            from_env.append(f"rank {rank} (RANK)")
+    if world_size is None:
+        world_size = _env_int("WORLD_SIZE", 1)
+        if os.environ.get("WORLD_SIZE"):
+            from_env.append(f"world_size {world_size} (WORLD_SIZE)")
+    if from_env and world_size > 1 and not _env_logged:
+        _env_logged = True
+        _log.warning("pertload.Loader: %s from the environment: each loader yields this "
+                     "rank's share of the samples; pass rank=0, world_size=1 for a loader "
+                     "over all of them (evaluation)", " and ".join(from_env))
+    return rank, world_size
+
+
+def _subset(rows, n_db):
+    """The subset of rows a loader runs over: (serve's --rows spec or None, a
+    digest of the rows or None, the subset's size, a private directory
+    holding the rows file or None). rows: None (every row), a range of step
+    1, or a sequence of distinct row indices (any order: the order of the
+    subset, which the plan's shuffle permutes)."""
+    if rows is None:
+        return None, None, n_db, None
+    if isinstance(rows, range) and rows.step == 1:
+        if not 0 <= rows.start < rows.stop <= n_db:
+            raise ValueError(f"rows {rows}: need 0 <= start < stop <= {n_db} (the database's "
+                             "samples)")
+        spec = f"{rows.start}:{rows.stop}"
+        return spec, f"range:{spec}", len(rows), None
+    import numpy as np
+
+    a = np.asarray(rows)
+    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
+        raise ValueError("rows: a range or a one-dimensional sequence of row indices is "
+                         "expected")
+    a = a.astype(np.int64)
+    if a.size == 0:
+        raise ValueError("rows: the subset is empty")
+    if a.min() < 0 or a.max() >= n_db:
+        bad = a[(a < 0) | (a >= n_db)][0]
+        raise ValueError(f"rows: {bad} is not a row of the database's {n_db}")
+    if len(np.unique(a)) != len(a):
+        u, c = np.unique(a, return_counts=True)
+        raise ValueError(f"rows: row {u[c > 1][0]} is given twice")
+    d = tempfile.mkdtemp(prefix="pertload-rows-")
+    path = os.path.join(d, "rows.npy")
+    np.save(path, a)
+    digest = hashlib.sha256(a.tobytes()).hexdigest()[:32]
+    return path, digest, len(a), d
 
 
 class _Mapping:
@@ -355,6 +421,12 @@ def _start_producer(loader, start):
                       f"last: {taken}")
 
 
+def _mark_released(batch):
+    batch.release(f"batch {batch.index} of epoch {batch.epoch} was released: its ring slot "
+                  "was handed back for reuse when the next batch was asked for (keep "
+                  "batch.copy() or batch.to_torch() to use a batch past its step)")
+
+
 class _Epoch:
     """Iterator over the batches of one run of the producer.
 
@@ -424,7 +496,7 @@ class _Epoch:
             m.check_size()
             head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
             batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes,
-                          self._loader._fingerprints)
+                          self._loader._fingerprints, self._loader._graph_on)
             want = self._start + self._b
             if batch.index != want or batch.epoch != self._loader.epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
@@ -437,9 +509,14 @@ class _Epoch:
             raise LoaderError(f"ring '{p.name}': batch {self._start + self._b}: {e!r}") from e
         return head, batch
 
-    def _release(self, batch):
-        """Hand the slot of the last delivery taken back to the producer."""
+    def _release(self, batch, mark=True):
+        """Hand the slot of the last delivery taken back to the producer; the
+        batch's arrays may no longer be read from then on (`mark`: it is
+        marked released now, else the caller marks it before it returns to
+        user code)."""
         batch.wait_copies()
+        if mark:
+            _mark_released(batch)
         m = self._producer.mapping
         self._check_size(m)  # the release touches the shared header
         _lib.lib().pl_ring_release(m.handle, self._i - 1, len(batch))
@@ -462,7 +539,8 @@ class _Epoch:
             if last:
                 merged_head, arrays = merge_parts(parts)
                 merged = Batch(arrays, merged_head, self._loader._kinds,
-                               fingerprints=self._loader._fingerprints)
+                               fingerprints=self._loader._fingerprints,
+                               graph_source=self._loader._graph_on)
                 self._release(batch)
                 return merged
             self._release(batch)
@@ -477,13 +555,21 @@ class _Epoch:
         p = self._producer
         if p is None or p._stopped:
             raise StopIteration
-        if self._prev is not None:
-            prev, self._prev = self._prev, None
-            self._release(prev)
-        got = self._take()
+        prev, self._prev = self._prev, None
+        if prev is not None:
+            self._release(prev, mark=False)
+        try:
+            got = self._take()
+        except BaseException:
+            if prev is not None:
+                _mark_released(prev)
+            raise
         if got is None:
+            # The last batch stays valid: its slot is never refilled.
             self.close(finish=True)
             raise StopIteration
+        if prev is not None:
+            _mark_released(prev)
         head, batch = got
         if head["n_parts"] > 1:
             batch = self._gather(head, batch)
@@ -506,6 +592,10 @@ class _Epoch:
         if p is None or p._stopped:
             return
         self._prev = None
+        try:  # the final counters, for Loader.stats() after the epoch
+            self._loader._last_stats = self.stats()
+        except LoaderError:
+            pass
         if finish:
             p.finish()
         else:
@@ -517,12 +607,22 @@ class Loader:
 
     Loader(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
            rank=None, world_size=None, dense=None, threads=2, ring=None,
-           timeout=30.0, slots=None, max_ring_bytes=None, khop=None, khop_types=None,
-           khop_max_genes=None, order="rows", block_rows=None, block_window=None,
-           budget=None, rank_weights=None)
+           timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
+           khop_types=None, khop_max_genes=None, order="rows", block_rows=None,
+           block_window=None, budget=None, rank_weights=None)
 
-    rank and world_size default to torchrun's RANK and WORLD_SIZE (else 0 and
-    1). Each iteration runs one epoch (set_epoch() chooses it): it starts
+    rank and world_size default, each on its own, to torchrun's RANK and
+    WORLD_SIZE (else 0 and 1): under torchrun every loader then yields its
+    rank's share, an evaluation loader too; pass rank=0, world_size=1 for
+    all samples. When the environment sets them a warning is logged once
+    per process (logger "pertload").
+    rows: the subset of the database's rows the epochs run over (a range, or
+    a sequence of distinct row indices: a train, validation or test split):
+    the plan (shuffle, ranks, batches, resume) runs over the subset's
+    positions, so every row of it comes exactly once per epoch across ranks
+    (without padding); n_samples is the subset's size.
+
+    Each iteration runs one epoch (set_epoch() chooses it): it starts
     `pertload serve` on a ring of its own, yields Batch objects (numpy views of
     the ring, valid until the next batch) and stops the process at the end,
     on break, close() or garbage collection. dense="bits" or "bool" asks the
@@ -572,13 +672,12 @@ class Loader:
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
-                 max_ring_bytes=None, khop=None, khop_types=None, khop_max_genes=None,
-                 order="rows", block_rows=None, block_window=None, budget=None,
-                 rank_weights=None):
-        if rank is None:
-            rank = _env_int("RANK", 0)
-        if world_size is None:
-            world_size = _env_int("WORLD_SIZE", 1)
+                 max_ring_bytes=None, rows=None, khop=None, khop_types=None,
+                 khop_max_genes=None, order="rows", block_rows=None, block_window=None,
+                 budget=None, rank_weights=None):
+        rank, world_size = _rank_world(rank, world_size)
+        if budget is not None and rows is not None:
+            raise ValueError("rows and budget cannot be combined")
         if batch_size < 1 or world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"batch_size {batch_size}, rank {rank}, world_size {world_size}: "
                              "need batch_size >= 1 and 0 <= rank < world_size")
@@ -650,15 +749,20 @@ class Loader:
         self._consumed = 0   # batches of this epoch consumed
         self._epoch_it = None
         self._graph = None
+        self._last_stats = None
         database = _lib.Database(self.db)
         try:
-            self.n_samples = int(database.info.n_samples)
+            self.db_samples = int(database.info.n_samples)
             self._kinds = list_kinds(database.info)
             self._fingerprints = fingerprints(database.info)
             if self.khop is not None and self.khop_types is None:
                 self.khop_types = _lib.names(database.info.type_names, database.info.n_types)
         finally:
             database.close()
+        self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = _subset(
+            rows, self.db_samples)
+        if self._rows_dir is not None:
+            self._rows_cleanup = weakref.finalize(self, shutil.rmtree, self._rows_dir, True)
         self._n_batches = self._count()
 
     def _count(self):
@@ -701,7 +805,7 @@ class Loader:
                 "batch_size": self.batch_size, "shuffle": self.shuffle,
                 "drop_last": self.drop_last, "rank": self.rank,
                 "world_size": self.world_size, "n_samples": self.n_samples,
-                **self._order_state()}
+                "subset": self._subset_digest, **self._order_state()}
 
     def _order_state(self):
         """The order's part of state_dict (none for the default row order)."""
@@ -716,10 +820,12 @@ class Loader:
     def load_state_dict(self, sd):
         """Resume: the next iteration yields the batches of sd's epoch after the
         sd["batches_consumed"] first. The plan parameters must match."""
-        for key in ("batch_size", "shuffle", "drop_last", "rank", "world_size", "n_samples"):
-            if key in sd and sd[key] != getattr(self, key):
+        mine = self.state_dict()
+        for key in ("batch_size", "shuffle", "drop_last", "rank", "world_size", "n_samples",
+                    "subset"):
+            if key in sd and sd[key] != mine[key]:
                 raise ValueError(f"state_dict has {key}={sd[key]!r}, this loader "
-                                 f"{getattr(self, key)!r}")
+                                 f"{mine[key]!r}")
         for key in ("order", "block_rows", "block_window", "budget", "rank_weights"):
             want = sd.get(key, "rows" if key == "order" else None)
             if want != getattr(self, key):
@@ -753,6 +859,10 @@ class Loader:
                 database.close()
         return self._graph
 
+    def _graph_on(self, device):
+        """graph.to_torch(device), uploaded once per device."""
+        return self.graph.tensors_on(device)
+
     @property
     def _proc(self):
         """The running serve process (subprocess.Popen), or None."""
@@ -760,9 +870,11 @@ class Loader:
         return it.process if it is not None else None
 
     def stats(self):
-        """Counters of the running epoch's ring (dict), or None."""
+        """Counters of the running epoch's ring (dict); after an epoch ended or
+        was stopped, its final counters; None before the first epoch."""
         it = self._epoch_it() if self._epoch_it is not None else None
-        return it.stats() if it is not None else None
+        st = it.stats() if it is not None else None
+        return st if st is not None else self._last_stats
 
     def _serve_args(self, start, name):
         a = [_lib.program_path(), "serve", "--ring", name,
@@ -790,6 +902,8 @@ class Loader:
             a += ["--slots", str(self.slots)]
         if self.max_ring_bytes:
             a += ["--max-ring-bytes", str(self.max_ring_bytes)]
+        if self._rows_spec:
+            a += ["--rows", self._rows_spec]
         if self.khop is not None:
             a += ["--khop", str(self.khop), "--khop-types", ",".join(self.khop_types)]
             if self.khop_max_genes is not None:

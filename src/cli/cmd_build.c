@@ -10,7 +10,7 @@
 #include "src/core/error.h"
 
 static const char usage[] =
-    "-o DB --genes F --edges NAME=FILE... [--min-score NAME=X]... [--reactions F]\n"
+    "-o DB --genes F [--edges NAME=FILE...] [--min-score NAME=X]... [--reactions F]\n"
     "       [--gpr F | --rules F] [--reaction-rule any|gpr] [--rmr F] --samples F\n"
     "       [--payload F.npy] [--drop-unknown-genes] [--quiet]\n"
     "       [--ontology F.obo --annotations F.gaf [--go-namespace NS,...]\n"
@@ -113,8 +113,10 @@ static int parse(int argc, char **argv, pl_build_opts *o, const char **names,
             return pl_cli_usage(cmd, usage, "unknown option '%s'", a);
         }
     }
-    if (!o->out || !o->genes || !o->samples || o->n_types == 0)
-        return pl_cli_usage(cmd, usage, "-o, --genes, --edges and --samples are required");
+    if (!o->out || !o->genes || !o->samples ||
+        (o->n_types == 0 && !o->gpr && !o->rules && !o->rmr && !o->reactions))
+        return pl_cli_usage(cmd, usage, "-o, --genes and --samples are required, and --edges "
+                            "unless the database has metabolism (--gpr, --rules, --rmr)");
     for (size_t t = 0; t < o->n_types; t++)
         min_score[t] = NAN;
     for (size_t s = 0; s < n_scores; s++) {

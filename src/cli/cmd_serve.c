@@ -17,9 +17,9 @@ static const char usage[] =
     "       [--order rows|block [--block-rows K] [--block-window W]]\n"
     "       [--budget removed=N|payload=BYTES] [--rank-weights W0,W1,...]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
-    "       [--slots N] [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
-    "       [--io auto|uring|pread] [--khop K --khop-types T1,T2,... [--khop-max-genes N]]\n"
-    "       [--quiet]\n"
+    "       [--rows A:B|FILE.npy] [--slots N] [--max-ring-bytes M] [--start-batch K]\n"
+    "       [--consumer-pid PID] [--io auto|uring|pread]\n"
+    "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--quiet]\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
@@ -102,6 +102,8 @@ int pl_cmd_serve(int argc, char **argv)
             return pl_cli_usage(cmd, usage, "%s needs a value", a);
         } else if (!strcmp(a, "--ring")) {
             o.ring = argv[++i];
+        } else if (!strcmp(a, "--rows")) {
+            o.rows = argv[++i];
         } else if (!strcmp(a, "--dense")) {
             const char *d = argv[++i];
             if (!strcmp(d, "bits"))

@@ -1,0 +1,163 @@
+"""torch.utils.data forms of a loader: an IterableDataset for DataLoader
+(batch_size=None, worker processes taking disjoint shares) and a
+DataModule-shaped helper over train/validation/test splits that follows
+PyTorch Lightning's conventions without importing Lightning."""
+
+import torch.utils.data as tud
+
+from . import _lib
+from .loader import Loader, _rank_world
+
+_LAYOUTS = ("masks", "lists", "pyg")
+
+
+class Dataset(tud.IterableDataset):
+    """Batches of a pertload database as an IterableDataset.
+
+    Dataset(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
+            rank=None, world_size=None, rows=None, layout="masks",
+            edge_types=None, transform=None, **loader_options)
+
+    Use it as DataLoader(ds, batch_size=None, num_workers=N,
+    pin_memory=...): the dataset yields whole batches, each
+    batch.to_torch("cpu", layout=layout, edge_types=edge_types) (tensors
+    that own their memory, so they cross process boundaries and can be
+    pinned), or transform(that) when transform is given.
+
+    Shares: rank and world_size default as Loader's (torchrun's RANK and
+    WORLD_SIZE); worker w of N on rank r runs a Loader of rank r * N + w in
+    a world of world_size * N, so ranks x workers take disjoint shares of
+    the epoch plan (loader/plan.h) and every sample of `rows` (default all)
+    comes once per epoch when drop_last pads nothing. Each worker runs its
+    own `pertload serve`. set_epoch(e) chooses the next iteration's order
+    (a DataLoader copies the dataset into its workers when an iteration
+    starts, so set it before iterating; DataModule's loaders advance it by
+    themselves). len(ds) is the rank's batch count over all its workers,
+    for N = 1 or the DataLoader's num_workers once it ran.
+    """
+
+    def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
+                 world_size=None, rows=None, layout="masks", edge_types=None, transform=None,
+                 **loader_options):
+        if layout not in _LAYOUTS:
+            raise ValueError(f"layout is one of {_LAYOUTS}, not {layout!r}")
+        self.rank, self.world_size = _rank_world(rank, world_size)
+        self.db, self.batch_size, self.shuffle = db, int(batch_size), bool(shuffle)
+        self.seed, self.drop_last, self.rows = int(seed), bool(drop_last), rows
+        self.layout, self.edge_types, self.transform = layout, edge_types, transform
+        self.loader_options = loader_options
+        self.epoch = 0
+        self.num_workers = 1
+        # Checks the options and the subset once, here, rather than in every worker.
+        probe = Loader(db, batch_size=batch_size, rank=self.rank, world_size=self.world_size,
+                       rows=rows, drop_last=drop_last, **loader_options)
+        self.n_samples = probe.n_samples
+        probe.close()
+        if probe._rows_dir is not None:
+            probe._rows_cleanup()
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+
+    def share(self, worker=0, num_workers=1):
+        """(rank, world_size) of the Loader of worker `worker` of `num_workers`."""
+        return self.rank * num_workers + worker, self.world_size * num_workers
+
+    def __len__(self):
+        return sum(_lib.plan_n_batches(self.n_samples, *self.share(w, self.num_workers),
+                                       self.batch_size, self.drop_last)
+                   for w in range(self.num_workers))
+
+    def loader(self):
+        """The Loader of the calling worker (or of the main process)."""
+        info = tud.get_worker_info()
+        w, n = (info.id, info.num_workers) if info is not None else (0, 1)
+        rank, world = self.share(w, n)
+        loader = Loader(self.db, batch_size=self.batch_size, shuffle=self.shuffle,
+                        seed=self.seed, drop_last=self.drop_last, rank=rank, world_size=world,
+                        rows=self.rows, **self.loader_options)
+        loader.set_epoch(self.epoch)
+        return loader
+
+    def __iter__(self):
+        loader = self.loader()
+        try:
+            for batch in loader:
+                out = batch.to_torch("cpu", layout=self.layout, edge_types=self.edge_types)
+                yield self.transform(out) if self.transform is not None else out
+        finally:
+            loader.close()
+            # A worker process ends without running finalizers: the subset's
+            # file goes now.
+            if loader._rows_dir is not None:
+                loader._rows_cleanup()
+
+
+class _EpochDataLoader(tud.DataLoader):
+    """A DataLoader whose every iteration is the next epoch of its Dataset."""
+
+    def __init__(self, dataset, first_epoch, **kw):
+        super().__init__(dataset, batch_size=None, **kw)
+        self._next_epoch = first_epoch
+
+    def __iter__(self):
+        self.dataset.set_epoch(self._next_epoch)
+        self.dataset.num_workers = max(1, self.num_workers)
+        self._next_epoch += 1
+        return super().__iter__()
+
+
+class DataModule:
+    """Train, validation and test DataLoaders over splits of one database,
+    shaped like a LightningDataModule (no Lightning import): pass its
+    methods to Lightning's Trainer, or call them yourself.
+
+    DataModule(db, splits, batch_size=64, num_workers=0, pin_memory=False,
+               seed=0, layout="masks", edge_types=None, transform=None,
+               **loader_options)
+
+    splits maps "train", "val" and "test" (any of them) to rows (a range or
+    a sequence of distinct rows; see Loader's rows). train_dataloader()
+    shuffles; every iteration of a loader it returns is the next epoch
+    (from set_epoch()'s value, default 0), as Lightning iterates it once per
+    epoch. rank and world_size come from torchrun's environment as for
+    Loader, or from the options.
+    """
+
+    def __init__(self, db, splits, batch_size=64, num_workers=0, pin_memory=False, seed=0,
+                 layout="masks", edge_types=None, transform=None, **loader_options):
+        unknown = set(splits) - {"train", "val", "test"}
+        if unknown:
+            raise ValueError(f"splits: unknown split {sorted(unknown)[0]!r} (train, val, test)")
+        self.db, self.splits, self.batch_size = db, dict(splits), batch_size
+        self.num_workers, self.pin_memory, self.seed = num_workers, pin_memory, seed
+        self.layout, self.edge_types, self.transform = layout, edge_types, transform
+        self.loader_options = loader_options
+        self.epoch = 0
+        self.datasets = {}
+        for name, rows in self.splits.items():
+            self.datasets[name] = Dataset(db, batch_size=batch_size, shuffle=name == "train",
+                                          seed=seed, rows=rows, layout=layout,
+                                          edge_types=edge_types, transform=transform,
+                                          **loader_options)
+
+    def set_epoch(self, epoch):
+        """The epoch the loaders returned from now on start at."""
+        self.epoch = int(epoch)
+
+    def _dataloader(self, name):
+        ds = self.datasets.get(name)
+        if ds is None:
+            raise ValueError(f"no {name!r} split was given")
+        return _EpochDataLoader(ds, self.epoch, num_workers=self.num_workers,
+                                pin_memory=self.pin_memory)
+
+    def train_dataloader(self):
+        return self._dataloader("train")
+
+    def val_dataloader(self):
+        return self._dataloader("val")
+
+    def test_dataloader(self):
+        return self._dataloader("test")
+
