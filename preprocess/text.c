@@ -125,34 +125,8 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned min;
-        if ((c & 0xE0) == 0xC0) {
-            len = 2;
-            min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3;
-            min = 0x800;
-        } else if ((c & 0xF8) == 0xF0 && c <= 0xF4) {
-            len = 4;
-            min = 0x10000;
-        } else {
-            return i;
-        }
-        if (i + len > n)
-            return i;
-        unsigned cp = c & (0xFF >> (len + 1));
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        size_t len = s[i] < 0x80 ? 1 : pl__utf8_seq(s + i, n - i);
+        if (len == 0)
             return i;
         i += len;
     }

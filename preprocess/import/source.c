@@ -18,6 +18,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "preprocess/text.h"
 #include "src/core/error.h"
 
 enum { IN_CAP = 1 << 18, BUF_CAP0 = 1 << 20 };
@@ -280,34 +281,8 @@ static size_t check_text(const unsigned char *p, size_t n, int *nul)
             i++;
             continue;
         }
-        size_t len;
-        unsigned min;
-        if ((c & 0xE0) == 0xC0) {
-            len = 2;
-            min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3;
-            min = 0x800;
-        } else if ((c & 0xF8) == 0xF0 && c <= 0xF4) {
-            len = 4;
-            min = 0x10000;
-        } else {
-            *nul = 0;
-            return i;
-        }
-        if (i + len > n) {
-            *nul = 0;
-            return i;
-        }
-        unsigned cp = c & (0xFFu >> (len + 1));
-        for (size_t k = 1; k < len; k++) {
-            if ((p[i + k] & 0xC0) != 0x80) {
-                *nul = 0;
-                return i;
-            }
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+        size_t len = pl__utf8_seq(p + i, n - i);
+        if (len == 0) {
             *nul = 0;
             return i;
         }
