@@ -1,0 +1,416 @@
+/* The shared-memory ring between real processes, part two (test_ring.c has
+ * round trips, ordering, back-pressure, peer deaths, stale segments, names,
+ * modes, sizes and counters): listing, failure messages, attach timeouts and
+ * malformed headers, the batch window, signals, pid liveness, `pertload top`
+ * and the consumer's leaving. The harness is ring_fx.c. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pertload.h"
+#include "ring/ring_layout.h"
+#include "ring_fx.h"
+
+TestSuite(ring, .init = setup, .fini = cleanup, .timeout = 60);
+
+Test(ring, list_sees_live_rings_and_skips_junk)
+{
+    const char *name = ring_name("list");
+    const char *junk = ring_name("junk");
+    const char *tiny = ring_name("tiny");
+    pl_ring *r;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_create(name, 3, 10000, 0, &r, &err), 0, "%s", err.msg);
+    pl_ring_set_total(r, 77);
+    char shm[128], page[4096];
+    memset(page, 0x5a, sizeof page);
+    snprintf(shm, sizeof shm, "/pertload-%s", junk);
+    int fd = shm_open(shm, O_RDWR | O_CREAT | O_EXCL, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, page, sizeof page), (ssize_t)sizeof page);
+    close(fd);
+    snprintf(shm, sizeof shm, "/pertload-%s", tiny);
+    fd = shm_open(shm, O_RDWR | O_CREAT | O_EXCL, 0600);
+    cr_assert_geq(fd, 0);
+    close(fd);
+
+    int n = pl_ring_list(NULL, 0);
+    cr_assert_geq(n, 1);
+    pl_ring_stats *v = calloc((size_t)n + 16, sizeof *v);
+    cr_assert_not_null(v);
+    n = pl_ring_list(v, n + 16);
+    int seen = 0;
+    for (int i = 0; i < n; i++) {
+        cr_assert_neq(strcmp(v[i].name, junk), 0);
+        cr_assert_neq(strcmp(v[i].name, tiny), 0);
+        if (strcmp(v[i].name, name) != 0)
+            continue;
+        seen++;
+        cr_assert_eq(v[i].n_slots, 3);
+        cr_assert_eq(v[i].slot_bytes, 10000);
+        cr_assert_eq(v[i].total_bytes, 4096 + 3 * 12288);
+        cr_assert_eq(v[i].producer_pid, getpid());
+        cr_assert_eq(v[i].consumer_pid, 0);
+        cr_assert_eq(v[i].n_batches, 77);
+        cr_assert_eq(v[i].state, PL_RING_RUNNING);
+    }
+    free(v);
+    cr_assert_eq(seen, 1);
+    pl_ring_destroy(r);
+}
+
+static int failing_producer_main(const char *name)
+{
+    pl_ring *r;
+    pl_err err = {0};
+    if (pl_ring_create(name, 4, 4096, 0, &r, &err) < 0)
+        return 10;
+    fill(pl_ring_slot(r, 0), 4096, 0);
+    pl_ring_publish(r, 0, 1);
+    pl_ring_finish(r, 1, "sample store block 7 is corrupt");
+    atomic_store(&B->stage, 1);
+    while (atomic_load(&B->stage) < 2)
+        sleep_ms(1);
+    pl_ring_destroy(r);
+    return 0;
+}
+
+Test(ring, failure_message_reaches_consumer)
+{
+    const char *name = ring_name("fail");
+    pid_t p = spawn(failing_producer_main, name);
+    pl_ring *r;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_attach(name, 10000, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(await_stage(1, 10000), 0);
+    const void *slot;
+    /* Published before the failure: still delivered. */
+    cr_assert_eq(pl_ring_next(r, 0, &slot, &err), 0, "%s", err.msg);
+    cr_assert_eq(check(slot, 4096, 0), 0);
+    pl_ring_release(r, 0, 1);
+    cr_assert_eq(pl_ring_next(r, 1, &slot, &err), PL_EPEER);
+    cr_assert_null(slot);
+    cr_assert(strstr(err.msg, "sample store block 7 is corrupt") && strstr(err.msg, name),
+              "message: %s", err.msg);
+    pl_ring_stats st;
+    pl_ring_stats_get(r, &st);
+    cr_assert_eq(st.state, PL_RING_FAILED);
+    atomic_store(&B->stage, 2);
+    cr_assert_eq(reap(p, 10000), 0);
+    pl_ring_detach(r);
+}
+
+Test(ring, destroy_before_finish_fails_consumer)
+{
+    const char *name = ring_name("early");
+    pl_ring *r;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_create(name, 2, 4096, 0, &r, &err), 0, "%s", err.msg);
+    fill(pl_ring_slot(r, 0), 4096, 0);
+    pl_ring_publish(r, 0, 1);
+    pid_t c = spawn(blocked_consumer_main, name);
+    cr_assert_eq(await_stage(2, 10000), 0);
+    sleep_ms(50);
+    uint64_t t0 = now_ns();
+    pl_ring_destroy(r);
+    cr_assert(!exists(name));
+    cr_assert_eq(reap(c, 10000), 0);
+    cr_assert_eq(B->rc[1], PL_EPEER);
+    cr_assert(strstr(B->msg, "closed"), "message: %s", B->msg);
+    cr_assert_lt(B->t_ns[1] - t0, 500000000u, "the consumer is woken");
+}
+
+static int late_consumer_main(const char *name)
+{
+    pl_ring *r;
+    pl_err err = {0};
+    if (pl_ring_attach(name, 10000, &r, &err) < 0)
+        return 20;
+    atomic_store(&B->t_ns[1], now_ns());
+    const void *slot;
+    if (pl_ring_next(r, 0, &slot, &err) != 0 || check(slot, 4096, 0) < 0)
+        return 21;
+    pl_ring_release(r, 0, 1);
+    int rc = pl_ring_next(r, 1, &slot, &err);
+    pl_ring_detach(r);
+    return rc == 1 ? 0 : 22;
+}
+
+Test(ring, attach_waits_for_the_segment_and_times_out)
+{
+    pl_ring *r = NULL;
+    pl_err err = {0};
+    const char *absent = ring_name("absent");
+    uint64_t t0 = now_ns();
+    cr_assert_eq(pl_ring_attach(absent, 300, &r, &err), PL_ETIMEDOUT);
+    uint64_t dt = now_ns() - t0;
+    cr_assert_null(r);
+    cr_assert(dt >= 290000000u && dt < 1000000000u, "waited %.3f s", dt * 1e-9);
+    cr_assert(strstr(err.msg, absent), "%s", err.msg);
+
+    const char *name = ring_name("late");
+    pid_t c = spawn(late_consumer_main, name);
+    sleep_ms(200);
+    uint64_t t_create = now_ns();
+    cr_assert_eq(pl_ring_create(name, 2, 4096, 0, &r, &err), 0, "%s", err.msg);
+    fill(pl_ring_slot(r, 0), 4096, 0);
+    pl_ring_publish(r, 0, 1);
+    pl_ring_finish(r, 1, NULL);
+    cr_assert_eq(reap(c, 10000), 0);
+    cr_assert_lt(B->t_ns[1] - t_create, 500000000u, "attached %.3f s after creation",
+                 (B->t_ns[1] - t_create) * 1e-9);
+    pl_ring_destroy(r);
+}
+
+Test(ring, attach_rejects_malformed_headers)
+{
+    const char *name = ring_name("bad");
+    pl_ring *r, *c = NULL;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_create(name, 2, 4096, 0, &r, &err), 0, "%s", err.msg);
+    char shm[128];
+    snprintf(shm, sizeof shm, "/pertload-%s", name);
+    int fd = shm_open(shm, O_RDWR, 0);
+    cr_assert_geq(fd, 0);
+    pl__ring_hdr *h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    cr_assert_neq(h, MAP_FAILED);
+    struct {
+        const char *what;
+        size_t off, size;
+        uint64_t value;
+    } damage[] = {
+        {"magic", offsetof(pl__ring_hdr, magic), 1, 'X'},
+        {"version", offsetof(pl__ring_hdr, version), 4, 99},
+        {"slot count", offsetof(pl__ring_hdr, n_slots), 4, 0},
+        {"slot count", offsetof(pl__ring_hdr, n_slots), 4, 3},
+        {"slot stride", offsetof(pl__ring_hdr, slot_stride), 8, 4096 * 1000},
+        {"total size", offsetof(pl__ring_hdr, total_bytes), 8, 4096 * 4},
+        {"header size", offsetof(pl__ring_hdr, header_bytes), 8, 0},
+        {"name", offsetof(pl__ring_hdr, name), 1, 'Q'},
+    };
+    for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
+        unsigned char *p = (unsigned char *)h + damage[i].off, saved[8];
+        memcpy(saved, p, damage[i].size);
+        memcpy(p, &damage[i].value, damage[i].size); /* little-endian */
+        int rc = pl_ring_attach(name, 1000, &c, &err);
+        memcpy(p, saved, damage[i].size);
+        cr_assert_eq(rc, PL_ECORRUPT, "%s damaged: rc %d", damage[i].what, rc);
+        cr_assert_null(c);
+    }
+    /* Repaired: attach works. */
+    cr_assert_eq(pl_ring_attach(name, 1000, &c, &err), 0, "%s", err.msg);
+    /* A state no producer writes. */
+    atomic_store(&h->state, 7);
+    const void *slot;
+    cr_assert_eq(pl_ring_next(c, 0, &slot, &err), PL_ECORRUPT, "%s", err.msg);
+    atomic_store(&h->state, PL_RING_RUNNING);
+    pl_ring_detach(c);
+    munmap(h, 4096);
+    pl_ring_destroy(r);
+}
+
+Test(ring, next_refuses_batches_outside_the_window)
+{
+    const char *name = ring_name("window");
+    pl_ring *p, *c;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_create(name, 2, 4096, 0, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_attach(name, 0, &c, &err), 0, "%s", err.msg);
+    for (uint64_t b = 0; b < 2; b++) {
+        cr_assert_eq(pl_ring_acquire(p, b, &err), 0);
+        fill(pl_ring_slot(p, b), 4096, b);
+        pl_ring_publish(p, b, 1);
+    }
+    const void *s0, *s1, *s;
+    cr_assert_eq(pl_ring_next(c, 0, &s0, &err), 0);
+    cr_assert_eq(pl_ring_next(c, 1, &s1, &err), 0, "two batches held at once");
+    cr_assert_eq(check(s0, 4096, 0), 0);
+    cr_assert_eq(check(s1, 4096, 1), 0);
+    cr_assert_eq(pl_ring_next(c, 2, &s, &err), PL_EUSAGE, "would wait for itself");
+    pl_ring_release(c, 1, 2); /* releases 0 and 1 */
+    cr_assert_eq(pl_ring_next(c, 0, &s, &err), PL_EUSAGE, "already released");
+    pl_ring_stats st;
+    pl_ring_stats_get(c, &st);
+    cr_assert_eq(st.batches_consumed, 2);
+    cr_assert_eq(pl_ring_acquire(p, 3, &err), 0, "the window moved");
+    pl_ring_detach(c);
+    pl_ring_destroy(p);
+}
+
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    alarms++;
+}
+
+/* Deliver SIGALRM to this process after `ms`, handled with `flags`. */
+static void alarm_in(long ms, int flags)
+{
+    struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = flags};
+    sigemptyset(&sa.sa_mask);
+    cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0);
+    struct itimerval it = {.it_value = {ms / 1000, (ms % 1000) * 1000}};
+    cr_assert_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+}
+
+/* A producer thread: batch 0 published 400 ms after the start. */
+static void *late_publish(void *arg)
+{
+    sleep_ms(400);
+    pl_ring_publish(arg, 0, 1);
+    return NULL;
+}
+
+Test(ring, signal_interrupts_the_wait_for_a_batch)
+{
+    /* The producer lives but publishes nothing yet, as when it is stopped: a
+     * signal handler that runs must get control back to the consumer (a
+     * Python consumer's Ctrl-C or SIGTERM handler runs only then), even one
+     * installed with SA_RESTART (futex waits with a timeout are not restarted). */
+    const char *name = ring_name("eintr");
+    pl_ring *p, *c;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_create(name, 2, 4096, 0, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_attach(name, 0, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_acquire(p, 0, &err), 0);
+    fill(pl_ring_slot(p, 0), 4096, 0);
+    alarms = 0;
+    alarm_in(150, SA_RESTART);
+    pthread_t th;
+    uint64_t t0 = now_ns();
+    cr_assert_eq(pthread_create(&th, NULL, late_publish, p), 0);
+    const void *slot = NULL;
+    int rc = pl_ring_next(c, 0, &slot, &err);
+    uint64_t took = now_ns() - t0;
+    cr_assert_eq(rc, -EINTR, "%d: %s", rc, err.msg);
+    cr_assert_eq(alarms, 1);
+    cr_assert_null(slot);
+    cr_assert(strstr(err.msg, "interrupted"), "%s", err.msg);
+    cr_assert(took >= 100000000u && took < 350000000u, "%llu ns", (unsigned long long)took);
+    /* Nothing was taken: calling again waits on and gets the batch. */
+    rc = pl_ring_next(c, 0, &slot, &err);
+    took = now_ns() - t0;
+    pthread_join(th, NULL);
+    signal(SIGALRM, SIG_DFL);
+    cr_assert_eq(rc, 0, "%d: %s", rc, err.msg);
+    cr_assert_geq(took, 350000000u, "%llu ns", (unsigned long long)took);
+    cr_assert_eq(check(slot, 4096, 0), 0);
+    pl_ring_release(c, 0, 1);
+    pl_ring_detach(c);
+    pl_ring_destroy(p);
+}
+
+Test(ring, pid_liveness)
+{
+    cr_assert(pl__ring_pid_alive(getpid(), 0));
+    cr_assert(pl__ring_pid_alive(getpid(), pl__ring_pid_start(getpid())));
+    cr_assert(!pl__ring_pid_alive(getpid(), pl__ring_pid_start(getpid()) + 1),
+              "another start time: a recycled pid");
+    cr_assert(!pl__ring_pid_alive(0, 0));
+    cr_assert(!pl__ring_pid_alive(-5, 0));
+    pid_t z = spawn(idle_main, NULL);
+    cr_assert(pl__ring_pid_alive(z, 0));
+    kill(z, SIGKILL);
+    sleep_ms(50);
+    cr_assert(!pl__ring_pid_alive(z, 0), "a zombie is dead");
+    reap(z, 1000);
+    cr_assert(!pl__ring_pid_alive(z, 0));
+}
+
+/* Run `pertload ARGS`, capturing stdout. @return the exit status. */
+static int run_cli(const char *args, char *out, size_t cap)
+{
+    const char *bin = getenv("PERTLOAD_BIN");
+    if (!bin || !*bin)
+        cr_skip_test("PERTLOAD_BIN is not set");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", bin, args);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(ring, top_once_shows_a_running_ring)
+{
+    const char *name = ring_name("top");
+    pl_ring *r;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_create(name, 4, 1 << 20, 0, &r, &err), 0, "%s", err.msg);
+    pl_ring_set_total(r, 1000);
+    static char out[1 << 16];
+    cr_assert_eq(run_cli("top --once --interval 0.2", out, sizeof out), 0, "%s", out);
+    const char *line = strstr(out, name);
+    cr_assert_not_null(line, "output: %s", out);
+    cr_assert(strstr(out, "SAMPLES/S") && strstr(out, "CONS WAIT"), "%s", out);
+    cr_assert(strstr(line, "4 x 1.0 MiB") && strstr(line, "0/1000") &&
+                  strstr(line, "running"),
+              "line: %s", line);
+    cr_assert_eq(run_cli("top --interval nope", out, sizeof out), 2, "%s", out);
+    cr_assert_eq(run_cli("top --bogus", out, sizeof out), 2, "%s", out);
+    pl_ring_destroy(r);
+}
+
+/* Serve's end of an epoch: the producer waits until the consumer drained the
+ * last batch (pl_ring_acquire of batch n_batches - 1 + n_slots). */
+static int drain_wait_main(const char *name)
+{
+    pl_ring *r;
+    pl_err err = {0};
+    if (pl_ring_create(name, 1, 4096, 0, &r, &err) < 0 || pl_ring_acquire(r, 0, &err) < 0) {
+        fprintf(stderr, "drain producer: %s\n", err.msg);
+        return 10;
+    }
+    pl_ring_publish(r, 0, 1);
+    pl_ring_finish(r, 1, NULL);
+    int rc = pl_ring_acquire(r, 1, &err);
+    if (rc < 0)
+        fprintf(stderr, "drain producer: %s\n", err.msg);
+    pl_ring_destroy(r);
+    return rc < 0 ? 20 : 0;
+}
+
+/* A consumer that releases the last batch and detaches while the producer
+ * sleeps has freed the slot: the wait succeeds. The producer is stopped while
+ * it sleeps, so that it wakes to the release and the detach at once (it used
+ * to see the consumer gone and fail with PL_EPEER, and serve exited 1 after
+ * a complete epoch). */
+Test(ring, consumer_leaving_after_the_last_release)
+{
+    const char *name = ring_name("drain");
+    pid_t p = spawn(drain_wait_main, name);
+    pl_ring *c;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_attach(name, 5000, &c, &err), 0, "%s", err.msg);
+    const void *slot;
+    cr_assert_eq(pl_ring_next(c, 0, &slot, &err), 0, "%s", err.msg);
+    sleep_ms(100); /* the producer sleeps in its wait for the slot */
+    cr_assert_eq(kill(p, SIGSTOP), 0);
+    int st;
+    cr_assert_eq(waitpid(p, &st, WUNTRACED), p);
+    cr_assert(WIFSTOPPED(st));
+    pl_ring_release(c, 0, 1);
+    cr_assert_eq(pl_ring_next(c, 1, &slot, &err), 1, "the end after the only batch");
+    pl_ring_detach(c);
+    cr_assert_eq(kill(p, SIGCONT), 0);
+    cr_assert_eq(reap(p, 5000), 0, "the producer's wait failed although the slot was freed");
+}
