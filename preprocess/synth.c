@@ -23,6 +23,7 @@
 #include "src/core/error.h"
 #include "src/core/npy.h"
 #include "src/core/progress.h"
+#include "synth_util.h"
 
 /* The yeast figures of DESIGN section 1 and of yeast-GEM 9.0.2. */
 static const struct {
@@ -45,7 +46,6 @@ static const struct {
 #define YEAST_METABOLITES 2806.0
 #define YEAST_METABOLIC_GENES 1161.0
 
-#define ALPHA 0.9                /* power-law exponent of endpoint weights */
 #define SMALL_TYPE_EDGES 100000  /* smaller types use half the genes */
 #define P_SELF 0.001             /* self-loops */
 #define P_DUP 0.005              /* exact duplicates of an earlier edge */
@@ -57,228 +57,9 @@ static const struct {
 #define P_NO_GPR 0.30            /* reactions without genes */
 #define LOCI (16u * 2u * 999u)   /* Y + chromosome A-P + arm L/R + 001..999 */
 #define NAME_CAP 24
-#define WBUF (1u << 20)
 
 enum { S_NAMES = 1, S_FITNESS, S_METAB, S_SAMPLES, S_PAYLOAD, S_IDS, S_SCORES, S_RULES,
        S_EDGES = 64 };
-
-/* ------------------------------------------------------------------ PRNG */
-
-typedef struct rng {
-    uint64_t s[4];
-} rng;
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Seed the stream of one component. */
-static void rng_seed(rng *r, uint64_t seed, uint64_t stream)
-{
-    uint64_t x = seed;
-    x = splitmix64(&x) ^ (stream * 0xD1B54A32D192ED03ull);
-    for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&x);
-}
-
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-/* xoshiro256** */
-static inline uint64_t rng_next(rng *r)
-{
-    uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return out;
-}
-
-/* Uniform in [0, 1). */
-static inline double rng_unif(rng *r) { return (double)(rng_next(r) >> 11) * 0x1p-53; }
-
-/* Uniform in [0, n) for n < 2^32. */
-static inline uint32_t rng_below(rng *r, uint32_t n)
-{
-    return (uint32_t)(((rng_next(r) >> 32) * n) >> 32);
-}
-
-/* ------------------------------------------------------ power-law sampler */
-
-/* Draws ids with weight 1/(rank + r0)^ALPHA over a random ranking of a random subset
- * of the ids, in O(1) with Walker's alias table (Vose's construction). */
-typedef struct plaw {
-    uint32_t n;       /* ids drawn from */
-    uint32_t *id;     /* [n_all]: the first n are the subset, by rank */
-    uint32_t *thr;    /* [n] keep slot k when 32 random bits are below thr[k] */
-    uint32_t *alias;  /* [n] otherwise take alias[k] */
-} plaw;
-
-static void plaw_free(plaw *p)
-{
-    free(p->id);
-    free(p->thr);
-    free(p->alias);
-}
-
-/* Rank a random n-subset of 0..n_all-1 (1 <= n <= n_all). */
-static int plaw_init(plaw *p, rng *r, uint32_t n_all, uint32_t n, pl_err *err)
-{
-    double *w = malloc((size_t)n * sizeof *w), r0 = 1.0 + n / 200.0, sum = 0;
-    uint32_t *stack = malloc((size_t)n * sizeof *stack), n_small = 0, n_large = n;
-    p->n = n;
-    p->id = malloc((size_t)n_all * sizeof *p->id);
-    p->thr = malloc((size_t)n * sizeof *p->thr);
-    p->alias = malloc((size_t)n * sizeof *p->alias);
-    if (!w || !stack || !p->id || !p->thr || !p->alias) {
-        free(w);
-        free(stack);
-        plaw_free(p);
-        return pl__err(err, -ENOMEM, "out of memory");
-    }
-    for (uint32_t i = 0; i < n_all; i++)
-        p->id[i] = i;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t j = i + rng_below(r, n_all - i), t = p->id[i];
-        p->id[i] = p->id[j];
-        p->id[j] = t;
-    }
-    for (uint32_t k = 0; k < n; k++)
-        sum += w[k] = pow(k + r0, -ALPHA);
-    for (uint32_t k = 0; k < n; k++) { /* small slots at the bottom, large at the top */
-        w[k] *= n / sum;
-        p->alias[k] = k;
-        stack[w[k] < 1 ? n_small++ : --n_large] = k;
-    }
-    while (n_small > 0 && n_large < n) {
-        uint32_t sm = stack[--n_small], lg = stack[n_large];
-        p->thr[sm] = (uint32_t)(w[sm] * 0x1p32);
-        p->alias[sm] = lg;
-        w[lg] -= 1 - w[sm];
-        if (w[lg] < 1) { /* lg moves from the large to the small stack */
-            n_large++;
-            stack[n_small++] = lg;
-        }
-    }
-    for (uint32_t i = 0; i < n_small; i++) /* rounding leftovers: keep always */
-        p->thr[stack[i]] = UINT32_MAX, p->alias[stack[i]] = stack[i];
-    for (uint32_t i = n_large; i < n; i++)
-        p->thr[stack[i]] = UINT32_MAX, p->alias[stack[i]] = stack[i];
-    free(w);
-    free(stack);
-    return 0;
-}
-
-static inline uint32_t plaw_draw(const plaw *p, rng *r)
-{
-    uint64_t x = rng_next(r);
-    uint32_t k = (uint32_t)(((x >> 32) * p->n) >> 32);
-    return p->id[(uint32_t)x < p->thr[k] ? k : p->alias[k]];
-}
-
-/* Fill v[0..k) with distinct draws (k <= the number of ids that can be drawn). */
-static void draw_distinct(const plaw *p, rng *r, uint32_t n_uniform, uint32_t *v, uint32_t k)
-{
-    for (uint32_t i = 0; i < k; i++) {
-        int again;
-        do {
-            v[i] = p ? plaw_draw(p, r) : rng_below(r, n_uniform);
-            again = 0;
-            for (uint32_t j = 0; j < i; j++)
-                again |= v[j] == v[i];
-        } while (again);
-    }
-}
-
-/* ----------------------------------------------------------- output files */
-
-typedef struct wfile {
-    FILE *f;
-    char *buf;
-    char path[PATH_MAX], tmp[PATH_MAX + 8];
-} wfile;
-
-/* Create `path`.tmp for writing; nothing to release on failure. */
-static int w_open(wfile *w, const char *path, pl_err *err)
-{
-    w->f = NULL;
-    w->buf = NULL;
-    if (snprintf(w->path, sizeof w->path, "%s", path) >= (int)sizeof w->path)
-        return pl__err(err, -ENAMETOOLONG, "%s: %s", path, strerror(ENAMETOOLONG));
-    snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
-    w->buf = malloc(WBUF);
-    if (!w->buf)
-        return pl__err(err, -ENOMEM, "%s: out of memory", path);
-    w->f = fopen(w->tmp, "wb");
-    if (!w->f) {
-        int e = errno;
-        free(w->buf);
-        return pl__err(err, -e, "%s: cannot create: %s", w->tmp, strerror(e));
-    }
-    setvbuf(w->f, w->buf, _IOFBF, WBUF);
-    return 0;
-}
-
-static int w_put(wfile *w, const void *p, size_t n, pl_err *err)
-{
-    if (fwrite(p, 1, n, w->f) == n)
-        return 0;
-    int e = errno ? errno : EIO;
-    return pl__err(err, -e, "%s: write failed: %s", w->path, strerror(e));
-}
-
-/* Close and drop the temporary file (after a failure). */
-static void w_abort(wfile *w)
-{
-    if (w->f) {
-        fclose(w->f);
-        unlink(w->tmp);
-    }
-    free(w->buf);
-    w->f = NULL;
-    w->buf = NULL;
-}
-
-/* Flush, close and rename into place. Releases `w` whatever happens. */
-static int w_close(wfile *w, pl_err *err)
-{
-    int e = 0;
-    errno = 0;
-    if (fflush(w->f) != 0 || ferror(w->f))
-        e = errno ? errno : EIO;
-    if (fclose(w->f) != 0 && !e)
-        e = errno ? errno : EIO;
-    w->f = NULL;
-    free(w->buf);
-    w->buf = NULL;
-    if (!e && rename(w->tmp, w->path) == 0)
-        return 0;
-    if (!e) {
-        e = errno;
-        unlink(w->tmp);
-        return pl__err(err, -e, "%s: rename failed: %s", w->path, strerror(e));
-    }
-    unlink(w->tmp);
-    return pl__err(err, -e, "%s: write failed: %s", w->path, strerror(e));
-}
-
-static char *put_u64(char *p, uint64_t v)
-{
-    char t[20];
-    int n = 0;
-    do
-        t[n++] = (char)('0' + v % 10);
-    while (v /= 10);
-    while (n)
-        *p++ = t[--n];
-    return p;
-}
 
 /* --------------------------------------------------------------- generator */
 
@@ -370,17 +151,17 @@ static int write_genes(synth *s, pl_err *err)
     char path[PATH_MAX], line[NAME_CAP + 1];
     wfile w;
     PL_TRY(out_path(s, path, "genes.txt", err));
-    PL_TRY(w_open(&w, path, err));
+    PL_TRY(pl__w_open(&w, path, err));
     for (uint32_t g = 0; g < s->n; g++) {
         memcpy(line, s->name[g], s->name_len[g]);
         line[s->name_len[g]] = '\n';
-        int rc = w_put(&w, line, s->name_len[g] + 1u, err);
+        int rc = pl__w_put(&w, line, s->name_len[g] + 1u, err);
         if (rc < 0) {
-            w_abort(&w);
+            pl__w_abort(&w);
             return rc;
         }
     }
-    return w_close(&w, err);
+    return pl__w_close(&w, err);
 }
 
 /* Insert `key` (never 0) into the open-addressing set; 1 if it was new. */
@@ -415,7 +196,7 @@ static int write_edges(synth *s, uint32_t t, pl__progress *pg, uint64_t *done, p
     PL_TRY(out_path(s, path, file, err));
     rng_seed(&r, s->o->seed, S_EDGES + t);
     uint32_t n_act = edge_types[t].edges < SMALL_TYPE_EDGES ? (s->n + 1) / 2 : s->n;
-    PL_TRY(plaw_init(&pw, &r, s->n, n_act, err));
+    PL_TRY(pl__plaw_init(&pw, &r, s->n, n_act, err));
     edge = malloc((E ? E : 1) * sizeof *edge);
     set = calloc(mask + 1, sizeof *set);
     deg = calloc(s->n, sizeof *deg);
@@ -423,7 +204,7 @@ static int write_edges(synth *s, uint32_t t, pl__progress *pg, uint64_t *done, p
         rc = pl__err(err, -ENOMEM, "%s: out of memory", path);
         goto out;
     }
-    if ((rc = w_open(&w, path, err)) < 0)
+    if ((rc = pl__w_open(&w, path, err)) < 0)
         goto out;
     for (uint64_t i = 0; i < E; i++) {
         uint64_t e;
@@ -456,11 +237,11 @@ static int write_edges(synth *s, uint32_t t, pl__progress *pg, uint64_t *done, p
             uint64_t h = e ^ (s->o->seed * 0x9E3779B97F4A7C15ull) ^ (S_SCORES + t);
             double u = (double)(splitmix64(&h) >> 11) * 0x1p-53;
             *p++ = '\t';
-            p = put_u64(p, 150 + (uint64_t)(850.0 * u * u));
+            p = pl__put_u64(p, 150 + (uint64_t)(850.0 * u * u));
         }
         *p++ = '\n';
-        if ((rc = w_put(&w, line, (size_t)(p - line), err)) < 0) {
-            w_abort(&w);
+        if ((rc = pl__w_put(&w, line, (size_t)(p - line), err)) < 0) {
+            pl__w_abort(&w);
             goto out;
         }
         if ((++*done & 0xffff) == 0)
@@ -471,9 +252,9 @@ static int write_edges(synth *s, uint32_t t, pl__progress *pg, uint64_t *done, p
         if (deg[g] > s->max_degree[t])
             s->max_degree[t] = deg[g];
     }
-    rc = w_close(&w, err);
+    rc = pl__w_close(&w, err);
 out:
-    plaw_free(&pw);
+    pl__plaw_free(&pw);
     free(edge);
     free(set);
     free(deg);
@@ -539,51 +320,51 @@ static int write_metabolism(synth *s, pl_err *err)
     rng_seed(&rr, s->o->seed, S_RULES);
     double mg = floor(YEAST_METABOLIC_GENES * s->n / YEAST_GENES + 0.5);
     uint32_t n_mg = mg < 1 ? 1 : mg > s->n ? s->n : (uint32_t)mg;
-    if ((rc = plaw_init(&genes, &r, s->n, n_mg, err)) < 0 ||
-        (rc = plaw_init(&mets, &r, (uint32_t)s->n_met, (uint32_t)s->n_met, err)) < 0)
+    if ((rc = pl__plaw_init(&genes, &r, s->n, n_mg, err)) < 0 ||
+        (rc = pl__plaw_init(&mets, &r, (uint32_t)s->n_met, (uint32_t)s->n_met, err)) < 0)
         goto out;
     if (!(used = calloc(s->n_met, 1))) {
         rc = pl__err(err, -ENOMEM, "out of memory");
         goto out;
     }
     for (int i = 0; i < 4; i++) {
-        if ((rc = out_path(s, path, names[i], err)) < 0 || (rc = w_open(&w[i], path, err)) < 0)
+        if ((rc = out_path(s, path, names[i], err)) < 0 || (rc = pl__w_open(&w[i], path, err)) < 0)
             goto out;
         open[i] = 1;
     }
-    if ((rc = w_put(&w[3], "reaction\trule\n", 14, err)) < 0)
+    if ((rc = pl__w_put(&w[3], "reaction\trule\n", 14, err)) < 0)
         goto out;
     for (uint64_t j = 1; j <= s->n_react; j++) {
         char rname[32];
         uint32_t v[8];
         int rn = snprintf(rname, sizeof rname, "r_%04llu", (unsigned long long)j);
         snprintf(line, sizeof line, "%s\n", rname);
-        if ((rc = w_put(&w[0], line, (size_t)rn + 1, err)) < 0)
+        if ((rc = pl__w_put(&w[0], line, (size_t)rn + 1, err)) < 0)
             goto out;
         int rn_tab = snprintf(line, sizeof line, "%s\t", rname);
         if (rng_unif(&r) < P_NO_GPR) {
             s->n_no_gpr++;
             line[rn_tab] = '\n';
-            if ((rc = w_put(&w[3], line, (size_t)rn_tab + 1, err)) < 0)
+            if ((rc = pl__w_put(&w[3], line, (size_t)rn_tab + 1, err)) < 0)
                 goto out;
         } else {
             uint32_t k = 1 + pick(&r, gpr_k, 6);
             k = k < n_mg ? k : n_mg;
-            draw_distinct(&genes, &r, 0, v, k);
+            pl__draw_distinct(&genes, &r, 0, v, k);
             for (uint32_t i = 0; i < k; i++) {
                 int n = snprintf(line, sizeof line, "%s\t%s\n", s->name[v[i]], rname);
-                if ((rc = w_put(&w[1], line, (size_t)n, err)) < 0)
+                if ((rc = pl__w_put(&w[1], line, (size_t)n, err)) < 0)
                     goto out;
             }
             s->n_gpr += k;
             int rt = snprintf(line, sizeof line, "%s\t", rname);
             size_t rl = put_rule(s, &rr, v, k, line + rt, sizeof line - (size_t)rt);
-            if ((rc = w_put(&w[3], line, (size_t)rt + rl, err)) < 0)
+            if ((rc = pl__w_put(&w[3], line, (size_t)rt + rl, err)) < 0)
                 goto out;
         }
         uint32_t k = 2 + pick(&r, rmr_k, 7);
         k = k < s->n_met ? k : (uint32_t)s->n_met;
-        draw_distinct(&mets, &r, 0, v, k);
+        pl__draw_distinct(&mets, &r, 0, v, k);
         uint32_t n_sub = k > 1 ? 1 + rng_below(&r, k - 1) : 1;
         for (uint32_t i = 0; i < k; i++) {
             double u = rng_unif(&r), c;
@@ -597,7 +378,7 @@ static int write_metabolism(synth *s, pl_err *err)
                 c = (1 + rng_below(&r, 2999)) / 1000.0;
             int n = snprintf(line, sizeof line, "%s\ts_%04u\t%.6g\n", rname, v[i] + 1,
                              i < n_sub ? -c : c);
-            if ((rc = w_put(&w[2], line, (size_t)n, err)) < 0)
+            if ((rc = pl__w_put(&w[2], line, (size_t)n, err)) < 0)
                 goto out;
             s->n_met_used += !used[v[i]];
             used[v[i]] = 1;
@@ -606,15 +387,15 @@ static int write_metabolism(synth *s, pl_err *err)
     }
     for (int i = 0; i < 4; i++) {
         open[i] = 0;
-        if ((rc = w_close(&w[i], err)) < 0)
+        if ((rc = pl__w_close(&w[i], err)) < 0)
             goto out;
     }
 out:
     for (int i = 0; i < 4; i++)
         if (open[i])
-            w_abort(&w[i]);
-    plaw_free(&genes);
-    plaw_free(&mets);
+            pl__w_abort(&w[i]);
+    pl__plaw_free(&genes);
+    pl__plaw_free(&mets);
     free(used);
     return rc;
 }
@@ -704,9 +485,9 @@ static int write_samples(synth *s, pl_err *err)
         double u = rng_unif(&r);
         fit[g] = 1.0 - 0.6 * pow(u, 6) - 0.05 * u;
     }
-    if ((rc = out_path(s, path, "samples.tsv", err)) < 0 || (rc = w_open(&w, path, err)) < 0)
+    if ((rc = out_path(s, path, "samples.tsv", err)) < 0 || (rc = pl__w_open(&w, path, err)) < 0)
         goto out;
-    if ((rc = w_put(&w, header, sizeof header - 1, err)) < 0)
+    if ((rc = pl__w_put(&w, header, sizeof header - 1, err)) < 0)
         goto fail;
     rng_seed(&r, s->o->seed, S_SAMPLES);
     uint64_t key = s->o->seed;
@@ -717,12 +498,12 @@ static int write_samples(synth *s, pl_err *err)
         uint32_t g[3], k = u < P_SINGLE ? 1 : u < P_SINGLE + P_TRIPLE ? 3 : 2;
         k = k < s->n ? k : s->n;
         s->n_by_k[k]++;
-        draw_distinct(NULL, &r, s->n, g, k);
+        pl__draw_distinct(NULL, &r, s->n, g, k);
         double prod = 1, eps = 0.02 * (rng_unif(&r) + rng_unif(&r) + rng_unif(&r) +
                                       rng_unif(&r) - 2.0);
         if (rng_unif(&r) < 0.05)
             eps *= 5; /* a few strong interactions */
-        char *p = put_u64(line, sample_id(row, key));
+        char *p = pl__put_u64(line, sample_id(row, key));
         for (uint32_t i = 0; i < k; i++) {
             *p++ = i ? ';' : '\t';
             memcpy(p, s->name[g[i]], s->name_len[g[i]]);
@@ -735,16 +516,16 @@ static int write_samples(synth *s, pl_err *err)
         *p++ = '\t';
         p = put_label(p, &r, k == 1 ? 1.0 : P_GI_MISSING, f - prod);
         *p++ = '\n';
-        if ((rc = w_put(&w, line, (size_t)(p - line), err)) < 0)
+        if ((rc = pl__w_put(&w, line, (size_t)(p - line), err)) < 0)
             goto fail;
         if ((row & 0xffff) == 0)
             pl__progress_update(&pg, row, -1);
     }
     pl__progress_end(&pg, s->o->n_samples);
-    rc = w_close(&w, err);
+    rc = pl__w_close(&w, err);
     goto out;
 fail:
-    w_abort(&w);
+    pl__w_abort(&w);
 out:
     free(fit);
     return rc;
@@ -765,9 +546,9 @@ static int write_payload(synth *s, pl_err *err)
     if (!row)
         return pl__err(err, -ENOMEM, "out of memory");
     size_t n = pl__npy_header(hdr, sizeof hdr, "<f4", shape, 2, 64); /* 128 bytes at most */
-    if ((rc = out_path(s, path, "payload.npy", err)) < 0 || (rc = w_open(&w, path, err)) < 0)
+    if ((rc = out_path(s, path, "payload.npy", err)) < 0 || (rc = pl__w_open(&w, path, err)) < 0)
         goto out;
-    if ((rc = w_put(&w, hdr, n, err)) < 0)
+    if ((rc = pl__w_put(&w, hdr, n, err)) < 0)
         goto fail;
     rng_seed(&r, s->o->seed, S_PAYLOAD);
     pl__progress_start(&pg, s->o->progress, "payload", S);
@@ -779,16 +560,16 @@ static int write_payload(synth *s, pl_err *err)
             for (int k = 0; k < 4; k++)
                 row[4 * d + k] = (uint8_t)(b >> 8 * k); /* little-endian on any host */
         }
-        if ((rc = w_put(&w, row, D * 4, err)) < 0)
+        if ((rc = pl__w_put(&w, row, D * 4, err)) < 0)
             goto fail;
         if ((i & 0xffff) == 0)
             pl__progress_update(&pg, i, -1);
     }
     pl__progress_end(&pg, S);
-    rc = w_close(&w, err);
+    rc = pl__w_close(&w, err);
     goto out;
 fail:
-    w_abort(&w);
+    pl__w_abort(&w);
 out:
     free(row);
     return rc;
@@ -806,11 +587,11 @@ static int write_build_args(synth *s, pl_err *err)
     int rc, n;
 
     PL_TRY(out_path(s, path, "build-args.txt", err));
-    PL_TRY(w_open(&w, path, err));
+    PL_TRY(pl__w_open(&w, path, err));
     if ((rc = out_path(s, path, "genes.txt", err)) < 0)
         goto fail;
     n = snprintf(line, sizeof line, "--genes\n%s\n", path);
-    if ((rc = w_put(&w, line, (size_t)n, err)) < 0)
+    if ((rc = pl__w_put(&w, line, (size_t)n, err)) < 0)
         goto fail;
     for (uint32_t t = 0; t < N_TYPES; t++) {
         char file[128];
@@ -818,7 +599,7 @@ static int write_build_args(synth *s, pl_err *err)
         if ((rc = out_path(s, path, file, err)) < 0)
             goto fail;
         n = snprintf(line, sizeof line, "--edges\n%s=%s\n", edge_types[t].name, path);
-        if ((rc = w_put(&w, line, (size_t)n, err)) < 0)
+        if ((rc = pl__w_put(&w, line, (size_t)n, err)) < 0)
             goto fail;
     }
     for (uint32_t i = 0; i < 5; i++) {
@@ -827,12 +608,12 @@ static int write_build_args(synth *s, pl_err *err)
         if ((rc = out_path(s, path, files[i][1], err)) < 0)
             goto fail;
         n = snprintf(line, sizeof line, "%s\n%s\n", files[i][0], path);
-        if ((rc = w_put(&w, line, (size_t)n, err)) < 0)
+        if ((rc = pl__w_put(&w, line, (size_t)n, err)) < 0)
             goto fail;
     }
-    return w_close(&w, err);
+    return pl__w_close(&w, err);
 fail:
-    w_abort(&w);
+    pl__w_abort(&w);
     return rc;
 }
 
