@@ -24,12 +24,6 @@
 #include "pertload.h"
 #include "testutil.h"
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            cr_assert_fail(__VA_ARGS__);                                       \
-    } while (0)
-
 #define N_GENES 60
 #define N_TYPES 3
 #define N_SAMPLES 1300

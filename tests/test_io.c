@@ -37,12 +37,6 @@
 #include "src/core/db.h"
 #include "testutil.h"
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            cr_assert_fail(__VA_ARGS__);                                       \
-    } while (0)
-
 #define FILE_BYTES ((size_t)3 * 1048576 + 777)
 #define MAX_READ ((size_t)1 << 20)
 #define TAIL 64 /* bytes checked untouched after every read */

@@ -22,7 +22,7 @@
 #include "testdb.h"
 #include "testutil.h"
 
-#define CHECK(cond, ...)                                                                       \
+#define EXPECT(cond, ...)                                                                       \
     do {                                                                                       \
         if (!(cond)) {                                                                         \
             snprintf(why, sizeof why, __VA_ARGS__);                                           \
@@ -189,15 +189,15 @@ static int check_sample(const void *slot, uint32_t i, uint64_t row, uint32_t den
     const struct pl_slot_header *h = slot;
     const uint32_t n = h->n_samples;
     const struct pl_slot_array *a = array(slot, "sample_id");
-    CHECK(a && ((const uint64_t *)(base + a->offset))[i] == db.table.ids[row], "row %llu: id",
+    EXPECT(a && ((const uint64_t *)(base + a->offset))[i] == db.table.ids[row], "row %llu: id",
           (unsigned long long)row);
     a = array(slot, "labels");
     uint32_t L = db.table.n_labels;
-    CHECK(a && !memcmp(base + a->offset + 4 * (uint64_t)i * L, db.table.labels + row * L,
+    EXPECT(a && !memcmp(base + a->offset + 4 * (uint64_t)i * L, db.table.labels + row * L,
                        4 * (size_t)L), "row %llu: labels", (unsigned long long)row);
     a = array(slot, "payload");
     uint64_t rb = db.payload_row_bytes;
-    CHECK(a && a->shape[0] == n &&
+    EXPECT(a && a->shape[0] == n &&
               !memcmp(base + a->offset + i * rb, db.payload + row * rb, rb),
           "row %llu: payload", (unsigned long long)row);
     pl_test_db_pert(&db, row, P);
@@ -208,11 +208,11 @@ static int check_sample(const void *slot, uint32_t i, uint64_t row, uint32_t den
         const struct pl_slot_array *pos = array(slot, name);
         snprintf(name, sizeof name, k == db.n_lists ? "perturbation_ptr" : "%s/ptr", kn);
         const struct pl_slot_array *ptr = array(slot, name);
-        CHECK(pos && ptr && ptr->shape[0] == n + 1, "%s: arrays", kn);
+        EXPECT(pos && ptr && ptr->shape[0] == n + 1, "%s: arrays", kn);
         const int64_t *pp = (const int64_t *)(base + ptr->offset);
         const int32_t *got = (const int32_t *)(base + pos->offset) + pp[i];
         uint64_t m = pl_test_oracle(&db, k, P, oracle);
-        CHECK(pp[i + 1] - pp[i] == (int64_t)m && !memcmp(got, oracle, 4 * m),
+        EXPECT(pp[i + 1] - pp[i] == (int64_t)m && !memcmp(got, oracle, 4 * m),
               "row %llu: %s: %lld positions, the oracle %llu", (unsigned long long)row, kn,
               (long long)(pp[i + 1] - pp[i]), (unsigned long long)m);
         if (!dense)
@@ -220,9 +220,9 @@ static int check_sample(const void *slot, uint32_t i, uint64_t row, uint32_t den
         snprintf(name, sizeof name, "%s/mask", kn);
         const struct pl_slot_array *mask = array(slot, name);
         uint64_t rowb = pl__expand_row_bytes(dense, db.len[k]);
-        CHECK(mask && mask->shape[0] == n && mask->nbytes == rowb * n, "%s: mask", kn);
+        EXPECT(mask && mask->shape[0] == n && mask->nbytes == rowb * n, "%s: mask", kn);
         pl_test_oracle_row(&db, k, P, dense, mrow);
-        CHECK(!memcmp(base + mask->offset + rowb * i, mrow, rowb), "row %llu: %s mask",
+        EXPECT(!memcmp(base + mask->offset + rowb * i, mrow, rowb), "row %llu: %s mask",
               (unsigned long long)row, kn);
     }
     return 0;
@@ -271,10 +271,10 @@ static int track(tracker *tr, const void *slot, uint64_t slot_bytes, uint32_t de
                  uint64_t epoch)
 {
     pl_err err = {0};
-    CHECK(pl_slot_check(slot, slot_bytes, &err) == 0, "delivery %llu: %s",
+    EXPECT(pl_slot_check(slot, slot_bytes, &err) == 0, "delivery %llu: %s",
           (unsigned long long)tr->deliveries, err.msg);
     const struct pl_slot_header *h = slot;
-    CHECK(h->batch == tr->batch && h->epoch == epoch && h->dense == dense,
+    EXPECT(h->batch == tr->batch && h->epoch == epoch && h->dense == dense,
           "delivery %llu holds batch %llu of epoch %llu, batch %llu expected",
           (unsigned long long)tr->deliveries, (unsigned long long)h->batch,
           (unsigned long long)h->epoch, (unsigned long long)tr->batch);
@@ -282,19 +282,19 @@ static int track(tracker *tr, const void *slot, uint64_t slot_bytes, uint32_t de
         tr->n_parts = h->n_parts;
         tr->split += h->n_parts > 1;
     }
-    CHECK(h->part == tr->part && h->n_parts == tr->n_parts && h->first == tr->first,
+    EXPECT(h->part == tr->part && h->n_parts == tr->n_parts && h->first == tr->first,
           "batch %llu: part %u/%u at %llu, part %u/%u at %llu expected",
           (unsigned long long)h->batch, h->part, h->n_parts, (unsigned long long)h->first,
           tr->part, tr->n_parts, (unsigned long long)tr->first);
     uint32_t all = pl_plan_batch(tr->plan, tr->batch, tr->rows);
-    CHECK(h->n_samples >= 1 && h->first + h->n_samples <= all, "batch %llu: samples %llu+%u "
+    EXPECT(h->n_samples >= 1 && h->first + h->n_samples <= all, "batch %llu: samples %llu+%u "
           "of %u", (unsigned long long)h->batch, (unsigned long long)h->first, h->n_samples,
           all);
     const struct pl_slot_array *r = array(slot, "row");
-    CHECK(r && r->shape[0] == h->n_samples, "row array");
+    EXPECT(r && r->shape[0] == h->n_samples, "row array");
     for (uint32_t i = 0; i < h->n_samples; i++) {
         uint64_t row = ((const uint64_t *)((const unsigned char *)slot + r->offset))[i];
-        CHECK(row == tr->rows[h->first + i], "batch %llu sample %llu: row %llu, plan %llu",
+        EXPECT(row == tr->rows[h->first + i], "batch %llu sample %llu: row %llu, plan %llu",
               (unsigned long long)h->batch, (unsigned long long)(h->first + i),
               (unsigned long long)row, (unsigned long long)tr->rows[h->first + i]);
         tr->seen[row]++;
@@ -305,7 +305,7 @@ static int track(tracker *tr, const void *slot, uint64_t slot_bytes, uint32_t de
     tr->deliveries++;
     tr->first += h->n_samples;
     if (++tr->part == tr->n_parts) {
-        CHECK(tr->first == all, "batch %llu ended at sample %llu of %u",
+        EXPECT(tr->first == all, "batch %llu ended at sample %llu of %u",
               (unsigned long long)tr->batch, (unsigned long long)tr->first, all);
         tr->batch++;
         tr->part = tr->n_parts = 0;

@@ -15,40 +15,12 @@
 #include "pertload.h"
 #include "testutil.h"
 
-/* Assertions only report on failure, so the grid runs at full speed. */
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            cr_assert_fail(__VA_ARGS__);                                       \
-    } while (0)
-
 static const uint64_t sizes[] = {0, 1, 2, 7, 64, 1000, 4097};
 #define N_SIZES (sizeof sizes / sizeof sizes[0])
 #define MAX_WORLD 5u
 #define MAX_BATCH 70u
 
 /* ------------------------------------------------- reference algorithm */
-
-/* The epoch permutation (step 1 of plan.h). */
-static uint32_t *ref_order(uint64_t n, uint64_t seed, uint64_t epoch, int shuffle)
-{
-    uint32_t *o = malloc((n ? n : 1) * sizeof *o);
-    cr_assert_not_null(o);
-    for (uint64_t i = 0; i < n; i++)
-        o[i] = (uint32_t)i;
-    if (!shuffle || n < 2)
-        return o;
-    uint64_t s = seed + epoch * UINT64_C(0x9E3779B97F4A7C15);
-    for (uint64_t i = n - 1; i >= 1; i--) {
-        uint64_t j = pl_test_mulhi64(pl_test_rand(&s), i + 1);
-        CHECK(j <= i, "reference swap index %llu > %llu", (unsigned long long)j,
-              (unsigned long long)i);
-        uint32_t t = o[i];
-        o[i] = o[j];
-        o[j] = t;
-    }
-    return o;
-}
 
 /* The rank's rows (step 2); sets *m. */
 static uint64_t *ref_rows(const pl_plan_opts *o, const uint32_t *order, uint64_t *m)
@@ -118,7 +90,7 @@ static uint64_t *all_rows(const pl_plan *p, const pl_plan_opts *o, uint64_t *cou
 static void check_point(uint64_t n, uint32_t W, uint32_t B, int shuffle, int drop_last,
                         uint64_t seed, uint64_t epoch)
 {
-    uint32_t *order = ref_order(n, seed, epoch, shuffle);
+    uint32_t *order = pl_test_plan_order(n, seed, epoch, shuffle);
     uint64_t *seen = calloc(n ? n : 1, sizeof *seen);
     cr_assert_not_null(seen);
     uint64_t m_expect = drop_last ? n / W : (n + W - 1) / W;
@@ -389,7 +361,7 @@ Test(plan, first_values_of_the_order)
     cr_assert_eq(pl_test_rand(&s), UINT64_C(0x6E789E6AA1B965F4));
     cr_assert_eq(pl_test_mulhi64(UINT64_MAX, UINT64_MAX), UINT64_MAX - 1);
     cr_assert_eq(pl_test_mulhi64(UINT64_C(1) << 63, 5), 2);
-    uint32_t *ord = ref_order(5, 0, 0, 1);
+    uint32_t *ord = pl_test_plan_order(5, 0, 0, 1);
     pl_plan_opts o = {.n_samples = 5, .world_size = 1, .batch_size = 5, .shuffle = 1};
     pl_plan *p = make(&o);
     uint64_t rows[5];

@@ -15,12 +15,6 @@
 #include "pertload.h"
 #include "testutil.h"
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            cr_assert_fail(__VA_ARGS__);                                       \
-    } while (0)
-
 /* Fisher-Yates of a[0..n) from the top (step 1 of plan.h). */
 static void ref_shuffle(uint32_t *a, uint64_t n, uint64_t *s)
 {

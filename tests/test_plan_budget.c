@@ -13,29 +13,6 @@
 #include "pertload.h"
 #include "testutil.h"
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            cr_assert_fail(__VA_ARGS__);                                       \
-    } while (0)
-
-/* Step 1: the epoch's row order. */
-static uint32_t *ref_order(uint64_t n, uint64_t seed, uint64_t epoch, int shuffle)
-{
-    uint32_t *o = malloc((n + 1) * sizeof *o);
-    cr_assert_not_null(o);
-    for (uint64_t i = 0; i < n; i++)
-        o[i] = (uint32_t)i;
-    uint64_t s = seed + epoch * UINT64_C(0x9E3779B97F4A7C15);
-    for (uint64_t i = n; shuffle && i-- > 1;) {
-        uint64_t j = pl_test_mulhi64(pl_test_rand(&s), i + 1);
-        uint32_t t = o[i];
-        o[i] = o[j];
-        o[j] = t;
-    }
-    return o;
-}
-
 /* Step 2c: global batch g is order[start[g] .. start[g + 1]); returns G. */
 static uint64_t ref_global(const uint32_t *order, const uint32_t *cost, uint64_t n,
                            uint64_t budget, uint64_t cap, uint64_t *start)
@@ -72,7 +49,7 @@ static void check_point(uint64_t n, uint32_t W, uint32_t cap, uint64_t budget, i
     cr_assert(cost && start && got && seen);
     for (uint64_t i = 0; i < n; i++) /* 0 .. 2 * budget: zeros and oversized rows too */
         cost[i] = (uint32_t)pl_test_below(&r, 2 * budget + 1);
-    uint32_t *order = ref_order(n, seed, 3, shuffle);
+    uint32_t *order = pl_test_plan_order(n, seed, 3, shuffle);
     uint64_t G = ref_global(order, cost, n, budget, cap, start);
     uint64_t S = drop ? G / W : (G + W - 1) / W;
     pl_plan_opts o = {.n_samples = n, .seed = seed, .epoch = 3, .world_size = W,

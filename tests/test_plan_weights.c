@@ -13,28 +13,6 @@
 #include "pertload.h"
 #include "testutil.h"
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            cr_assert_fail(__VA_ARGS__);                                       \
-    } while (0)
-
-static uint32_t *ref_order(uint64_t n, uint64_t seed, uint64_t epoch, int shuffle)
-{
-    uint32_t *o = malloc((n + 1) * sizeof *o);
-    cr_assert_not_null(o);
-    for (uint64_t i = 0; i < n; i++)
-        o[i] = (uint32_t)i;
-    uint64_t s = seed + epoch * UINT64_C(0x9E3779B97F4A7C15);
-    for (uint64_t i = n; shuffle && i-- > 1;) {
-        uint64_t j = pl_test_mulhi64(pl_test_rand(&s), i + 1);
-        uint32_t t = o[i];
-        o[i] = o[j];
-        o[j] = t;
-    }
-    return o;
-}
-
 /* Step 2d: c[0..W] of a step of *T entries; 0 when a rank would get none. */
 static int ref_cuts(const uint32_t *w, uint32_t W, uint32_t B, uint64_t *T, uint64_t *c)
 {
@@ -69,7 +47,7 @@ static void check_point(uint64_t n, const uint32_t *w, uint32_t W, uint32_t B, i
         CHECK(strstr(err.msg, "raise the batch size") != NULL, "%s", err.msg);
         return;
     }
-    uint32_t *order = ref_order(n, seed, 2, shuffle);
+    uint32_t *order = pl_test_plan_order(n, seed, 2, shuffle);
     uint32_t *seen = calloc(n + 1, sizeof *seen);
     uint64_t *got = malloc(B * sizeof *got);
     uint64_t S = drop ? n / T : (n + T - 1) / T;

@@ -27,12 +27,6 @@
 #include "testdb.h"
 #include "testutil.h"
 
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            cr_assert_fail(__VA_ARGS__);                                       \
-    } while (0)
-
 #define N_SAMPLES 3000
 
 static pl_test_db S;

@@ -451,3 +451,20 @@ uint64_t pl_test_mulhi64(uint64_t x, uint64_t k)
     uint64_t mid = (ll >> 32) + (lh & 0xFFFFFFFFu) + (hl & 0xFFFFFFFFu);
     return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
 }
+
+uint32_t *pl_test_plan_order(uint64_t n, uint64_t seed, uint64_t epoch, int shuffle)
+{
+    uint32_t *o = malloc((n + 1) * sizeof *o);
+    if (!o)
+        abort();
+    for (uint64_t i = 0; i < n; i++)
+        o[i] = (uint32_t)i;
+    uint64_t s = seed + epoch * UINT64_C(0x9E3779B97F4A7C15);
+    for (uint64_t i = n; shuffle && i-- > 1;) {
+        uint64_t j = pl_test_mulhi64(pl_test_rand(&s), i + 1);
+        uint32_t t = o[i];
+        o[i] = o[j];
+        o[j] = t;
+    }
+    return o;
+}

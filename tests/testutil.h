@@ -137,6 +137,20 @@ void pl_test_inputs_free(pl_test_inputs *in);
 int pl_test_rule_holds(const char *rule, int (*deleted)(void *ctx, const char *name, size_t len),
                        void *ctx);
 
+/** An assertion that formats its message only when it fails (Criterion's
+ *  cr_assert formats every time), so that grids of checks run at full speed. */
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            cr_assert_fail(__VA_ARGS__);                                       \
+    } while (0)
+
+/** The epoch's row order, step 1 of loader/plan.h written out apart from the
+ *  library: 0..n-1, shuffled when `shuffle` by Fisher-Yates from i = n-1
+ *  down to 1 with j = mulhi64(rand, i + 1), rand splitmix64 seeded with
+ *  seed + epoch * 0x9E3779B97F4A7C15. malloc'd (at least one entry). */
+uint32_t *pl_test_plan_order(uint64_t n, uint64_t seed, uint64_t epoch, int shuffle);
+
 /** Deterministic PRNG: splitmix64 as loader/plan.h writes it out (a reference
  *  apart from the library's). */
 uint64_t pl_test_rand(uint64_t *state);
