@@ -6,7 +6,8 @@ drawn from the report's figures (report.json's dict):
   - ranks.png: each rank's samples/s and stall share over time in the
     multi-rank run, fixed batches and budgeted;
   - step-spread.png: per step, the spread of the step times across ranks
-    (slowest minus fastest over the mean), fixed batches and budgeted.
+    (slowest minus fastest over the mean), fixed batches and budgeted, the
+    ranks at once and one after another.
 
 usage: plots.py REPORT.JSON OUTDIR   (draws them again from a report)
 """
@@ -83,22 +84,28 @@ def ranks(r, out):
 
 
 def step_spread(r, out):
-    """step-spread.png: per step, the spread of each step kind's CPU time
-    across ranks, and of the removed positions, fixed against budgeted."""
+    """step-spread.png: per step, the spread across ranks of what the
+    batches hold and of each step kind's CPU time, fixed against budgeted;
+    the ranks at once (top) and one after another (bottom)."""
     k = r["ranks"]
-    kinds = (("removed", "removed positions a batch"), ("embed_cpu", "embedding-bag step, CPU time"),
-             ("pyg_cpu", "PyG-layout step, CPU time"))
-    fig, ax = plt.subplots(1, len(kinds), figsize=(12, 3.8), sharey=True)
-    for a, (col, title) in zip(ax, kinds):
-        for job, label in JOBS:
-            sp = k[job][col + "_spread"]
-            a.plot(range(len(sp)), [100 * x for x in sp], ".-",
-                   label=f"{label}: median {100 * k[job][col + '_spread_median']:.0f}%")
-        a.set_title(title, fontsize=10)
+    rows = (("", "at once", (("removed", "removed positions a batch"),)),
+            ("_alone", "one after another", (("samples", "samples a batch"),)))
+    fig, ax = plt.subplots(2, 3, figsize=(12, 6.5), sharey=True)
+    for row, (suffix, how, first) in enumerate(rows):
+        kinds = first + (("embed_cpu", f"embedding-bag step, CPU time, {how}"),
+                         ("pyg_cpu", f"PyG-layout step, CPU time, {how}"))
+        for a, (col, title) in zip(ax[row], kinds):
+            for job, label in JOBS:
+                s = k[job + suffix]
+                sp = s[col + "_spread"]
+                a.plot(range(len(sp)), [100 * x for x in sp], ".-",
+                       label=f"{label}: median {100 * s[col + '_spread_median']:.0f}%")
+            a.set_title(title, fontsize=10)
+            a.grid(True, alpha=0.3)
+            a.legend(fontsize=8)
+        ax[row][0].set_ylabel("(slowest - fastest rank) / mean, %")
+    for a in ax[1]:
         a.set_xlabel("step")
-        a.grid(True, alpha=0.3)
-        a.legend(fontsize=8)
-    ax[0].set_ylabel("(slowest - fastest rank) / mean, %")
     return _save(fig, out, "step-spread.png")
 
 

@@ -4,22 +4,24 @@ one Python consumer process each, started together on one database.
 
 Each consumer runs a training-like step on every batch and records, per
 step, the wall and CPU time of two step kinds:
-  - "pyg": the batch's PyG layout on the CPU for a few edge types
-    (to_torch(layout="pyg")), whose cost follows the kept edges, that is
-    the samples of the batch;
+  - "pyg": the batch's PyG layout on the CPU for the two smallest edge
+    types (to_torch(layout="pyg")), whose cost follows the kept edges, that
+    is the samples of the batch;
   - "embed": an embedding bag over the removed lists of every kind
     (to_torch(layout="lists"), then one torch.nn.functional.embedding_bag
-    per kind, 8 floats a position), whose cost follows the removed
+    per kind, 32 floats a position), whose cost follows the removed
     positions of the batch;
 and after every batch the ring's counters (Loader.stats(): samples
 consumed, the consumer's wait for data), from which the samples/s and the
 stall share of each rank over time are drawn.
 
-run() does this twice on a mix of singles, doubles and triples
-(mix_samples): with fixed batches and with `--budget removed=N`, N the
-mean removed positions of the fixed batches; the per-step spread of the
-step times across ranks (slowest minus fastest over the mean) tells how
-far budgets even out the steps of a job.
+run() does this on a mix of singles, doubles and triples (mix_samples)
+with fixed batches and with `--budget removed=N`, N the mean removed
+positions of the fixed batches, each twice: the ranks at once (as a job
+runs; on a small machine they share its cores) and one after another (each
+rank alone, as on a machine of its own). The per-step spread of the step
+times across ranks (slowest minus fastest over the mean) tells how far
+budgets even out the steps of a job.
 
 usage (the consumer side, started by run()): ranks.py consume JSON-ARGS
 """
@@ -139,13 +141,13 @@ def consume(a):
                              threads=a.get("threads", 1))
     graph = loader.graph
     tensors = graph.tensors_on(torch.device("cpu"))
-    types = [t for t in a["pyg_types"] if t in graph.n_edges]
+    types = sorted(graph.n_edges, key=lambda t: (graph.n_edges[t], t))[:2]
     gen = torch.Generator().manual_seed(a["rank"])
     sizes = dict(graph.n_edges)
     sizes.update(gene=graph.n_genes)
     if graph.has_metabolism:
         sizes.update(gpr=graph.n_gpr, reaction=graph.n_reactions, rmr=graph.n_rmr)
-    tables = {k: torch.rand(max(n, 1), 8, generator=gen) for k, n in sizes.items()}
+    tables = {k: torch.rand(max(n, 1), 32, generator=gen) for k, n in sizes.items()}
     print("ready", flush=True)
     if sys.stdin.readline().strip() != "go":
         return 1
@@ -174,23 +176,24 @@ def consume(a):
     st = loader.stats()
     records.append((time.perf_counter() - t0, st["samples_consumed"], st["consumer_wait_ns"]))
     with open(a["out"], "w") as f:
-        json.dump({"rank": a["rank"], "steps": steps, "records": records}, f)
+        json.dump({"rank": a["rank"], "steps": steps, "records": records,
+                   "pyg_types": types}, f)
     return 0
 
 
-def job(db, world, batch_size, work, budget=None, seed=0, pyg_types=("physical", "regulatory"),
-        log=print):
-    """Run one job of `world` ranks at once; the consumers' results by rank."""
+def _ranks_of(db, ranks, world, batch_size, work, budget, seed):
+    """Start the consumers of `ranks`, wait until each is ready, let them go
+    together and wait for them; their results."""
     procs = []
-    for r in range(world):
-        args = {"db": db, "rank": r, "world_size": world, "batch_size": batch_size,
-                "budget": budget, "seed": seed, "pyg_types": list(pyg_types),
-                "out": os.path.join(work, f"rank{r}-{time.monotonic_ns()}.json")}
-        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "consume",
-                              json.dumps(args)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
-        procs.append((p, args))
     try:
+        for r in ranks:
+            args = {"db": db, "rank": r, "world_size": world, "batch_size": batch_size,
+                    "budget": budget, "seed": seed,
+                    "out": os.path.join(work, f"rank{r}-{time.monotonic_ns()}.json")}
+            p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "consume",
+                                  json.dumps(args)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            procs.append((p, args))
         for p, _ in procs:
             if p.stdout.readline().strip() != "ready":
                 raise SystemExit(f"ranks.py: a consumer did not start (exit {p.wait()})")
@@ -204,13 +207,24 @@ def job(db, world, batch_size, work, budget=None, seed=0, pyg_types=("physical",
             with open(args["out"]) as f:
                 out.append(json.load(f))
             os.unlink(args["out"])
+        return out
     finally:
         for p, _ in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    log(f"  {world} ranks, batch size {batch_size}, budget {budget}: "
-        f"{len(out[0]['steps'])} steps a rank")
+
+
+def job(db, world, batch_size, work, budget=None, seed=0, at_once=True, log=print):
+    """Run one job of `world` ranks, at once or one rank after another; the
+    consumers' results by rank."""
+    if at_once:
+        out = _ranks_of(db, range(world), world, batch_size, work, budget, seed)
+    else:
+        out = [o for r in range(world)
+               for o in _ranks_of(db, [r], world, batch_size, work, budget, seed)]
+    log(f"  {world} ranks {'at once' if at_once else 'one after another'}, batch size "
+        f"{batch_size}, budget {budget}: {len(out[0]['steps'])} steps a rank")
     return out
 
 
@@ -232,6 +246,8 @@ def summary(ranks, bins):
         s[col + "_spread"] = sp
         s[col + "_spread_median"] = quantile(sp, 0.5)
         s[col + "_spread_p90"] = quantile(sp, 0.9)
+    s["step_rows"] = [r["steps"] for r in ranks]
+    s["pyg_types"] = ranks[0]["pyg_types"]
     n = sum(len(r["steps"]) for r in ranks)
     s["removed_mean"] = sum(st["removed"] for r in ranks for st in r["steps"]) / n
     s["samples_mean"] = sum(st["samples"] for r in ranks for st in r["steps"]) / n
@@ -239,13 +255,18 @@ def summary(ranks, bins):
 
 
 def run(db, world=4, batch_size=64, budget_cap=256, bins=20, work=None, log=print):
-    """The fixed and the budgeted job on `db`; their summaries and the budget."""
+    """The fixed and the budgeted job on `db`, the ranks at once ("fixed",
+    "budgeted") and one after another ("fixed_alone", "budgeted_alone");
+    their summaries and the budget."""
     work = work or os.path.dirname(os.path.abspath(db))
-    fixed = summary(job(db, world, batch_size, work, log=log), bins)
-    budget = f"removed={max(1, round(fixed['removed_mean']))}"
-    budgeted = summary(job(db, world, budget_cap, work, budget=budget, log=log), bins)
-    return {"world_size": world, "batch_size": batch_size, "budget": budget,
-            "budget_cap": budget_cap, "fixed": fixed, "budgeted": budgeted}
+    out = {"world_size": world, "batch_size": batch_size, "budget_cap": budget_cap}
+    out["fixed"] = summary(job(db, world, batch_size, work, log=log), bins)
+    out["budget"] = budget = f"removed={max(1, round(out['fixed']['removed_mean']))}"
+    out["budgeted"] = summary(job(db, world, budget_cap, work, budget=budget, log=log), bins)
+    out["fixed_alone"] = summary(job(db, world, batch_size, work, at_once=False, log=log), bins)
+    out["budgeted_alone"] = summary(job(db, world, budget_cap, work, budget=budget,
+                                        at_once=False, log=log), bins)
+    return out
 
 
 if __name__ == "__main__":

@@ -250,29 +250,34 @@ def markdown(r):
 def ranks_markdown(k):
     """The multi-rank part of report.md."""
     f, b = k["fixed"], k["budgeted"]
-    lines = [f"Many ranks: {k['world_size']} `pertload serve` ranks at once, shuffled, on "
+    types = " and ".join(f["pyg_types"])
+    lines = [f"Many ranks: {k['world_size']} `pertload serve` ranks, shuffled, on "
              f"{k['samples']:,} samples (a third each of singles, doubles and triples), one "
-             "Python consumer each running a step per batch: the PyG layout of two edge types "
-             "on the CPU, and an embedding bag over every removed list. Fixed batches of "
-             f"{k['batch_size']} against `--budget {k['budget']}` (the mean removed positions "
-             f"of the fixed batches; at most {k['budget_cap']} samples). Spread of a step: "
-             "(slowest - fastest rank) / mean, median (90th percentile) over the steps.", "",
+             "Python consumer each running a step per batch: the PyG layout of the two "
+             f"smallest edge types ({types}) on the CPU, and an embedding bag (32 floats) over "
+             f"every removed list. Fixed batches of {k['batch_size']} against `--budget "
+             f"{k['budget']}` (the mean removed positions of the fixed batches; at most "
+             f"{k['budget_cap']} samples); the ranks at once, then one after another. Spread "
+             "of a step: (slowest - fastest rank) / mean, median (90th percentile) over the "
+             "steps.", "",
              "| | fixed | budgeted |", "|---|---|---|"]
 
-    def row(name, col, digits=0):
-        lines.append(f"| {name} | {100 * f[col + '_spread_median']:.{digits}f}% "
-                     f"({100 * f[col + '_spread_p90']:.{digits}f}%) | "
-                     f"{100 * b[col + '_spread_median']:.{digits}f}% "
-                     f"({100 * b[col + '_spread_p90']:.{digits}f}%) |")
+    def row(name, col, suffix="", digits=0):
+        cells = [f"{100 * s[col + '_spread_median']:.{digits}f}% "
+                 f"({100 * s[col + '_spread_p90']:.{digits}f}%)"
+                 for s in (k["fixed" + suffix], k["budgeted" + suffix])]
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
 
     lines.append(f"| steps a rank | {f['steps'][0]} | {b['steps'][0]} |")
     lines.append(f"| samples a batch (mean) | {f['samples_mean']:.1f} | {b['samples_mean']:.1f} |")
-    row("spread of the removed positions", "removed", 1)
-    row("spread of the samples", "samples", 1)
-    for kind, name in (("embed", "embedding-bag step"), ("pyg", "PyG-layout step")):
-        row(f"spread of the {name}, CPU time", kind + "_cpu")
-        row(f"spread of the {name}, wall time", kind + "_wall")
-    lines.append(f"| job's wall time | {f['seconds']:.2f} s | {b['seconds']:.2f} s |")
+    row("spread of the removed positions", "removed", digits=1)
+    row("spread of the samples", "samples", digits=1)
+    for suffix, how in (("", "ranks at once"), ("_alone", "one after another")):
+        for kind, name in (("embed", "embedding-bag step"), ("pyg", "PyG-layout step")):
+            row(f"spread of the {name}, CPU time, {how}", kind + "_cpu", suffix)
+            row(f"spread of the {name}, wall time, {how}", kind + "_wall", suffix)
+    lines.append(f"| job's wall time, ranks at once | {f['seconds']:.2f} s | "
+                 f"{b['seconds']:.2f} s |")
     return lines + ["", "![samples/s and stall share per rank over time](ranks.png)", "",
                     "![per-step spread of the step times across ranks](step-spread.png)"]
 

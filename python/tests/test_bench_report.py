@@ -80,7 +80,7 @@ def _check_ranks(k):
     """The multi-rank run of the quick report (2,400 samples, 4 ranks)."""
     assert k["world_size"] == 4 and k["samples"] == 2400
     assert k["budget"] == f"removed={round(k['fixed']['removed_mean'])}"
-    for job in ("fixed", "budgeted"):
+    for job in ("fixed", "budgeted", "fixed_alone", "budgeted_alone"):
         s = k[job]
         steps = s["steps"]
         assert len(steps) == 4 and len(set(steps)) == 1 and steps[0] >= 10, steps
@@ -92,13 +92,19 @@ def _check_ranks(k):
             assert all(x >= 0 for x in rate) and all(0 <= x <= 1 for x in stall)
             consumed += sum(x * s["seconds"] / bins for x in rate)
         # Each sample once (the budgeted plan may repeat a batch as padding).
-        if job == "fixed":
+        if job.startswith("fixed"):
             assert consumed == pytest.approx(2400, rel=1e-6)
         else:
             assert 2400 <= consumed + 1e-6 and consumed <= 2400 + 4 * 256
         for col in ("removed", "samples", "pyg_cpu", "pyg_wall", "embed_cpu", "embed_wall"):
             assert len(s[col + "_spread"]) == steps[0]
             assert 0 <= s[col + "_spread_median"] <= s[col + "_spread_p90"], (job, col)
+        assert len(s["step_rows"]) == 4 and len(s["pyg_types"]) == 2
+    # The ranks see the same batches at once and one after another.
+    for job in ("fixed", "budgeted"):
+        for a, b in zip(k[job]["step_rows"], k[job + "_alone"]["step_rows"]):
+            assert [(x["samples"], x["removed"]) for x in a] == \
+                [(x["samples"], x["removed"]) for x in b]
     assert k["fixed"]["samples_spread_p90"] == 0  # fixed batches of 64 (600 = 9 * 64 + 24)
     # The budget evens out what the steps remove (a property of the batches).
     assert k["budgeted"]["removed_spread_median"] < k["fixed"]["removed_spread_median"] / 2
