@@ -20,7 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
-DPI = 80
+DPI = 72
 JOBS = (("fixed", "fixed batches"), ("budgeted", "budgeted"))
 
 
@@ -66,8 +66,8 @@ def ranks(r, out):
         e = s["bin_edges"]
         mid = [(lo + hi) / 2 for lo, hi in zip(e, e[1:])]
         for rank, (rate, stall) in enumerate(zip(s["rate"], s["stall"])):
-            ax[row][0].plot(mid, rate, ".-", label=f"rank {rank}")
-            ax[row][1].plot(mid, [100 * x for x in stall], ".-", label=f"rank {rank}")
+            ax[row][0].plot(mid, rate, ".-", lw=1, label=f"rank {rank}")
+            ax[row][1].plot(mid, [100 * x for x in stall], ".-", lw=1, label=f"rank {rank}")
         what = f"batches of {k['batch_size']}" if job == "fixed" else \
             f"--budget {k['budget']} (at most {k['budget_cap']})"
         ax[row][0].set_title(f"samples/s per rank, {what}", fontsize=10)
@@ -98,7 +98,7 @@ def step_spread(r, out):
             for job, label in JOBS:
                 s = k[job + suffix]
                 sp = s[col + "_spread"]
-                a.plot(range(len(sp)), [100 * x for x in sp], ".-",
+                a.plot(range(len(sp)), [100 * x for x in sp], "-", lw=1,
                        label=f"{label}: median {100 * s[col + '_spread_median']:.0f}%")
             a.set_title(title, fontsize=10)
             a.grid(True, alpha=0.3)
