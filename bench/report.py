@@ -16,9 +16,16 @@ runs, one after the other on this machine:
   - payload streaming beside the sequential O_DIRECT read of the same file,
     the two in turn for three rounds (medians);
   - scaling: samples/s as the deleted genes per sample grow (1, 2, 3, 8, 32)
-    and as the graph grows (--scale 0.25 to 4).
-It writes report.md (a markdown table of figures, targets and ratios) and
-report.json (every figure) into --out, and prints the markdown.
+    and as the graph grows (--scale 0.25 to 4);
+  - many ranks (bench/ranks.py): 4 `pertload serve` ranks at once on 20,000
+    samples, a third each of singles, doubles and triples, each consumer
+    timing a training-like step per batch: the ranks' samples/s and stall
+    share over time, and the per-step spread of their step times, with
+    fixed batches of 64 and with a budget of removed positions.
+It writes report.md (a markdown table of figures, targets and ratios),
+report.json (every figure) and the figures as PNG files (bench/plots.py:
+scaling.png, ranks.png, step-spread.png) into --out, and prints the
+markdown.
 
 usage: pertload bench [--db DB] [--samples N] [--out DIR] [--quick] [--work DIR]
 """
@@ -37,6 +44,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import peers  # noqa: E402  (beside this file)
+import plots  # noqa: E402
+import ranks  # noqa: E402
 
 PERTLOAD = os.environ.get("PERTLOAD_BIN") or shutil.which("pertload") or "pertload"
 
@@ -72,8 +81,9 @@ def bench(name, *args, work):
     return res
 
 
-def dataset(work, name, samples, scale=1.0, payload_dim=0, seed=1):
-    """Synthesize and build a dataset; (db path, build figures)."""
+def dataset(work, name, samples, scale=1.0, payload_dim=0, seed=1, rewrite=None):
+    """Synthesize and build a dataset; (db path, build figures). rewrite(src)
+    may change the synthesized inputs in directory src before the build."""
     src, db = os.path.join(work, name + "-in"), os.path.join(work, name + "-db")
     if os.path.exists(db):
         shutil.rmtree(db)
@@ -82,6 +92,8 @@ def dataset(work, name, samples, scale=1.0, payload_dim=0, seed=1):
         args += ["--payload-dim", payload_dim]
     log(f"\n$ pertload {' '.join(map(str, args))}")
     pertload(*args)
+    if rewrite:
+        rewrite(src)
     with open(os.path.join(src, "build-args.txt")) as f:
         build_args = f.read().split("\n")
     build_args = [a for a in build_args if a]
@@ -231,7 +243,43 @@ def markdown(r):
                      f"{1e6 / s['collate_samples_per_s']:.2f} |")
     lines += ["", f"Collation cost per sample grows as (edges)^{r['scaling_graph_slope']:.2f}; "
               f"build time as (edges)^{r['scaling_build_slope']:.2f}."]
+    lines += ["", "![scaling curves](scaling.png)", ""] + ranks_markdown(r["ranks"])
     return "\n".join(lines) + "\n"
+
+
+def ranks_markdown(k):
+    """The multi-rank part of report.md."""
+    f, b = k["fixed"], k["budgeted"]
+    types = " and ".join(f["pyg_types"])
+    lines = [f"Many ranks: {k['world_size']} `pertload serve` ranks, shuffled, on "
+             f"{k['samples']:,} samples (a third each of singles, doubles and triples), one "
+             "Python consumer each running a step per batch: the PyG layout of the two "
+             f"smallest edge types ({types}) on the CPU, and an embedding bag (32 floats) over "
+             f"every removed list. Fixed batches of {k['batch_size']} against `--budget "
+             f"{k['budget']}` (the mean removed positions of the fixed batches; at most "
+             f"{k['budget_cap']} samples); the ranks at once, then one after another. Spread "
+             "of a step: (slowest - fastest rank) / mean, median (90th percentile) over the "
+             "steps.", "",
+             "| | fixed | budgeted |", "|---|---|---|"]
+
+    def row(name, col, suffix="", digits=0):
+        cells = [f"{100 * s[col + '_spread_median']:.{digits}f}% "
+                 f"({100 * s[col + '_spread_p90']:.{digits}f}%)"
+                 for s in (k["fixed" + suffix], k["budgeted" + suffix])]
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
+
+    lines.append(f"| steps a rank | {f['steps'][0]} | {b['steps'][0]} |")
+    lines.append(f"| samples a batch (mean) | {f['samples_mean']:.1f} | {b['samples_mean']:.1f} |")
+    row("spread of the removed positions", "removed", digits=1)
+    row("spread of the samples", "samples", digits=1)
+    for suffix, how in (("", "ranks at once"), ("_alone", "one after another")):
+        for kind, name in (("embed", "embedding-bag step"), ("pyg", "PyG-layout step")):
+            row(f"spread of the {name}, CPU time, {how}", kind + "_cpu", suffix)
+            row(f"spread of the {name}, wall time, {how}", kind + "_wall", suffix)
+    lines.append(f"| job's wall time, ranks at once | {f['seconds']:.2f} s | "
+                 f"{b['seconds']:.2f} s |")
+    return lines + ["", "![samples/s and stall share per rank over time](ranks.png)", "",
+                    "![per-step spread of the step times across ranks](step-spread.png)"]
 
 
 def main():
@@ -307,16 +355,26 @@ def main():
                                          [1 / s["collate_samples_per_s"] for s in sg])
         r["scaling_build_slope"] = slope([s["edges"] for s in sg],
                                          [s["build_seconds"] for s in sg])
+
+        mix_n = 2400 if quick else 20000
+        mdb, _ = dataset(work, "mixed", mix_n, scale, rewrite=ranks.mix_samples)
+        log(f"\n$ bench/ranks.py: 4 ranks at once on {mix_n:,} singles, doubles and triples")
+        r["ranks"] = ranks.run(mdb, world=4, batch_size=64, bins=8 if quick else 24,
+                               work=work, log=log)
+        r["ranks"]["samples"] = mix_n
+        shutil.rmtree(mdb)
     finally:
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)
+    r["figures"] = plots.draw(r, a.out)
     md = markdown(r)
     with open(os.path.join(a.out, "report.json"), "w") as f:
         json.dump(r, f, indent=2)
     with open(os.path.join(a.out, "report.md"), "w") as f:
         f.write(md)
     print(md, end="")
-    log(f"\nwritten: {os.path.join(a.out, 'report.md')}, {os.path.join(a.out, 'report.json')}")
+    log(f"\nwritten: {os.path.join(a.out, 'report.md')}, {os.path.join(a.out, 'report.json')}, "
+        f"{', '.join(os.path.join(a.out, f) for f in r['figures'])}")
     return 0
 
 

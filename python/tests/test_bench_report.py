@@ -2,12 +2,17 @@
 
 The figures of a quick run on tiny data mean little and are not asserted;
 what is checked is that every part ran, that the peer pipelines' outputs
-matched pertload's (the driver aborts otherwise) and that the report holds
-every figure, finite and positive, in both forms.
+matched pertload's (the driver aborts otherwise), that the report holds
+every figure, finite and positive, in both forms, and that its figures are
+there as PNG files, linked from report.md. The multi-rank part is checked
+for what does not depend on timing: every rank of a job ran the same steps,
+the samples/s over time add up to the samples each rank consumed, and the
+budget evened out the removed positions of the steps.
 """
 import json
 import math
 import os
+import struct
 import subprocess
 
 import numpy as np
@@ -58,6 +63,51 @@ def test_quick_report(tmp_path):
                 "database: graph part", "Scaling with the deleted genes",
                 "Scaling with the graph"):
         assert row in md, row
+    assert r["figures"] == ["scaling.png", "ranks.png", "step-spread.png"]
+    for name in r["figures"]:
+        data = (out / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert data[12:16] == b"IHDR", name
+        width, height = struct.unpack(">II", data[16:24])
+        assert width >= 600 and height >= 250, (name, width, height)
+        assert len(data) > 20000, (name, len(data))
+        assert data[-8:-4] == b"IEND", name
+        assert f"]({name})" in md, name
+    _check_ranks(r["ranks"])
+
+
+def _check_ranks(k):
+    """The multi-rank run of the quick report (2,400 samples, 4 ranks)."""
+    assert k["world_size"] == 4 and k["samples"] == 2400
+    assert k["budget"] == f"removed={round(k['fixed']['removed_mean'])}"
+    for job in ("fixed", "budgeted", "fixed_alone", "budgeted_alone"):
+        s = k[job]
+        steps = s["steps"]
+        assert len(steps) == 4 and len(set(steps)) == 1 and steps[0] >= 10, steps
+        bins = len(s["bin_edges"]) - 1
+        assert bins == 8 and s["bin_edges"][-1] == s["seconds"] > 0
+        consumed = 0
+        for rate, stall in zip(s["rate"], s["stall"]):
+            assert len(rate) == len(stall) == bins
+            assert all(x >= 0 for x in rate) and all(0 <= x <= 1 for x in stall)
+            consumed += sum(x * s["seconds"] / bins for x in rate)
+        # Each sample once (the budgeted plan may repeat a batch as padding).
+        if job.startswith("fixed"):
+            assert consumed == pytest.approx(2400, rel=1e-6)
+        else:
+            assert 2400 <= consumed + 1e-6 and consumed <= 2400 + 4 * 256
+        for col in ("removed", "samples", "pyg_cpu", "pyg_wall", "embed_cpu", "embed_wall"):
+            assert len(s[col + "_spread"]) == steps[0]
+            assert 0 <= s[col + "_spread_median"] <= s[col + "_spread_p90"], (job, col)
+        assert len(s["step_rows"]) == 4 and len(s["pyg_types"]) == 2
+    # The ranks see the same batches at once and one after another.
+    for job in ("fixed", "budgeted"):
+        for a, b in zip(k[job]["step_rows"], k[job + "_alone"]["step_rows"]):
+            assert [(x["samples"], x["removed"]) for x in a] == \
+                [(x["samples"], x["removed"]) for x in b]
+    assert k["fixed"]["samples_spread_p90"] == 0  # fixed batches of 64 (600 = 9 * 64 + 24)
+    # The budget evens out what the steps remove (a property of the batches).
+    assert k["budgeted"]["removed_spread_median"] < k["fixed"]["removed_spread_median"] / 2
 
 
 def _peers():
