@@ -1,5 +1,5 @@
-/* The sample table: every sample of the store decoded into memory (about 32
- * bytes a sample: 430 MB for 13.5M samples), so that any epoch order reads it
+/* The sample table: every sample of the store decoded into memory (about 36
+ * bytes a sample: 466 MiB for 13.5M samples), so that any epoch order reads it
  * at random at memory speed.
  *
  * Private or shared: pl__table_load() decodes into this process's heap;

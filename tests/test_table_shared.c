@@ -8,7 +8,9 @@
  *     waiting ones rebuild and serve every row;
  *   - a segment of another user under the table's name is refused;
  *   - a truncated segment is an error, not a crash;
- *   - a database replaced at the same path gets a table of its own. */
+ *   - a database replaced at the same path gets a table of its own;
+ *   - a complete table whose users were killed is attached by the next rank of
+ *     its database, and removed when another database's table is built. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -160,61 +163,77 @@ static uint64_t pss_kb(pid_t pid, const char *mapping)
     return kb;
 }
 
-/* The table segments of this user in /dev/shm (with `linked`, only those
- * under their final name, not those being built); the first into `name`. */
-static int table_segments_of(int linked, char *name, size_t cap)
-{
-    char own[64];
-    snprintf(own, sizeof own, "pertload-table-%u-", (unsigned)geteuid());
-    DIR *d = opendir("/dev/shm");
-    cr_assert(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (!strncmp(e->d_name, own, strlen(own)) && !(linked && strstr(e->d_name, "-new-"))) {
-            if (n++ == 0 && name)
-                snprintf(name, cap, "/dev/shm/%s", e->d_name);
-        }
-    closedir(d);
-    return n;
-}
-
-static int table_segments(char *name, size_t cap) { return table_segments_of(0, name, cap); }
-
 static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
+/* Wait for ring `ring` of a rank. */
+static void wait_ring(const char *ring)
+{
+    char p[1100];
+    snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring);
+    for (int i = 0; access(p, F_OK) != 0; i++) {
+        cr_assert_lt(i, 60000, "no ring %s", ring);
+        sleep_ms(1);
+    }
+}
+
+/* The table segment a rank named in its log `log` (it prints the path once
+ * its ring is made). Other tests run beside this one and make segments of
+ * their own: every check names the segment of its database. */
+static void segment_in_log(const char *log, char *seg, size_t cap)
+{
+    for (int i = 0;; i++) {
+        size_t len;
+        char *text = pl_test_read_file(log, &len);
+        char *at = strstr(text, "(/dev/shm/pertload-table-");
+        if (at) {
+            size_t k = strcspn(at + 1, ")");
+            cr_assert_lt(k, cap);
+            memcpy(seg, at + 1, k);
+            seg[k] = 0;
+            free(text);
+            return;
+        }
+        cr_assert_lt(i, 20000, "no table path in: %s", text);
+        free(text);
+        sleep_ms(1);
+    }
+}
+
+static int exists(const char *path) { return access(path, F_OK) == 0; }
+
+static uint64_t table_bytes_seen; /* size of the last shared run's table */
+
 /* 16 ranks, shared or not: every row once; returns the summed Pss (kB) of
  * the ranks once all of them are ready, and in `*table_kb` that of their
  * table mappings. */
 static uint64_t run_ranks(const char *db, uint64_t n, const char *extra, uint64_t *table_kb,
-                          uint64_t *seg_bytes)
+                          char *seg, size_t cap)
 {
     pid_t pid[RANKS];
     char ring[RANKS][64];
     for (int r = 0; r < RANKS; r++) {
         snprintf(ring[r], sizeof ring[r], "tshare-%d-%d", (int)getpid(), r);
-        pid[r] = start_rank(db, ring[r], r, RANKS, extra, NULL);
+        pid[r] = start_rank(db, ring[r], r, RANKS, extra, r == 0 ? seg : NULL);
     }
     /* A ring appears once its rank has its table and sized its slots. */
-    for (int r = 0; r < RANKS; r++) {
-        char p[1100];
-        snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring[r]);
-        for (int i = 0; access(p, F_OK) != 0; i++) {
-            cr_assert_lt(i, 60000, "rank %d made no ring", r);
-            sleep_ms(1);
-        }
-    }
+    for (int r = 0; r < RANKS; r++)
+        wait_ring(ring[r]);
     sleep_ms(300); /* each producer fills its slots and waits */
     uint64_t total = 0;
-    *table_kb = *seg_bytes = 0;
-    char seg[300];
-    struct stat sst;
-    if (table_segments(seg, sizeof seg) > 0 && stat(seg, &sst) == 0)
-        *seg_bytes = (uint64_t)sst.st_size;
+    *table_kb = 0;
+    char log[4200];
+    snprintf(log, sizeof log, "%s", seg);
+    seg[0] = 0;
+    if (!extra) { /* the shared table's path and size, while it is in use */
+        segment_in_log(log, seg, cap);
+        struct stat sst;
+        cr_assert_eq(stat(seg, &sst), 0, "%s", seg);
+        table_bytes_seen = (uint64_t)sst.st_size;
+    }
     for (int r = 0; r < RANKS; r++) {
         total += pss_kb(pid[r], NULL);
         *table_kb += pss_kb(pid[r], "pertload-table-");
@@ -238,12 +257,18 @@ Test(table_shared, sixteen_ranks_hold_one_table)
     char *db = pl_test_path(base, "db");
     const uint64_t n = 400000;
     make_db(db, n, 1);
-    uint64_t tab_private, tab_shared, seg_private, seg_bytes;
-    uint64_t priv = run_ranks(db, n, "--no-shared-table", &tab_private, &seg_private);
-    cr_assert_eq(tab_private + seg_private, 0, "a private run made a shared table");
-    uint64_t shared = run_ranks(db, n, NULL, &tab_shared, &seg_bytes);
-    cr_assert_eq(table_segments(NULL, 0), 0, "the last rank left its table behind");
-    uint64_t table_kb = seg_bytes / 1024;
+    uint64_t tab_private, tab_shared;
+    char *log = pl_test_path(base, "rank0.log"), seg[4200];
+    snprintf(seg, sizeof seg, "%s", log);
+    uint64_t priv = run_ranks(db, n, "--no-shared-table", &tab_private, seg, sizeof seg);
+    cr_assert_eq(tab_private, 0, "a private run mapped a shared table");
+    cr_assert_eq(seg[0], 0);
+    snprintf(seg, sizeof seg, "%s", log);
+    uint64_t shared = run_ranks(db, n, NULL, &tab_shared, seg, sizeof seg);
+    cr_assert(!exists(seg), "the last rank left its table behind");
+    /* The table's size: the ranks held it as long as this test held the name. */
+    uint64_t table_kb = table_bytes_seen / 1024;
+    free(log);
     cr_assert_gt(table_kb, n * 20 / 1024, "a table of %llu kB", (unsigned long long)table_kb);
     fprintf(stderr, "16 ranks of %llu samples: Pss %llu kB private, %llu kB shared "
             "(table mappings %llu kB in all)\n", (unsigned long long)n,
@@ -259,16 +284,58 @@ Test(table_shared, sixteen_ranks_hold_one_table)
     free(db);
 }
 
+/* Serve `db` alone (world size 1) into ring `ring` with stderr into `log`. */
+static pid_t serve_alone(const char *db, const char *ring, const char *log)
+{
+    return start_rank(db, ring, 0, 1, NULL, log);
+}
+
+/* Wait for `pid`; its exit status (the test fails on a signal). */
+static int exit_status(pid_t pid)
+{
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st), "serve died of signal %d", WTERMSIG(st));
+    return WEXITSTATUS(st);
+}
+
+/* The table segment's path of `db` (n samples): the one a lone rank
+ * reports while it serves a whole epoch. */
+static void segment_of(const char *db, uint64_t n, char *seg, size_t cap)
+{
+    char *log = pl_test_path(base, "probe.log"), ring[64];
+    snprintf(ring, sizeof ring, "tprobe-%d", (int)getpid());
+    pid_t pid = serve_alone(db, ring, log);
+    wait_ring(ring);
+    segment_in_log(log, seg, cap);
+    uint32_t *seen = calloc(n, sizeof *seen);
+    cr_assert_eq(consume(ring, seen, n), n);
+    free(seen);
+    wait_ok(pid, "probe");
+    cr_assert(!exists(seg), "the probe left its segment");
+    free(log);
+}
+
+/* Hold LOCK_SH on segment `seg` (as a user does), so that no creator of
+ * another test's table removes it as unused meanwhile. */
+static int hold(const char *seg)
+{
+    int fd = open(seg, O_RDONLY | O_CLOEXEC);
+    cr_assert(fd >= 0 && flock(fd, LOCK_SH) == 0, "%s", seg);
+    return fd;
+}
+
 Test(table_shared, creator_killed_halfway)
 {
     char *db = pl_test_path(base, "db");
     const uint64_t n = 1000000;
     make_db(db, n, 2);
     char ring[4][64], seg[300];
+    segment_of(db, n, seg, sizeof seg);
     for (int r = 0; r < 4; r++)
         snprintf(ring[r], sizeof ring[r], "tkill-%d-%d", (int)getpid(), r);
     pid_t creator = start_rank(db, ring[0], 0, 4, NULL, NULL);
-    for (int i = 0; table_segments_of(1, seg, sizeof seg) == 0; i++) {
+    for (int i = 0; !exists(seg); i++) {
         cr_assert_lt(i, 600000, "no table segment appeared");
         usleep(100);
     }
@@ -280,8 +347,8 @@ Test(table_shared, creator_killed_halfway)
     for (int r = 1; r < 4; r++) {
         char p[1100];
         snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring[r]);
-        cr_assert_neq(access(p, F_OK), 0, "rank %d went on while the creator was stopped "
-                      "halfway (was it done already?)", r);
+        cr_assert(!exists(p), "rank %d went on while the creator was stopped halfway (was it "
+                              "done already?)", r);
     }
     kill(creator, SIGKILL);
     int st;
@@ -298,48 +365,8 @@ Test(table_shared, creator_killed_halfway)
     cr_assert_eq(got, n);
     check_once(seen, n);
     free(seen);
-    cr_assert_eq(table_segments(NULL, 0), 0, "a table segment was left behind");
+    cr_assert(!exists(seg), "the table segment was left behind");
     free(db);
-}
-
-/* Serve `db` alone (world size 1) with stderr into `log`; exit status. */
-static int serve_alone(const char *db, const char *log, pid_t *out_pid)
-{
-    char ring[64];
-    snprintf(ring, sizeof ring, "talone-%d", (int)getpid());
-    pid_t pid = start_rank(db, ring, 0, 1, NULL, log);
-    if (out_pid) { /* the caller consumes */
-        *out_pid = pid;
-        return 0;
-    }
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cr_assert(WIFEXITED(st), "serve died of signal %d", WTERMSIG(st));
-    return WEXITSTATUS(st);
-}
-
-/* The table segment's path of `db`: the one a lone rank reports. */
-static void segment_of(const char *db, char *seg, size_t cap)
-{
-    char *log = pl_test_path(base, "probe.log");
-    pid_t pid;
-    serve_alone(db, log, &pid);
-    char ring[64];
-    snprintf(ring, sizeof ring, "talone-%d", (int)getpid());
-    uint32_t *seen = calloc(20000, sizeof *seen);
-    consume(ring, seen, 20000);
-    free(seen);
-    wait_ok(pid, "probe");
-    size_t len;
-    char *text = pl_test_read_file(log, &len);
-    char *at = strstr(text, "(/dev/shm/pertload-table-");
-    cr_assert(at, "no table path in: %s", text);
-    size_t k = strcspn(at + 1, ")");
-    cr_assert_lt(k, cap);
-    memcpy(seg, at + 1, k);
-    seg[k] = 0;
-    free(text);
-    free(log);
 }
 
 Test(table_shared, another_users_segment_is_refused)
@@ -347,8 +374,7 @@ Test(table_shared, another_users_segment_is_refused)
     char *db = pl_test_path(base, "db");
     make_db(db, 20000, 3);
     char seg[300];
-    segment_of(db, seg, sizeof seg);
-    cr_assert_neq(access(seg, F_OK), 0, "the probe left its segment");
+    segment_of(db, 20000, seg, sizeof seg);
     pid_t child = fork();
     if (child == 0) {
         pl_test_become_nobody();
@@ -356,8 +382,9 @@ Test(table_shared, another_users_segment_is_refused)
         _exit(fd >= 0 && ftruncate(fd, 1 << 20) == 0 ? 0 : 1);
     }
     wait_ok(child, "nobody's segment");
-    char *log = pl_test_path(base, "serve.log");
-    int rc = serve_alone(db, log, NULL);
+    char *log = pl_test_path(base, "serve.log"), ring[64];
+    snprintf(ring, sizeof ring, "tother-%d", (int)getpid());
+    int rc = exit_status(serve_alone(db, ring, log));
     size_t len;
     char *text = pl_test_read_file(log, &len);
     cr_assert_neq(rc, 0, "serve used another user's table: %s", text);
@@ -365,7 +392,7 @@ Test(table_shared, another_users_segment_is_refused)
     struct stat st;
     cr_assert_eq(stat(seg, &st), 0, "another user's segment was removed");
     cr_assert_eq(st.st_uid, 65534);
-    /* Served with a private table, the same database works. */
+    cr_assert_eq(st.st_size, 1 << 20);
     unlink(seg);
     free(text);
     free(log);
@@ -374,70 +401,60 @@ Test(table_shared, another_users_segment_is_refused)
 
 Test(table_shared, truncated_segment_is_an_error)
 {
-    char *db = pl_test_path(base, "db");
+    char *db = pl_test_path(base, "db"), *log = pl_test_path(base, "serve.log");
     make_db(db, 20000, 4);
-    char ring[64], seg[300];
+    char ring[64], seg[300], p[1100];
     snprintf(ring, sizeof ring, "ttrunc-%d", (int)getpid());
     /* A rank killed after its table is done leaves the segment complete. */
-    pid_t a = start_rank(db, ring, 0, 1, NULL, NULL);
-    char p[1100];
-    snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring);
-    for (int i = 0; access(p, F_OK) != 0; i++) {
-        cr_assert_lt(i, 60000, "no ring");
-        sleep_ms(1);
-    }
+    pid_t a = serve_alone(db, ring, log);
+    wait_ring(ring);
+    segment_in_log(log, seg, sizeof seg);
+    int fd = hold(seg);
     kill(a, SIGKILL);
     waitpid(a, NULL, 0);
+    snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring);
     unlink(p);
-    cr_assert_eq(table_segments(seg, sizeof seg), 1);
     struct stat st;
     cr_assert_eq(stat(seg, &st), 0);
     off_t sizes[2] = {st.st_size / 2, 100};
     const char *want[2] = {"size differs from the segment's", "shorter than its header"};
     for (int k = 0; k < 2; k++) {
         cr_assert_eq(truncate(seg, sizes[k]), 0);
-        char *log = pl_test_path(base, "serve.log");
-        int rc = serve_alone(db, log, NULL);
+        int rc = exit_status(serve_alone(db, ring, log));
         size_t len;
         char *text = pl_test_read_file(log, &len);
         cr_assert_neq(rc, 0, "a truncated table was served");
         cr_assert(strstr(text, "malformed sample table") && strstr(text, want[k]), "%s", text);
         free(text);
-        free(log);
     }
+    close(fd);
     unlink(seg);
+    free(log);
     free(db);
 }
 
 Test(table_shared, replaced_database_gets_its_own_table)
 {
     char *db = pl_test_path(base, "db"), *other = pl_test_path(base, "other"),
-         *old = pl_test_path(base, "db.old");
+         *old = pl_test_path(base, "db.old"), *log_a = pl_test_path(base, "a.log"),
+         *log_b = pl_test_path(base, "b.log");
     make_db(db, 30000, 5);
     make_db(other, 50000, 6);
     /* A rank of the first database holds its table... */
-    char ring_a[64];
+    char ring_a[64], ring_b[64], seg_a[300], seg_b[300];
     snprintf(ring_a, sizeof ring_a, "trepl-a-%d", (int)getpid());
-    pid_t a = start_rank(db, ring_a, 0, 1, NULL, NULL);
-    char p[1100];
-    snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring_a);
-    for (int i = 0; access(p, F_OK) != 0; i++) {
-        cr_assert_lt(i, 60000, "no ring");
-        sleep_ms(1);
-    }
-    cr_assert_eq(table_segments(NULL, 0), 1);
+    snprintf(ring_b, sizeof ring_b, "trepl-b-%d", (int)getpid());
+    pid_t a = serve_alone(db, ring_a, log_a);
+    wait_ring(ring_a);
+    segment_in_log(log_a, seg_a, sizeof seg_a);
     /* ... while another database takes its path. */
     cr_assert_eq(rename(db, old), 0);
     cr_assert_eq(rename(other, db), 0);
-    char ring_b[64];
-    snprintf(ring_b, sizeof ring_b, "trepl-b-%d", (int)getpid());
-    pid_t b = start_rank(db, ring_b, 0, 1, NULL, NULL);
-    snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring_b);
-    for (int i = 0; access(p, F_OK) != 0; i++) {
-        cr_assert_lt(i, 60000, "no ring");
-        sleep_ms(1);
-    }
-    cr_assert_eq(table_segments(NULL, 0), 2, "the new database attached the old table");
+    pid_t b = serve_alone(db, ring_b, log_b);
+    wait_ring(ring_b);
+    segment_in_log(log_b, seg_b, sizeof seg_b);
+    cr_assert_str_neq(seg_a, seg_b, "the new database attached the old table");
+    cr_assert(exists(seg_a) && exists(seg_b));
     uint32_t *seen = calloc(50000, sizeof *seen);
     cr_assert_eq(consume(ring_b, seen, 50000), 50000);
     check_once(seen, 50000);
@@ -448,8 +465,53 @@ Test(table_shared, replaced_database_gets_its_own_table)
     check_once(seen, 30000);
     wait_ok(a, "rank over the old database");
     free(seen);
-    cr_assert_eq(table_segments(NULL, 0), 0);
+    cr_assert(!exists(seg_a) && !exists(seg_b));
     free(db);
     free(other);
     free(old);
+    free(log_a);
+    free(log_b);
+}
+
+Test(table_shared, leftovers_are_reused_or_removed)
+{
+    char *db = pl_test_path(base, "db"), *other = pl_test_path(base, "other"),
+         *log = pl_test_path(base, "serve.log");
+    make_db(db, 20000, 7);
+    make_db(other, 25000, 8);
+    char ring[64], seg[300], p[1100];
+    snprintf(ring, sizeof ring, "tleft-%d", (int)getpid());
+    snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring);
+    /* Every user of a complete table killed: the segment stays... */
+    pid_t a = serve_alone(db, ring, log);
+    wait_ring(ring);
+    segment_in_log(log, seg, sizeof seg);
+    int fd = hold(seg);
+    kill(a, SIGKILL);
+    waitpid(a, NULL, 0);
+    unlink(p);
+    cr_assert(exists(seg));
+    /* ... and the next rank of that database attaches it. */
+    pid_t b = serve_alone(db, ring, log);
+    uint32_t *seen = calloc(25000, sizeof *seen);
+    cr_assert_eq(consume(ring, seen, 20000), 20000);
+    check_once(seen, 20000);
+    wait_ok(b, "rank");
+    size_t len;
+    char *text = pl_test_read_file(log, &len);
+    cr_assert(strstr(text, "attached from a shared table"), "%s", text);
+    free(text);
+    close(fd);
+    /* Unused now: removed when the table of another database is built. */
+    b = serve_alone(other, ring, NULL);
+    wait_ring(ring);
+    cr_assert(!exists(seg), "the unused table was kept");
+    memset(seen, 0, 25000 * sizeof *seen);
+    cr_assert_eq(consume(ring, seen, 25000), 25000);
+    check_once(seen, 25000);
+    wait_ok(b, "rank");
+    free(seen);
+    free(log);
+    free(db);
+    free(other);
 }
