@@ -261,8 +261,8 @@ static int create(pl_db *db, const pl_graph *g, int io_mode, const char *base,
     char what[200];
     snprintf(what, sizeof what, "the sample table of %s (%llu samples)", db->path,
              (unsigned long long)lay.n);
+    clear_unused(); /* before the free space is measured */
     PL_TRY(pl__shm_check_space(lay.total_bytes, what, err));
-    clear_unused();
     int fd = pl__shm_create(tshm, tpath, err);
     PL_FAIL_IF(fd == -EEXIST, err, PL_EBUSY, "%s exists already", tpath);
     PL_TRY(fd);
