@@ -23,6 +23,11 @@ int pl_bench_payload(int argc, char **argv);
  *  of one core, the roofline of dense outputs. */
 int pl_bench_memory(int argc, char **argv);
 
+/** `pertload bench memory --table DB [--ranks N]`: summed Pss of N serve
+ *  ranks of one database once each has its sample table, with the shared
+ *  table and with one per rank (bench_table.c). */
+int pl_bench_memory_table(const char *db, int ranks, const char *json);
+
 /** `pertload bench khop DB [--k K1,K2] [--types T1,T2] [--samples N]`: one-core
  *  samples/s of the k-hop neighbourhoods (masks/khop.h). */
 int pl_bench_khop(int argc, char **argv);

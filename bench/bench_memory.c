@@ -1,5 +1,7 @@
 /* The memory roofline of one core: memset and memcpy bandwidth over buffers
- * far larger than the caches, the ceiling of every dense output. */
+ * far larger than the caches, the ceiling of every dense output; with
+ * --table DB, the memory of serve ranks with and without the shared sample
+ * table (bench_table.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +13,10 @@
 
 int pl_bench_memory(int argc, char **argv)
 {
-    const char *usage = "usage: pertload bench memory [--mib M] [--reps R] [--json FILE]\n";
-    unsigned long long mib = 256, reps = 5;
-    const char *json = NULL;
+    const char *usage = "usage: pertload bench memory [--mib M] [--reps R] [--json FILE]\n"
+                        "       pertload bench memory --table DB [--ranks N] [--json FILE]\n";
+    unsigned long long mib = 256, reps = 5, ranks = 16;
+    const char *json = NULL, *table = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
             if (pl_cli_u64("bench memory", "--mib", argv[++i], &mib) < 0)
@@ -21,13 +24,20 @@ int pl_bench_memory(int argc, char **argv)
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             if (pl_cli_u64("bench memory", "--reps", argv[++i], &reps) < 0)
                 return 2;
-        } else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+        } else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+            if (pl_cli_u64("bench memory", "--ranks", argv[++i], &ranks) < 0)
+                return 2;
+        } else if (!strcmp(argv[i], "--table") && i + 1 < argc)
+            table = argv[++i];
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else {
             fputs(usage, stderr);
             return 2;
         }
     }
+    if (table)
+        return pl_bench_memory_table(table, ranks > 256 ? 0 : (int)ranks, json);
     if (mib == 0 || mib > (1ull << 20) || reps == 0) {
         fputs(usage, stderr);
         return 2;

@@ -113,6 +113,7 @@ static int khop_load(pl__producer *p, pl_err *err)
                         err));
     p->cfg.khop = p->khop;
     pl__table *t = &p->table;
+    PL_TRY(pl__table_own_weight(t, err)); /* a shared table is read-only */
     for (uint64_t r = 0; r < t->n; r++) {
         uint64_t w = t->weight[r] + pl__collate_khop_bound(&p->cfg, t->gptr[r + 1] - t->gptr[r]) / 4;
         t->weight[r] = w < UINT32_MAX ? (uint32_t)w : UINT32_MAX;
@@ -123,7 +124,11 @@ static int khop_load(pl__producer *p, pl_err *err)
 int pl__producer_load(pl__producer *p, pl_err *err)
 {
     PL_TRY(pl_graph_load(p->db, &p->g, err));
-    PL_TRY(pl__table_load_with(p->db, p->g, p->o.io_mode, p->o.table_mem, &p->table, err));
+    if (p->o.shared_table)
+        PL_TRY(pl__table_load_shared(p->db, p->g, p->o.io_mode, &p->table, err));
+    else
+        PL_TRY(pl__table_load_with(p->db, p->g, p->o.io_mode, p->o.table_mem, &p->table,
+                                   err));
     PL_TRY(open_payload(p, err));
     pl__collate_cfg_init(&p->cfg, p->db, p->g, p->o.plan.batch_size, p->o.dense);
     if (!p->plan)

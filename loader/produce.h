@@ -62,6 +62,9 @@ typedef struct pl__produce_opts {
     const char *khop_types;
     uint32_t khop;
     uint32_t khop_max_genes;
+    /* 1: one sample table per database and node in shared memory
+     * (pl__table_load_shared); 0: this process's own. */
+    int shared_table;
 } pl__produce_opts;
 
 struct pl__worker;

@@ -17,11 +17,14 @@
 #include "src/core/progress.h"
 
 static char abort_name[PL_RING_NAME_MAX + 16];
+static const pl__table *abort_table; /* a shared table, set once it is loaded */
 
 void pl__serve_abort(void)
 {
     if (abort_name[0])
         shm_unlink(abort_name);
+    if (abort_table)
+        pl__table_shared_leave(abort_table->shm_fd, abort_table->shm_path);
 }
 
 /* The ring as the pipeline's sink: batch b lives in slot b % n_slots. */
@@ -58,9 +61,12 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
                            .dense = o->dense, .threads = o->threads, .io_mode = o->io_mode,
                            .budget_payload = o->budget_payload,
                            .khop_types = o->khop_types, .khop = o->khop,
-                           .khop_max_genes = o->khop_max_genes};
+                           .khop_max_genes = o->khop_max_genes,
+                           .shared_table = o->shared_table};
     PL_TRY(pl__producer_init(p, &po, err));
     PL_TRY(pl__producer_load(p, err));
+    if (p->table.shm_base)
+        abort_table = &p->table;
     uint32_t n_slots;
     PL_TRY(size_ring(o, p, &n_slots, err));
     uint64_t n_deliveries = pl__producer_deliveries(p);
@@ -86,9 +92,14 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
                n_slots, (unsigned long long)p->slot_bytes, (unsigned long long)p->n_batches,
                (unsigned long long)n_deliveries);
         fflush(stdout);
-        fprintf(stderr, "pertload serve: %llu samples loaded in %.2f s (%s%s), payload %s, "
-                "%u worker threads\n", (unsigned long long)p->table.n, pl__now() - t0,
-                p->table.backend, p->table.locked ? ", page-locked buffers" : "",
+        const pl__table *t = &p->table;
+        fprintf(stderr, "pertload serve: %llu samples %s in %.2f s (%s%s), payload %s, "
+                "%u worker threads\n", (unsigned long long)t->n,
+                !t->shm_base     ? "loaded"
+                : t->shm_created ? "loaded into a shared table"
+                                 : "attached from a shared table",
+                pl__now() - t0, t->shm_base ? t->shm_path : t->backend,
+                !t->shm_base && t->locked ? ", page-locked buffers" : "",
                 p->payload_fd < 0 ? "none" : p->payload_direct ? "O_DIRECT" : "buffered",
                 o->threads);
         fprintf(stderr, "pertload serve: %.1f MiB ring (limit %.1f MiB): %u slots of %.2f MiB; "
@@ -128,6 +139,7 @@ int pl__serve(const pl__serve_opts *o, pl_err *err)
     int rc = run(o, p, &ring, err);
     pl_ring_destroy(ring);
     abort_name[0] = '\0';
+    abort_table = NULL;
     pl__producer_free(p);
     free(p);
     return rc;

@@ -25,6 +25,7 @@ typedef struct pl__serve_opts {
     int verbose;            /* print the ready line and a summary */
     const char *khop_types; /* k-hop lists (loader/produce.h): NULL for none */
     uint32_t khop, khop_max_genes;
+    int shared_table;       /* one sample table per database and node (loader/table.h) */
 } pl__serve_opts;
 
 /** Produce one epoch into a new ring and wait until the consumer drained it
@@ -34,8 +35,9 @@ typedef struct pl__serve_opts {
  *  @return 0, PL_EUSAGE (not even one sample fits max_ring_bytes), ... */
 int pl__serve(const pl__serve_opts *o, pl_err *err);
 
-/** Remove the ring of the running pl__serve() (async-signal-safe; for the CLI's
- *  signal handler). pl__serve() holds SIGTERM, SIGINT and SIGHUP while it
+/** Remove the ring of the running pl__serve(), and its shared sample table
+ *  when no other process uses it (async-signal-safe; for the CLI's signal
+ *  handler). pl__serve() holds SIGTERM, SIGINT and SIGHUP while it
  *  creates the ring, so such a handler never misses a ring just created. */
 void pl__serve_abort(void);
 

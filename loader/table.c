@@ -92,17 +92,7 @@ static int decode(pl_db *db, const pl_graph *g, group gr, const char *half, pl__
 static int load(pl_db *db, const pl_graph *g, pl__io *io, char *buf, size_t hb, int reg,
                 pl__table *t, pl_err *err)
 {
-    uint64_t nb = db->meta.n_blocks, refs = 0, total_refs = 0;
-    for (uint64_t b = 0; b < nb; b++)
-        total_refs += db->blocks[b].n_refs;
-    t->ids = malloc((t->n ? t->n : 1) * 8);
-    t->gptr = calloc(t->n + 1, 8);
-    t->genes = malloc((total_refs ? total_refs : 1) * 4);
-    uint64_t n_lab = t->n * t->n_labels;
-    t->labels = malloc((n_lab ? n_lab : 1) * 4);
-    t->weight = malloc((t->n ? t->n : 1) * 4);
-    PL_FAIL_IF(!t->ids || !t->gptr || !t->genes || !t->labels || !t->weight, err, -ENOMEM,
-               "out of memory for %llu samples", (unsigned long long)t->n);
+    uint64_t refs = 0;
     group cur = next_group(db, 0, hb);
     int half = 0;
     if (cur.count)
@@ -135,12 +125,38 @@ int pl__table_load(pl_db *db, const pl_graph *g, int io_mode, pl__table *t, pl_e
     return pl__table_load_with(db, g, io_mode, NULL, t, err);
 }
 
+uint64_t pl__table_refs(const pl_db *db)
+{
+    uint64_t total = 0;
+    for (uint64_t b = 0; b < db->meta.n_blocks; b++)
+        total += db->blocks[b].n_refs;
+    return total;
+}
+
 int pl__table_load_with(pl_db *db, const pl_graph *g, int io_mode, const pl__table_mem *mem,
                         pl__table *t, pl_err *err)
 {
     memset(t, 0, sizeof *t);
     t->n = db->meta.n_samples;
     t->n_labels = db->meta.n_labels;
+    uint64_t total_refs = pl__table_refs(db), n_lab = t->n * t->n_labels;
+    t->ids = malloc((t->n ? t->n : 1) * 8);
+    t->gptr = calloc(t->n + 1, 8);
+    t->genes = malloc((total_refs ? total_refs : 1) * 4);
+    t->labels = malloc((n_lab ? n_lab : 1) * 4);
+    t->weight = malloc((t->n ? t->n : 1) * 4);
+    int rc = !t->ids || !t->gptr || !t->genes || !t->labels || !t->weight
+                 ? pl__err(err, -ENOMEM, "out of memory for %llu samples",
+                           (unsigned long long)t->n)
+                 : pl__table_decode(db, g, io_mode, mem, t, err);
+    if (rc < 0)
+        pl__table_free(t);
+    return rc;
+}
+
+int pl__table_decode(pl_db *db, const pl_graph *g, int io_mode, const pl__table_mem *mem,
+                     pl__table *t, pl_err *err)
+{
     /* A half holds at least the largest block. */
     size_t biggest = 0;
     for (uint64_t b = 0; b < db->meta.n_blocks; b++)
@@ -187,15 +203,31 @@ int pl__table_load_with(pl_db *db, const pl_graph *g, int io_mode, const pl__tab
             munlock(buf, 2 * half);
         free(buf);
     }
-    if (rc < 0)
-        pl__table_free(t);
     return rc;
+}
+
+int pl__table_own_weight(pl__table *t, pl_err *err)
+{
+    if (!t->shm_base)
+        return 0;
+    uint32_t *w = malloc((t->n ? t->n : 1) * sizeof *w);
+    PL_FAIL_IF(!w, err, -ENOMEM, "out of memory for the weights of %llu samples",
+               (unsigned long long)t->n);
+    memcpy(w, t->weight, t->n * sizeof *w);
+    t->weight = t->weight_own = w;
+    return 0;
 }
 
 void pl__table_free(pl__table *t)
 {
     if (!t)
         return;
+    if (t->shm_base) {
+        free(t->weight_own);
+        pl__table_shared_release(t);
+        memset(t, 0, sizeof *t);
+        return;
+    }
     free(t->ids);
     free(t->gptr);
     free(t->genes);

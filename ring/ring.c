@@ -12,26 +12,21 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/futex.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "shm.h"
 #include "src/core/error.h"
 
-#define SHM_DIR "/dev/shm"
+#define WHAT "ring"     /* segment kind in messages */
 #define SLICE_NS 100000000LL /* futex wait slice between two checks of the peer */
 #define APPEAR_POLL_MS 100   /* attach: longest sleep between looks at /dev/shm */
 
@@ -62,28 +57,6 @@ struct pl_ring {
 
 /* ------------------------------------------------------------------ helpers */
 
-static uint64_t now_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* FUTEX_WAIT and FUTEX_WAKE, not the _PRIVATE variants: the words live in a
- * mapping shared between processes. @return 0 when woken, -ETIMEDOUT,
- * -EAGAIN (the word no longer held `expect`) or -EINTR. */
-static int futex_wait(_Atomic uint32_t *word, uint32_t expect, long long ns)
-{
-    struct timespec ts = {.tv_sec = ns / 1000000000LL, .tv_nsec = ns % 1000000000LL};
-    long rc = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, expect, &ts, NULL, 0);
-    return rc < 0 ? -errno : 0;
-}
-
-static void futex_wake(_Atomic uint32_t *word)
-{
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
 static void clock_flush(wait_clock *c, uint64_t now)
 {
     if (now > c->mark_ns)
@@ -95,7 +68,7 @@ static void clock_flush(wait_clock *c, uint64_t now)
 static void clock_enter(wait_clock *c)
 {
     pthread_mutex_lock(&c->mu);
-    uint64_t now = now_ns(CLOCK_MONOTONIC);
+    uint64_t now = pl__shm_now_ns(CLOCK_MONOTONIC);
     if (c->waiters++ > 0)
         clock_flush(c, now);
     else
@@ -107,7 +80,7 @@ static void clock_enter(wait_clock *c)
 static uint64_t clock_tick(wait_clock *c)
 {
     pthread_mutex_lock(&c->mu);
-    uint64_t now = now_ns(CLOCK_MONOTONIC);
+    uint64_t now = pl__shm_now_ns(CLOCK_MONOTONIC);
     clock_flush(c, now);
     pthread_mutex_unlock(&c->mu);
     return now;
@@ -117,140 +90,17 @@ static uint64_t clock_tick(wait_clock *c)
 static void clock_leave(wait_clock *c)
 {
     pthread_mutex_lock(&c->mu);
-    clock_flush(c, now_ns(CLOCK_MONOTONIC));
+    clock_flush(c, pl__shm_now_ns(CLOCK_MONOTONIC));
     c->waiters--;
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Read the state letter and start time (field 22) of /proc/PID/stat. */
-static int read_proc_stat(int32_t pid, char *state, uint64_t *start)
+/* The shm_open() name and the path of ring NAME (segment pertload-NAME). */
+static void ring_names(const char *name, char *shm, char *path, size_t cap)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    /* Read to the end of the file (its size is not known: /proc reports 0). */
-    size_t n = 0;
-    ssize_t got = 0;
-    while (n < sizeof buf - 1 &&
-           ((got = read(fd, buf + n, sizeof buf - 1 - n)) > 0 || (got < 0 && errno == EINTR)))
-        n += got > 0 ? (size_t)got : 0;
-    int e = got < 0 ? errno : 0;
-    close(fd);
-    if (e || n == 0)
-        return e ? -e : -EIO;
-    buf[n] = '\0';
-    /* The command name may hold spaces and parentheses: fields restart after
-     * the last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ' || !p[2])
-        return -EIO;
-    *state = p[2];
-    p += 3; /* at the blank before field 4; each step moves to the next field */
-    for (int field = 4; field <= 22; field++) {
-        p = strchr(p, ' ');
-        if (!p)
-            return -EIO;
-        p++;
-    }
-    *start = strtoull(p, NULL, 10);
-    return 0;
-}
-
-uint64_t pl__ring_pid_start(int32_t pid)
-{
-    char state = 0;
-    uint64_t start = 0;
-    return pid > 0 && read_proc_stat(pid, &state, &start) == 0 ? start : 0;
-}
-
-int pl__ring_pid_alive(int32_t pid, uint64_t start)
-{
-    if (pid <= 0)
-        return 0;
-    if (kill(pid, 0) < 0 && errno == ESRCH)
-        return 0;
-    char state = 0;
-    uint64_t t = 0;
-    if (read_proc_stat(pid, &state, &t) < 0)
-        return !(kill(pid, 0) < 0 && errno == ESRCH); /* no /proc: kill() decides */
-    if (state == 'Z' || state == 'X' || state == 'x')
-        return 0;                                      /* a zombie is dead */
-    return !(start && t && t != start);                /* a recycled pid is not ours */
-}
-
-static int check_name(const char *name, pl_err *err)
-{
-    PL_FAIL_IF(!name, err, PL_EUSAGE, "ring name missing");
-    size_t n = strnlen(name, PL_RING_NAME_MAX + 1);
-    PL_FAIL_IF(n == 0, err, PL_EUSAGE, "ring name is empty");
-    PL_FAIL_IF(n > PL_RING_NAME_MAX, err, PL_EUSAGE,
-               "ring name '%.80s%s' is longer than %d characters", name,
-               strlen(name) > 80 ? "..." : "", PL_RING_NAME_MAX);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)name[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '_' || c == '.' || c == '-';
-        PL_FAIL_IF(!ok, err, PL_EUSAGE,
-                   "ring name '%s' holds character 0x%02x; names hold only [A-Za-z0-9_.-]",
-                   name, c);
-    }
-    /* No '/' can pass the loop above; ".." is refused as well, so that a name
-     * never reads as a path step wherever it is used. */
-    PL_FAIL_IF(strstr(name, "..") != NULL, err, PL_EUSAGE, "ring name '%s' holds '..'", name);
-    return 0;
-}
-
-/* A segment is used only when it is a regular file of this user closed to
- * group and others, as pl_ring_create() makes it (0600): /dev/shm is shared
- * by all users, and a segment another user can write could feed a consumer
- * forged batches or stall a producer. Checked on the open file (fstat), so
- * the name cannot be swapped between check and use; shm_open() adds
- * O_NOFOLLOW. `err` may be NULL. */
-static int check_owner(const struct stat *st, const char *path, pl_err *err)
-{
-    PL_FAIL_IF(!S_ISREG(st->st_mode), err, -EPERM,
-               "%s is not a regular file; refusing to use it as a ring", path);
-    PL_FAIL_IF(st->st_uid != geteuid(), err, -EPERM,
-               "%s belongs to uid %u, not to this user (uid %u); refusing to use or remove "
-               "another user's ring",
-               path, (unsigned)st->st_uid, (unsigned)geteuid());
-    PL_FAIL_IF(st->st_mode & 077, err, -EPERM,
-               "%s has mode %04o; rings must be closed to group and others (0600)", path,
-               (unsigned)(st->st_mode & 07777));
-    return 0;
-}
-
-static void shm_name(char *buf, size_t cap, const char *name)
-{
-    snprintf(buf, cap, "/" PL__RING_PREFIX "%s", name);
-}
-
-static void shm_path(char *buf, size_t cap, const char *name)
-{
-    snprintf(buf, cap, SHM_DIR "/" PL__RING_PREFIX "%s", name);
-}
-
-/* Open segment `shm` (file `path`) with `flags` (O_NONBLOCK and O_CLOEXEC
- * added: a FIFO planted under the name must not block the open) and check
- * it with check_owner(). Sets *fd and *st on success.
- * @return 0, 1 when no such segment exists, or < 0. */
-static int open_owned(const char *shm, const char *path, int flags, int *fd, struct stat *st,
-                      pl_err *err)
-{
-    *fd = shm_open(shm, flags | O_NONBLOCK | O_CLOEXEC, 0);
-    if (*fd < 0 && errno == ENOENT)
-        return 1;
-    PL_FAIL_IF(*fd < 0, err, -errno, "cannot open %s: %s", path, strerror(errno));
-    int rc = fstat(*fd, st) < 0 ? pl__err(err, -errno, "cannot stat %s: %s", path,
-                                          strerror(errno))
-                                : check_owner(st, path, err);
-    if (rc < 0) {
-        close(*fd);
-        *fd = -1;
-    }
-    return rc;
+    char base[PL_RING_NAME_MAX + 16];
+    snprintf(base, sizeof base, PL__RING_PREFIX "%s", name);
+    pl__shm_names(base, shm, path, cap);
 }
 
 /* The validated sizes of a header. */
@@ -320,11 +170,10 @@ static const pl__ring_hdr *map_header_ro(int fd)
 static int clear_stale(const char *name, pl_err *err)
 {
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
-    shm_name(shm, sizeof shm, name);
-    shm_path(path, sizeof path, name);
+    ring_names(name, shm, path, sizeof shm);
     int fd;
     struct stat st;
-    int rc = open_owned(shm, path, O_RDONLY, &fd, &st, err);
+    int rc = pl__shm_open_owned(shm, path, O_RDONLY, WHAT, &fd, &st, err);
     if (rc != 0)
         return rc < 0 ? rc : 0; /* gone meanwhile */
     /* A creator holds the lock until its header is complete. */
@@ -342,7 +191,7 @@ static int clear_stale(const char *name, pl_err *err)
             if (atomic_load_explicit(&h->init, memory_order_acquire) == 1 &&
                 memcmp(h->magic, PL__RING_MAGIC, 8) == 0) {
                 pid = h->producer_pid;
-                stale = !pl__ring_pid_alive(pid, h->producer_start);
+                stale = !pl__shm_pid_alive(pid, h->producer_start);
             }
             munmap((void *)h, PL__RING_PAGE);
         }
@@ -353,10 +202,8 @@ static int clear_stale(const char *name, pl_err *err)
                        (int)pid);
     }
     /* Unlink only the file inspected, not one a racing creator just made. */
-    struct stat now;
-    if (stat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev &&
-        shm_unlink(shm) < 0 && errno != ENOENT) {
-        int e = errno;
+    int e = -pl__shm_unlink_same(shm, path, &st);
+    if (e) {
         close(fd);
         return pl__err(err, -e, "cannot remove stale %s: %s", path, strerror(e));
     }
@@ -378,7 +225,7 @@ PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_byte
                           int32_t consumer_pid, pl_ring **out, pl_err *err)
 {
     *out = NULL;
-    PL_TRY(check_name(name, err));
+    PL_TRY(pl__shm_check_name(name, PL_RING_NAME_MAX, WHAT, err));
     PL_FAIL_IF(n_slots < 1 || n_slots > PL__RING_MAX_SLOTS, err, PL_EUSAGE,
                "ring '%s': %u slots; between 1 and %u are allowed", name, n_slots,
                PL__RING_MAX_SLOTS);
@@ -394,28 +241,22 @@ PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_byte
                total == UINT64_MAX ? "over " : "",
                (unsigned long long)(total == UINT64_MAX ? PL_RING_MAX_BYTES : total),
                (unsigned long long)PL_RING_MAX_BYTES);
-    struct statvfs vfs;
-    PL_FAIL_IF(statvfs(SHM_DIR, &vfs) < 0, err, -errno, "cannot read the free space of %s: %s",
-               SHM_DIR, strerror(errno));
-    uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-    PL_FAIL_IF(total > free_bytes / 2, err, -ENOSPC,
-               "ring '%s' of %u slots x %llu bytes needs %llu bytes, over the limit of %llu "
-               "bytes (half of the %llu bytes free in %s)", name, n_slots,
-               (unsigned long long)slot_bytes, (unsigned long long)total,
-               (unsigned long long)(free_bytes / 2), (unsigned long long)free_bytes, SHM_DIR);
+    char what[PL_RING_NAME_MAX + 64];
+    snprintf(what, sizeof what, "ring '%s' of %u slots x %llu bytes", name, n_slots,
+             (unsigned long long)slot_bytes);
+    PL_TRY(pl__shm_check_space(total, what, err));
 
     pl_ring *r = calloc(1, sizeof *r);
     PL_FAIL_IF(!r, err, -ENOMEM, "out of memory");
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
-    shm_name(shm, sizeof shm, name);
-    shm_path(path, sizeof path, name);
+    ring_names(name, shm, path, sizeof shm);
     int fd = -1, rc = 0;
     for (int attempt = 0; attempt < 4 && fd < 0; attempt++) {
-        fd = shm_open(shm, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        fd = pl__shm_create(shm, path, err);
         if (fd >= 0)
             break;
-        if (errno != EEXIST) {
-            rc = pl__err(err, -errno, "cannot create %s: %s", path, strerror(errno));
+        if (fd != -EEXIST) {
+            rc = fd;
             break;
         }
         rc = clear_stale(name, err);
@@ -432,19 +273,9 @@ PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_byte
      * not take a half-built segment for a stale one. */
     flock(fd, LOCK_EX);
     void *base = MAP_FAILED;
-    if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)total) < 0) {
-        rc = pl__err(err, -errno, "cannot size %s to %llu bytes: %s", path,
-                     (unsigned long long)total, strerror(errno));
+    rc = pl__shm_reserve(fd, path, total, err);
+    if (rc < 0)
         goto fail;
-    }
-    /* Reserve the pages now: a full /dev/shm fails here instead of with SIGBUS
-     * in the middle of an epoch. */
-    int fe = posix_fallocate(fd, 0, (off_t)total);
-    if (fe != 0 && fe != EOPNOTSUPP && fe != EINVAL) {
-        rc = pl__err(err, -fe, "cannot reserve %llu bytes for %s: %s",
-                     (unsigned long long)total, path, strerror(fe));
-        goto fail;
-    }
     base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         rc = pl__err(err, -errno, "cannot map %s (%llu bytes): %s", path,
@@ -460,17 +291,17 @@ PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_byte
     h->header_bytes = hdr_bytes;
     h->total_bytes = total;
     h->fixed_bytes = offsetof(pl__ring_hdr, ready);
-    h->created_ns = now_ns(CLOCK_REALTIME);
+    h->created_ns = pl__shm_now_ns(CLOCK_REALTIME);
     h->producer_pid = (int32_t)getpid();
-    h->producer_start = pl__ring_pid_start(h->producer_pid);
+    h->producer_start = pl__shm_pid_start(h->producer_pid);
     memcpy(h->name, name, strlen(name) + 1);
-    atomic_store_explicit(&h->consumer_start, pl__ring_pid_start(consumer_pid),
+    atomic_store_explicit(&h->consumer_start, pl__shm_pid_start(consumer_pid),
                           memory_order_relaxed);
     atomic_store_explicit(&h->consumer_pid, consumer_pid, memory_order_relaxed);
     atomic_store_explicit(&h->state, PL_RING_RUNNING, memory_order_relaxed);
     /* release: every field above is visible to a process that loads init == 1 */
     atomic_store_explicit(&h->init, 1, memory_order_release);
-    futex_wake(&h->init);
+    pl__shm_futex_wake(&h->init);
     flock(fd, LOCK_UN);
 
     r->h = h;
@@ -511,7 +342,7 @@ static int check_consumer(pl_ring *r, pl_err *err)
                PL_EPEER, "consumer of ring '%s' detached", r->name);
     int32_t pid = atomic_load_explicit(&h->consumer_pid, memory_order_acquire);
     uint64_t start = atomic_load_explicit(&h->consumer_start, memory_order_acquire);
-    PL_FAIL_IF(pid != 0 && !pl__ring_pid_alive(pid, start), err, PL_EPEER,
+    PL_FAIL_IF(pid != 0 && !pl__shm_pid_alive(pid, start), err, PL_EPEER,
                "consumer process %d died (ring '%s')", (int)pid, r->name);
     return 0;
 }
@@ -534,9 +365,9 @@ PL_API int pl_ring_acquire(pl_ring *r, uint64_t batch, pl_err *err)
         if (!waiting) {
             clock_enter(&r->clock);
             waiting = 1;
-            checked = now_ns(CLOCK_MONOTONIC);
+            checked = pl__shm_now_ns(CLOCK_MONOTONIC);
         }
-        futex_wait(&h->consumed_futex, word, SLICE_NS);
+        pl__shm_futex_wait(&h->consumed_futex, word, SLICE_NS);
         uint64_t now = clock_tick(&r->clock);
         if (now - checked >= SLICE_NS ||
             atomic_load_explicit(&h->consumer_gone, memory_order_relaxed)) {
@@ -577,7 +408,7 @@ PL_API void pl_ring_publish(pl_ring *r, uint64_t batch, uint32_t n_samples)
     /* release: the slot's bytes (and the counters) written before this store
      * are visible to the consumer once its acquire load sees the new value */
     atomic_store_explicit(ready, (uint32_t)(batch + 1), memory_order_release);
-    futex_wake(ready);
+    pl__shm_futex_wake(ready);
 }
 
 PL_API void pl_ring_set_total(pl_ring *r, uint64_t n_batches)
@@ -590,7 +421,7 @@ PL_API void pl_ring_set_total(pl_ring *r, uint64_t n_batches)
 static void wake_consumer(pl_ring *r)
 {
     uint32_t s = atomic_load_explicit(&r->h->consumer_wait_slot, memory_order_relaxed);
-    futex_wake(&r->h->ready[s % r->n_slots]);
+    pl__shm_futex_wake(&r->h->ready[s % r->n_slots]);
 }
 
 /* Move RUNNING -> DONE or FAILED (with `msg`); later calls change nothing. */
@@ -622,11 +453,10 @@ PL_API void pl_ring_finish(pl_ring *r, uint64_t n_batches, const char *msg)
 static int open_existing(const char *name, pl_ring *r, pl_err *err)
 {
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
-    shm_name(shm, sizeof shm, name);
-    shm_path(path, sizeof path, name);
+    ring_names(name, shm, path, sizeof shm);
     int fd;
     struct stat st;
-    int rc = open_owned(shm, path, O_RDWR, &fd, &st, err);
+    int rc = pl__shm_open_owned(shm, path, O_RDWR, WHAT, &fd, &st, err);
     if (rc != 0)
         return rc;
     if ((uint64_t)st.st_size < PL__RING_PAGE) {
@@ -642,7 +472,7 @@ static int open_existing(const char *name, pl_ring *r, pl_err *err)
     /* acquire: pairs with the creator's release store of init */
     if (atomic_load_explicit(&h->init, memory_order_acquire) != 1) {
         /* Sleep until the creator wakes init or one slice passes. */
-        futex_wait((_Atomic uint32_t *)&h->init, 0, SLICE_NS);
+        pl__shm_futex_wait((_Atomic uint32_t *)&h->init, 0, SLICE_NS);
         munmap((void *)h, PL__RING_PAGE);
         close(fd);
         return 2;
@@ -674,58 +504,29 @@ static int open_existing(const char *name, pl_ring *r, pl_err *err)
     return 0;
 }
 
-/* Sleep until something happens in /dev/shm (or a short while passes). */
-static void wait_appear(int ifd, uint64_t deadline)
-{
-    uint64_t now = now_ns(CLOCK_MONOTONIC);
-    int ms = APPEAR_POLL_MS;
-    if (deadline != UINT64_MAX) {
-        uint64_t left = deadline > now ? (deadline - now + 999999) / 1000000 : 0;
-        if (left < (uint64_t)ms)
-            ms = (int)left;
-    }
-    if (ifd >= 0) {
-        struct pollfd p = {.fd = ifd, .events = POLLIN};
-        if (poll(&p, 1, ms) > 0) {
-            char buf[4096];
-            while (read(ifd, buf, sizeof buf) > 0) {
-            }
-        }
-    } else if (ms > 0) {
-        int step = ms < 10 ? ms : 10; /* no inotify: short sleeps */
-        struct timespec ts = {0, step * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_err *err)
 {
     *out = NULL;
-    PL_TRY(check_name(name, err));
+    PL_TRY(pl__shm_check_name(name, PL_RING_NAME_MAX, WHAT, err));
     pl_ring *r = calloc(1, sizeof *r);
     PL_FAIL_IF(!r, err, -ENOMEM, "out of memory");
     uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
-                                       : now_ns(CLOCK_MONOTONIC) +
+                                       : pl__shm_now_ns(CLOCK_MONOTONIC) +
                                              (uint64_t)timeout_ms * 1000000u;
     /* Watch /dev/shm before the first look, so that no creation is missed. */
-    int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (ifd >= 0 && inotify_add_watch(ifd, SHM_DIR, IN_CREATE | IN_MOVED_TO | IN_MODIFY |
-                                                        IN_ATTRIB) < 0) {
-        close(ifd);
-        ifd = -1;
-    }
+    int ifd = pl__shm_watch();
     int rc;
     for (;;) {
         rc = open_existing(name, r, err);
         if (rc <= 0)
             break;
-        if (now_ns(CLOCK_MONOTONIC) >= deadline) {
+        if (pl__shm_now_ns(CLOCK_MONOTONIC) >= deadline) {
             rc = pl__err(err, PL_ETIMEDOUT, "no ring '%s' ready in %s/%s%s within %d ms",
-                         name, SHM_DIR, PL__RING_PREFIX, name, timeout_ms);
+                         name, PL__SHM_DIR, PL__RING_PREFIX, name, timeout_ms);
             break;
         }
         if (rc == 1)
-            wait_appear(ifd, deadline);
+            pl__shm_wait_appear(ifd, deadline, APPEAR_POLL_MS);
     }
     if (ifd >= 0)
         close(ifd);
@@ -739,7 +540,7 @@ PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_er
     for (;;) {
         if (cur != 0 && cur != self &&
             !atomic_load_explicit(&h->consumer_gone, memory_order_relaxed) &&
-            pl__ring_pid_alive(cur, atomic_load_explicit(&h->consumer_start,
+            pl__shm_pid_alive(cur, atomic_load_explicit(&h->consumer_start,
                                                          memory_order_relaxed))) {
             munmap(h, r->map_bytes);
             close(r->fd);
@@ -753,7 +554,7 @@ PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_er
         if (atomic_compare_exchange_strong(&h->consumer_pid, &cur, self))
             break;
     }
-    atomic_store_explicit(&h->consumer_start, pl__ring_pid_start(self), memory_order_release);
+    atomic_store_explicit(&h->consumer_start, pl__shm_pid_start(self), memory_order_release);
     atomic_store_explicit(&h->consumer_gone, 0, memory_order_release);
     pthread_mutex_init(&r->clock.mu, NULL);
     r->clock.total = &h->consumer_wait_ns;
@@ -814,12 +615,12 @@ PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *e
         if (!waiting) {
             clock_enter(&r->clock);
             waiting = 1;
-            checked = now_ns(CLOCK_MONOTONIC);
+            checked = pl__shm_now_ns(CLOCK_MONOTONIC);
             atomic_store_explicit(&h->consumer_wait_slot, s, memory_order_relaxed);
         }
         /* `word` was loaded before look(): a publish since then changed it and
          * the wait returns at once. */
-        int woke = futex_wait(&h->ready[s], word, SLICE_NS);
+        int woke = pl__shm_futex_wait(&h->ready[s], word, SLICE_NS);
         uint64_t now = clock_tick(&r->clock);
         if (woke == -EINTR) {
             /* A signal handler ran (futex waits with a timeout are not restarted,
@@ -834,7 +635,7 @@ PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *e
         }
         if (now - checked >= SLICE_NS) {
             checked = now;
-            if (!pl__ring_pid_alive(r->producer_pid, r->producer_start)) {
+            if (!pl__shm_pid_alive(r->producer_pid, r->producer_start)) {
                 /* Whatever the producer stored came before its death: look once
                  * more before giving up. */
                 rc = look(r, batch, err);
@@ -864,7 +665,7 @@ PL_API void pl_ring_release(pl_ring *r, uint64_t batch, uint32_t n_samples)
      * that sees the new count writes into them */
     atomic_store_explicit(&h->batches_consumed, batch + 1, memory_order_release);
     atomic_store_explicit(&h->consumed_futex, (uint32_t)(batch + 1), memory_order_release);
-    futex_wake(&h->consumed_futex);
+    pl__shm_futex_wake(&h->consumed_futex);
 }
 
 /* ------------------------------------------------------------- both sides */
@@ -881,12 +682,10 @@ PL_API void pl_ring_destroy(pl_ring *r)
     munmap(r->h, r->map_bytes);
     /* Remove the name only while it still names our segment. */
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
-    shm_name(shm, sizeof shm, r->name);
-    shm_path(path, sizeof path, r->name);
-    struct stat mine, now;
-    if (fstat(r->fd, &mine) == 0 && stat(path, &now) == 0 && mine.st_ino == now.st_ino &&
-        mine.st_dev == now.st_dev)
-        shm_unlink(shm);
+    ring_names(r->name, shm, path, sizeof shm);
+    struct stat mine;
+    if (fstat(r->fd, &mine) == 0)
+        pl__shm_unlink_same(shm, path, &mine);
     close(r->fd);
     pthread_mutex_destroy(&r->clock.mu);
     free(r);
@@ -902,7 +701,7 @@ PL_API void pl_ring_detach(pl_ring *r)
     }
     /* release: the consumer's last reads come before the producer sees it gone */
     atomic_store_explicit(&r->h->consumer_gone, 1, memory_order_release);
-    futex_wake(&r->h->consumed_futex);
+    pl__shm_futex_wake(&r->h->consumed_futex);
     munmap(r->h, r->map_bytes);
     close(r->fd);
     pthread_mutex_destroy(&r->clock.mu);
@@ -945,7 +744,7 @@ PL_API void pl_ring_stats_get(const pl_ring *r, pl_ring_stats *st)
 
 PL_API int pl_ring_list(pl_ring_stats *out, int cap)
 {
-    DIR *d = opendir(SHM_DIR);
+    DIR *d = opendir(PL__SHM_DIR);
     if (!d)
         return errno == ENOENT ? 0 : -errno;
     int found = 0;
@@ -953,16 +752,17 @@ PL_API int pl_ring_list(pl_ring_stats *out, int cap)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         const char *name = e->d_name + plen;
-        if (strncmp(e->d_name, PL__RING_PREFIX, plen) != 0 || check_name(name, NULL) < 0)
+        if (strncmp(e->d_name, PL__RING_PREFIX, plen) != 0 ||
+            pl__shm_check_name(name, PL_RING_NAME_MAX, WHAT, NULL) < 0)
             continue;
-        char shm[PL_RING_NAME_MAX + 32];
-        shm_name(shm, sizeof shm, name);
+        char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
+        ring_names(name, shm, path, sizeof shm);
         int fd = shm_open(shm, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
         if (fd < 0)
             continue; /* gone, or another user's */
         struct stat st;
         const pl__ring_hdr *h = NULL;
-        if (fstat(fd, &st) == 0 && check_owner(&st, "", NULL) == 0 &&
+        if (fstat(fd, &st) == 0 && pl__shm_check_owner(&st, "", WHAT, NULL) == 0 &&
             (uint64_t)st.st_size >= PL__RING_PAGE)
             h = map_header_ro(fd);
         close(fd);

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "pertload.h"
+#include "shm.h"
 
 #define PL__RING_MAGIC "PLRING01"     /* 8 bytes, no NUL stored */
 #define PL__RING_VERSION 1u
@@ -97,15 +98,5 @@ static inline uint64_t pl__ring_header_bytes(uint32_t n_slots)
     uint64_t b = offsetof(pl__ring_hdr, ready) + (uint64_t)n_slots * sizeof(uint32_t);
     return (b + PL__RING_PAGE - 1) / PL__RING_PAGE * PL__RING_PAGE;
 }
-
-/** Whether process `pid` is alive: not gone, not a zombie, and (when
- *  `start` is non-zero) started at `start` clock ticks after boot, so that a
- *  recycled pid does not pass for the original process.
- *  @return 1 alive, 0 dead (pid <= 0 counts as dead). */
-int pl__ring_pid_alive(int32_t pid, uint64_t start);
-
-/** Start time of process `pid` (field 22 of /proc/PID/stat, clock ticks after
- *  boot). @return the start time, or 0 when it cannot be read. */
-uint64_t pl__ring_pid_start(int32_t pid);
 
 #endif

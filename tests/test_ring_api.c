@@ -319,19 +319,19 @@ Test(ring, signal_interrupts_the_wait_for_a_batch)
 
 Test(ring, pid_liveness)
 {
-    cr_assert(pl__ring_pid_alive(getpid(), 0));
-    cr_assert(pl__ring_pid_alive(getpid(), pl__ring_pid_start(getpid())));
-    cr_assert(!pl__ring_pid_alive(getpid(), pl__ring_pid_start(getpid()) + 1),
+    cr_assert(pl__shm_pid_alive(getpid(), 0));
+    cr_assert(pl__shm_pid_alive(getpid(), pl__shm_pid_start(getpid())));
+    cr_assert(!pl__shm_pid_alive(getpid(), pl__shm_pid_start(getpid()) + 1),
               "another start time: a recycled pid");
-    cr_assert(!pl__ring_pid_alive(0, 0));
-    cr_assert(!pl__ring_pid_alive(-5, 0));
+    cr_assert(!pl__shm_pid_alive(0, 0));
+    cr_assert(!pl__shm_pid_alive(-5, 0));
     pid_t z = spawn(idle_main, NULL);
-    cr_assert(pl__ring_pid_alive(z, 0));
+    cr_assert(pl__shm_pid_alive(z, 0));
     kill(z, SIGKILL);
     sleep_ms(50);
-    cr_assert(!pl__ring_pid_alive(z, 0), "a zombie is dead");
+    cr_assert(!pl__shm_pid_alive(z, 0), "a zombie is dead");
     reap(z, 1000);
-    cr_assert(!pl__ring_pid_alive(z, 0));
+    cr_assert(!pl__shm_pid_alive(z, 0));
 }
 
 /* Run `pertload ARGS`, capturing stdout. @return the exit status. */

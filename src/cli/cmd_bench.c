@@ -22,6 +22,7 @@ static const char usage[] =
     "       pertload bench payload DB [--batch-size B] [--threads T] [--shuffle] [--json F]\n"
     "       pertload bench gpu DB [--batch-size B] [--batches N] [--threads T] [--json F]\n"
     "       pertload bench memory [--mib M] [--reps R] [--json F]\n"
+    "       pertload bench memory --table DB [--ranks N] [--json F]\n"
     "       pertload bench khop DB [--k K1,K2] [--types T1,T2] [--samples N] "
     "[--khop-max-genes M] [--dump F] [--json F]";
 

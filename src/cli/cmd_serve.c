@@ -19,7 +19,8 @@ static const char usage[] =
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
     "       [--rows A:B|FILE.npy] [--slots N] [--max-ring-bytes M] [--start-batch K]\n"
     "       [--consumer-pid PID] [--io auto|uring|pread]\n"
-    "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--quiet]\n"
+    "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--no-shared-table]\n"
+    "       [--quiet]\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
@@ -77,6 +78,7 @@ int pl_cmd_serve(int argc, char **argv)
     o.slots = 16;
     o.max_ring_bytes = PL__SERVE_RING_BYTES;
     o.verbose = 1;
+    o.shared_table = 1; /* one sample table per database and node */
     int positional = 0; /* after "--": a database path may start with '-' */
     const char *weights_text = NULL; /* parsed once the other options are checked */
     int khop_set = 0;
@@ -98,6 +100,8 @@ int pl_cmd_serve(int argc, char **argv)
             o.plan.drop_last = 1;
         } else if (!strcmp(a, "--quiet")) {
             o.verbose = 0;
+        } else if (!strcmp(a, "--no-shared-table")) {
+            o.shared_table = 0;
         } else if (i + 1 >= argc) {
             return pl_cli_usage(cmd, usage, "%s needs a value", a);
         } else if (!strcmp(a, "--ring")) {

@@ -47,7 +47,7 @@ static int snapshot(pl_ring_stats **buf, int *cap, int *stale)
     int kept = 0;
     *stale = 0;
     for (int i = 0; i < n; i++) {
-        if (pl__ring_pid_alive((*buf)[i].producer_pid, 0))
+        if (pl__shm_pid_alive((*buf)[i].producer_pid, 0))
             (*buf)[kept++] = (*buf)[i];
         else
             (*stale)++;
