@@ -114,7 +114,9 @@ def test_real_recipe_against_the_raw_files(tmp_path):
         source, name = ln.split("\t")[:2]
         listed.setdefault(source, set()).add(name)
     _, m_names, _, s_names = import_recipe_real.expected.more
+    o_want, o_names = import_recipe_real.expected.ontology
     assert listed.get("metabolism", set()) == m_names
+    assert listed.get("ontology", set()) == set(o_names) and o_names
     assert listed.get("samples", set()) == s_names and s_names
     check = run_cli("recipe", "check", "--root", root, "--unresolved", tmp_path / "check.tsv",
                     recipe)
@@ -154,7 +156,7 @@ def test_real_recipe_against_the_raw_files(tmp_path):
     assert g.recipe == recipe.read_text()
     assert run_cli("inspect", "--recipe", db).stdout == recipe.read_text()
     inputs = re.findall(r"^recipe input: (\d+)\t([0-9a-f]{16})\t(.*)$", text, re.M)
-    assert len(inputs) == 19  # 15, the yeast-GEM model and three SGA tables
+    assert len(inputs) == 21  # 15, yeast-GEM, three SGA tables, GO and its GAF
     for size, digest, path in inputs:
         data = Path(path).read_bytes()
         assert int(size) == len(data) and int(digest, 16) == xxh64(data), path
@@ -177,6 +179,17 @@ def test_real_recipe_against_the_raw_files(tmp_path):
                 v = ln.rstrip("\n").split("\t")[4] if n and ln.strip() else None
                 if v is not None and v not in levels:
                     levels.append(v)
+    # the ontology (GO biological process, SGD annotations) against the
+    # oracle's own OBO/GAF reading, closure and filter
+    assert re.search(rf"^ontology: {o_want['terms']} terms, \d+ child links, \d+ direct "
+                     rf"\(term, gene\) pairs, {o_want['annotations']} annotations; depth "
+                     rf"{o_want['strata']} \(strata\)", text, re.M), text
+    line = re.search(r"^recipe source: ontology (.*)$", text, re.M).group(1)
+    got = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+    for k in ("terms", "annotations", "strata", "rows", "unresolved"):
+        assert int(got[k]) == o_want[k], (k, got[k], o_want[k])
+    assert got["file"] == str(root / "real-raw/go/gene_ontology.1_2.obo.gz")
+    assert got["annotation_file"] == str(root / "real-raw/go/gene_association.sgd.gz")
     graph = pertload.Loader(db).graph
     assert graph.label_levels == {"arraytype_temp": levels}
     assert f"label levels: arraytype_temp\t{chr(9).join(levels)}" in text
