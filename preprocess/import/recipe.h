@@ -95,7 +95,7 @@ typedef struct pl_recipe_samples {
 /** The ontology part of a recipe (format NULL: none). */
 typedef struct pl_recipe_ontology {
     const char *format;        /**< "obo", "dcell", or NULL */
-    uint64_t line;             /**< recipe line of the 'ontology' key */
+    uint64_t line;             /**< recipe line where the part's mapping starts */
     char *file;                /**< the ontology (resolved) */
     char *annotations;         /**< obo: the GAF file (resolved) */
     pl_onto_opts opts;         /**< filters (comma-separated lists); strict unset */
