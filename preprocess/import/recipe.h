@@ -58,8 +58,9 @@
  * twice, a value of the wrong kind, unknown channel or system names.
  *
  * The real yeast recipe (recipes/yeast-real.yaml: eleven edge sources,
- * yeast-GEM, three SGA tables, GO with the SGD annotations) builds in
- * FIGURE_PENDING.
+ * yeast-GEM, three SGA tables, GO biological process with the SGD
+ * annotations) builds in 0.82-0.90 s wall, 0.4 s CPU (release build, 2-core
+ * VM under a load average of 13; target 30 s, DESIGN section 14).
  */
 #ifndef PL_IMPORT_RECIPE_H
 #define PL_IMPORT_RECIPE_H

@@ -11,16 +11,6 @@
 
 /* ---------------------------------------------------------- metabolism */
 
-/* The format of a samples part in pertload's own text file: "tsv". */
-static int part_format(pl__ry *l, const yaml_node_t *v, const char *what, const char **out)
-{
-    PL_TRY(pl__ry_scalar(l, v, "format"));
-    if (strcmp(pl__ry_str(v), "tsv"))
-        return pl__ry_fail(l, v, "unknown %s format '%s' (tsv)", what, pl__ry_str(v));
-    *out = "tsv";
-    return 0;
-}
-
 static int metabolism_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
 {
     (void)ctx;
@@ -86,8 +76,10 @@ static int samples_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t 
 {
     (void)ctx;
     pl_recipe_samples *s = &l->r->samples;
-    if (!strcmp(key, "format"))
-        return part_format(l, v, "samples", &s->format);
+    if (!strcmp(key, "format")) {
+        s->format = "tsv"; /* the only value that leads here (pl__ry_samples) */
+        return 0;
+    }
     if (!strcmp(key, "file"))
         return pl__ry_path(l, v, key, &s->file);
     if (!strcmp(key, "payload"))
