@@ -3,6 +3,7 @@
 #include "recipe.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,14 @@
 static int alias_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
 {
     pl_alias_spec *a = ctx;
+    static const pl__ry_field keys[] = {
+        {"file", PL_RY_PATH, offsetof(pl_alias_spec, path), 0},
+        {"header", PL_RY_BOOL, offsetof(pl_alias_spec, header), 0},
+        {"sep", PL_RY_SEP, offsetof(pl_alias_spec, sep), 0}};
+    int rc = pl__ry_key(l, keys, 3, key, v, a);
+    if (rc <= 0)
+        return rc;
     uint64_t c;
-    if (!strcmp(key, "file"))
-        return pl__ry_path(l, v, key, (char **)&a->path);
     if (!strcmp(key, "format")) {
         PL_TRY(pl__ry_scalar(l, v, key));
         if (!strcmp(pl__ry_str(v), "table"))
@@ -29,10 +35,6 @@ static int alias_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v
                            pl__ry_str(v));
         return 0;
     }
-    if (!strcmp(key, "header"))
-        return pl__ry_bool(l, v, key, &a->header);
-    if (!strcmp(key, "sep"))
-        return pl__ry_sep(l, v, key, &a->sep);
     if (!strcmp(key, "gene_column") || !strcmp(key, "alias_column")) {
         PL_TRY(pl__ry_u64(l, v, key, &c));
         if (c < 1 || c > 64)
@@ -48,10 +50,12 @@ static int genes_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v
 {
     (void)ctx;
     pl_recipe *r = l->r;
-    if (!strcmp(key, "file"))
-        return pl__ry_path(l, v, key, &r->genes);
-    if (!strcmp(key, "header"))
-        return pl__ry_bool(l, v, key, &r->genes_header);
+    static const pl__ry_field keys[] = {
+        {"file", PL_RY_PATH, offsetof(pl_recipe, genes), 0},
+        {"header", PL_RY_BOOL, offsetof(pl_recipe, genes_header), 0}};
+    int rc = pl__ry_key(l, keys, 2, key, v, r);
+    if (rc <= 0)
+        return rc;
     if (!strcmp(key, "aliases")) {
         if (v->type != YAML_SEQUENCE_NODE)
             return pl__ry_fail(l, v, "'aliases' must be a list of alias tables");
@@ -97,32 +101,24 @@ typedef struct src_ctx {
     yaml_node_t *format_node;
 } src_ctx;
 
+#define OPT(key, kind, field) {key, PL_RY_##kind, offsetof(pl_imp_opts, field), 0}
+static const pl__ry_field okeys[] = {
+    OPT("channel", STRING, channel),         OPT("min_score", DOUBLE, min_score),
+    OPT("system_type", STRING, system_type), OPT("throughput", STRING, throughput),
+    OPT("id", STRING, id),                   OPT("gene_list", PATH, gene_list),
+    OPT("sep", SEP, sep),                    OPT("header", BOOL, header),
+    OPT("comment", STRING, comment),         OPT("small_scale", BOOL, small_scale),
+    OPT("source", STRING, col_src),          OPT("target", STRING, col_dst),
+    OPT("score", STRING, col_score),
+};
+#undef OPT
+
 static int format_key(pl__ry *l, pl_imp_source *s, const char *key, yaml_node_t *v)
 {
     pl_imp_opts *o = &s->opts;
-    if (!strcmp(key, "channel"))
-        return pl__ry_string(l, v, key, &o->channel);
-    if (!strcmp(key, "min_score"))
-        return pl__ry_double(l, v, key, &o->min_score);
-    if (!strcmp(key, "system_type"))
-        return pl__ry_string(l, v, key, &o->system_type);
-    if (!strcmp(key, "throughput"))
-        return pl__ry_string(l, v, key, &o->throughput);
-    if (!strcmp(key, "id"))
-        return pl__ry_string(l, v, key, &o->id);
-    if (!strcmp(key, "gene_list"))
-        return pl__ry_path(l, v, key, (char **)&o->gene_list);
-    if (!strcmp(key, "sep"))
-        return pl__ry_sep(l, v, key, &o->sep);
-    if (!strcmp(key, "header"))
-        return pl__ry_bool(l, v, key, &o->header);
-    if (!strcmp(key, "comment"))
-        return pl__ry_string(l, v, key, &o->comment);
-    if (!strcmp(key, "small_scale"))
-        return pl__ry_bool(l, v, key, &o->small_scale);
-    if (!strcmp(key, "source") || !strcmp(key, "target") || !strcmp(key, "score"))
-        return pl__ry_string(l, v, key, key[1] == 'o' ? &o->col_src
-                                     : key[1] == 'a' ? &o->col_dst : &o->col_score);
+    int rc = pl__ry_key(l, okeys, sizeof okeys / sizeof *okeys, key, v, o);
+    if (rc <= 0)
+        return rc;
     /* lists: systems, organisms */
     if (v->type != YAML_SEQUENCE_NODE)
         return pl__ry_fail(l, v, "'%s' must be a list", key);

@@ -1,6 +1,7 @@
 /* The parts of a recipe besides the genes and edges: metabolism, samples,
  * ontology (recipe_yaml.h), and the readers of their files. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,14 +24,14 @@ static int metabolism_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node
         return pl__ry_fail(l, k, "unknown key '%s' in 'metabolism' of format '%s' (format, file)",
                        key, m->format);
     }
-    if (!strcmp(key, "reactions"))
-        return pl__ry_path(l, v, key, &m->reactions);
-    if (!strcmp(key, "gpr"))
-        return pl__ry_path(l, v, key, &m->gpr);
-    if (!strcmp(key, "rules"))
-        return pl__ry_path(l, v, key, &m->rules);
-    if (!strcmp(key, "rmr"))
-        return pl__ry_path(l, v, key, &m->rmr);
+    static const pl__ry_field keys[] = {
+        {"reactions", PL_RY_PATH, offsetof(pl_recipe_metabolism, reactions), 0},
+        {"gpr", PL_RY_PATH, offsetof(pl_recipe_metabolism, gpr), 0},
+        {"rules", PL_RY_PATH, offsetof(pl_recipe_metabolism, rules), 0},
+        {"rmr", PL_RY_PATH, offsetof(pl_recipe_metabolism, rmr), 0}};
+    int rc = pl__ry_key(l, keys, 4, key, v, m);
+    if (rc <= 0)
+        return rc;
     if (!strcmp(key, "reaction_rule")) {
         PL_TRY(pl__ry_scalar(l, v, key));
         if (strcmp(pl__ry_str(v), "any") && strcmp(pl__ry_str(v), "gpr"))
@@ -80,10 +81,12 @@ static int samples_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t 
         s->format = "tsv"; /* the only value that leads here (pl__ry_samples) */
         return 0;
     }
-    if (!strcmp(key, "file"))
-        return pl__ry_path(l, v, key, &s->file);
-    if (!strcmp(key, "payload"))
-        return pl__ry_path(l, v, key, &s->payload);
+    static const pl__ry_field keys[] = {
+        {"file", PL_RY_PATH, offsetof(pl_recipe_samples, file), 0},
+        {"payload", PL_RY_PATH, offsetof(pl_recipe_samples, payload), 0}};
+    int rc = pl__ry_key(l, keys, 2, key, v, s);
+    if (rc <= 0)
+        return rc;
     return pl__ry_fail(l, k, "unknown key '%s' in 'samples' (format, file, payload)", key);
 }
 
@@ -96,28 +99,18 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
         return 0; /* read first, by samples_one() */
     if (s->format == PL_SMP_SGA)
         return pl__ry_fail(l, k, "key '%s' does not apply to format 'sga' (format, file)", key);
-    if (!strcmp(key, "sep"))
-        return pl__ry_sep(l, v, key, &s->sep);
-    if (!strcmp(key, "header"))
-        return pl__ry_bool(l, v, key, &s->header);
-    if (!strcmp(key, "comment"))
-        return pl__ry_string(l, v, key, &s->comment);
-    if (!strcmp(key, "genes"))
-        return pl__ry_string(l, v, key, &s->genes);
-    if (!strcmp(key, "id"))
-        return pl__ry_string(l, v, key, &s->id);
-    if (!strcmp(key, "gene_sep")) {
-        char c;
-        PL_TRY(pl__ry_sep(l, v, key, &c));
-        s->gene_sep = c;
-        return 0;
-    }
-    if (!strcmp(key, "gene_columns"))
-        return pl__ry_columns(l, v, key, s->gene_columns, &s->n_gene_columns);
-    if (!strcmp(key, "labels"))
-        return pl__ry_columns(l, v, key, s->labels, &s->n_labels);
-    if (!strcmp(key, "categories"))
-        return pl__ry_columns(l, v, key, s->categories, &s->n_categories);
+#define COL(key, kind, field, n) {key, PL_RY_##kind, offsetof(pl_smp_spec, field), n}
+    static const pl__ry_field keys[] = {
+        COL("sep", SEP, sep, 0), COL("header", BOOL, header, 0),
+        COL("comment", STRING, comment, 0), COL("genes", STRING, genes, 0),
+        COL("id", STRING, id, 0), COL("gene_sep", SEP, gene_sep, 0),
+        COL("gene_columns", COLUMNS, gene_columns, offsetof(pl_smp_spec, n_gene_columns)),
+        COL("labels", COLUMNS, labels, offsetof(pl_smp_spec, n_labels)),
+        COL("categories", COLUMNS, categories, offsetof(pl_smp_spec, n_categories))};
+#undef COL
+    int rc = pl__ry_key(l, keys, sizeof keys / sizeof *keys, key, v, s);
+    if (rc <= 0)
+        return rc;
     return pl__ry_fail(l, k, "unknown key '%s' in a sample table (format, file, sep, header, "
                    "comment, genes, gene_sep, gene_columns, id, labels, categories)", key);
 }

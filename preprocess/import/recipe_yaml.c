@@ -221,3 +221,35 @@ int pl__ry_names(pl__ry *l, yaml_node_t *v, const char *key, const char **out)
     *out = joined;
     return 0;
 }
+
+int pl__ry_key(pl__ry *l, const pl__ry_field *fields, size_t n, const char *key,
+               yaml_node_t *v, void *base)
+{
+    const pl__ry_field *f = fields;
+    while (f < fields + n && strcmp(f->key, key))
+        f++;
+    if (f == fields + n)
+        return 1;
+    char *at = (char *)base + f->off;
+    const char *s;
+    char *path;
+    switch (f->kind) {
+    case PL_RY_STRING:
+        PL_TRY(pl__ry_string(l, v, key, &s));
+        memcpy(at, &s, sizeof s);
+        return 0;
+    case PL_RY_PATH:
+        PL_TRY(pl__ry_path(l, v, key, &path));
+        memcpy(at, &path, sizeof path);
+        return 0;
+    case PL_RY_BOOL:
+        return pl__ry_bool(l, v, key, (int *)at);
+    case PL_RY_DOUBLE:
+        return pl__ry_double(l, v, key, (double *)at);
+    case PL_RY_SEP:
+        return pl__ry_sep(l, v, key, at);
+    case PL_RY_COLUMNS:
+        return pl__ry_columns(l, v, key, (const char **)at, (uint32_t *)((char *)base + f->count));
+    }
+    return 1;
+}

@@ -5,6 +5,7 @@
 #ifndef PL_IMPORT_RECIPE_YAML_H
 #define PL_IMPORT_RECIPE_YAML_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <yaml.h>
 
@@ -64,6 +65,31 @@ int pl__ry_columns(pl__ry *l, yaml_node_t *v, const char *key, const char **out,
 /** A name or a list of names (letters, digits, '_', '-', ':', '.') as one
  *  comma-separated string owned by the recipe. */
 int pl__ry_names(pl__ry *l, yaml_node_t *v, const char *key, const char **out);
+
+/** How the value of a key is read (pl__ry_key). */
+typedef enum pl__ry_kind {
+    PL_RY_STRING,  /**< a `const char *` field (pl__ry_string) */
+    PL_RY_PATH,    /**< a `char *` or `const char *` field (pl__ry_path) */
+    PL_RY_BOOL,    /**< an `int` field */
+    PL_RY_DOUBLE,  /**< a `double` field */
+    PL_RY_SEP,     /**< a `char` field (pl__ry_sep) */
+    PL_RY_COLUMNS  /**< a `const char *[PL_IMP_MAX_LIST]` field with its
+                        `uint32_t` count at offset `count` (pl__ry_columns) */
+} pl__ry_kind;
+
+/** One key of a part, read into the field at offset `off` of the part's
+ *  struct. */
+typedef struct pl__ry_field {
+    const char *key;
+    pl__ry_kind kind;
+    size_t off, count;
+} pl__ry_field;
+
+/** When `key` is one of `fields[0..n)`, read `v` into that field of `base`.
+ *  @return 1 when `key` is none of them (nothing read), 0 when read, or the
+ *  failure. */
+int pl__ry_key(pl__ry *l, const pl__ry_field *fields, size_t n, const char *key,
+               yaml_node_t *v, void *base);
 
 /** Handles one key of a mapping. */
 typedef int (*pl__ry_pair_fn)(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v,
