@@ -14,7 +14,8 @@
  *               is the provider of the samples TSV;
  *   ontology    a built ontology over the same genes (pl__onto_read();
  *               replaces opts->ontology, annotations, ontology_dcell and
- *               their filters).
+ *               their filters); its gene count must be n_genes, its
+ *               arrays are stored as pl__onto_read() built them.
  *
  * Every array is borrowed: the caller owns it and keeps it alive and
  * unchanged until pl__build_run() returns. Gene, reaction and metabolite

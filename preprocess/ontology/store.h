@@ -28,9 +28,9 @@ int pl__onto_read(const pl_onto_input *in, uint32_t n_genes, pl_onto *out, pl_on
 
 /** Read and build the ontology of `o` (ontology + annotations, or
  *  ontology_dcell) over the gene list `genes` (exact names); `out` stays
- *  zeroed when the build has none. Unknown genes are counted (`*unknown` rows) and, unless
- *  `quiet`, listed on stderr (each distinct name with its count and first
- *  line, the first 20). @return 0, PL_EUSAGE, PL_EPARSE, -errno. */
+ *  zeroed when the build has none. Unknown genes are counted (`*unknown`
+ *  rows) and, unless `quiet`, listed on stderr (each distinct name with its
+ *  count and first line, the first 20). @return 0, PL_EUSAGE, PL_EPARSE, -errno. */
 int pl__onto_from_build(const pl_build_opts *o, const pl_strtab *genes, int quiet, pl_onto *out,
                         uint64_t *unknown, pl_err *err);
 
