@@ -32,7 +32,7 @@ static int alias_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v
             a->kind = PL_ALIAS_SGD_FEATURES;
         else
             return pl__ry_fail(l, v, "unknown alias table format '%s' (table or sgd_features)",
-                           pl__ry_str(v));
+                               pl__ry_str(v));
         return 0;
     }
     if (!strcmp(key, "gene_column") || !strcmp(key, "alias_column")) {
@@ -43,7 +43,7 @@ static int alias_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v
         return 0;
     }
     return pl__ry_fail(l, k, "unknown key '%s' in an alias table (file, format, header, sep, "
-                   "gene_column, alias_column)", key);
+                       "gene_column, alias_column)", key);
 }
 
 static int genes_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
@@ -156,7 +156,8 @@ static int source_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
         else if (!strcmp(pl__ry_str(v), "as_listed"))
             s->undirected = 0;
         else
-            return pl__ry_fail(l, v, "'pairs' must be unordered or as_listed, not '%s'", pl__ry_str(v));
+            return pl__ry_fail(l, v, "'pairs' must be unordered or as_listed, not '%s'",
+                               pl__ry_str(v));
         c->pairs_set = 1;
         return 0;
     }
@@ -191,8 +192,8 @@ static int source(pl__ry *l, yaml_node_t *m)
                          "delim", &fmt));
     const pl_imp_format *f = pl__imp_format(pl__ry_str(fmt));
     if (!f)
-        return pl__ry_fail(l, fmt, "unknown format '%s' (string, biogrid, yeastract, tflink, dango, "
-                       "delim)", pl__ry_str(fmt));
+        return pl__ry_fail(l, fmt, "unknown format '%s' (string, biogrid, yeastract, tflink, "
+                           "dango, delim)", pl__ry_str(fmt));
     pl_imp_source *s = &r->sources[r->n_sources++];
     memset(s, 0, sizeof *s);
     s->fmt = f;
@@ -204,14 +205,14 @@ static int source(pl__ry *l, yaml_node_t *m)
     if (!s->name)
         return pl__ry_fail(l, m, "an edge source without 'name'");
     if (!valid_name(s->name))
-        return pl__ry_fail(l, m, "edge-type name '%s' must be 1-100 letters, digits, '_', '-' or '.'",
-                       s->name);
+        return pl__ry_fail(l, m, "edge-type name '%s' must be 1-100 letters, digits, '_', '-' "
+                           "or '.'", s->name);
     if (!s->file)
         return pl__ry_fail(l, m, "edge source '%s' without 'file'", s->name);
     for (uint32_t i = 0; i + 1 < r->n_sources; i++)
         if (!strcmp(r->sources[i].name, s->name))
             return pl__ry_fail(l, m, "edge type '%s' named twice (first on line %llu)", s->name,
-                           (unsigned long long)r->sources[i].line);
+                               (unsigned long long)r->sources[i].line);
     if (f->check && f->check(&s->opts, l->err) < 0) {
         char what[160];
         snprintf(what, sizeof what, "edge source '%s'", s->name);
@@ -233,7 +234,7 @@ static int top_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, 
         PL_TRY(pl__ry_u64(l, v, key, &ver));
         if (ver != 1)
             return pl__ry_fail(l, v, "recipe version %llu is not supported (this pertload reads "
-                           "version 1)", (unsigned long long)ver);
+                               "version 1)", (unsigned long long)ver);
         return 0;
     }
     if (!strcmp(key, "root"))
@@ -246,7 +247,7 @@ static int top_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, 
         size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
         if (n > PL_MAX_TYPES)
             return pl__ry_fail(l, v, "%zu edge sources; a database holds at most %d edge types", n,
-                           PL_MAX_TYPES);
+                               PL_MAX_TYPES);
         r->sources = calloc(n ? n : 1, sizeof *r->sources);
         if (!r->sources)
             return pl__err(l->err, -ENOMEM, "%s: out of memory", r->path);
@@ -263,7 +264,7 @@ static int top_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, 
         return pl__ry_ontology(l, v);
     return pl__ry_fail(l, k, "unknown key '%s' (version, root, genes, edges, metabolism, samples, "
                        "ontology)",
-                   key);
+                       key);
 }
 
 /* The folder part of `path` ("." when none), malloc'd. */

@@ -22,7 +22,7 @@ static int metabolism_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node
         if (!strcmp(key, "file"))
             return pl__ry_path(l, v, key, &m->file);
         return pl__ry_fail(l, k, "unknown key '%s' in 'metabolism' of format '%s' (format, file)",
-                       key, m->format);
+                           key, m->format);
     }
     static const pl__ry_field keys[] = {
         {"reactions", PL_RY_PATH, offsetof(pl_recipe_metabolism, reactions), 0},
@@ -40,7 +40,7 @@ static int metabolism_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node
         return 0;
     }
     return pl__ry_fail(l, k, "unknown key '%s' in 'metabolism' (format, reactions, gpr, rules, "
-                   "rmr, reaction_rule)", key);
+                       "rmr, reaction_rule)", key);
 }
 
 /* 'metabolism': pertload's text files (tsv) or a model file (yeast-gem,
@@ -112,7 +112,7 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
     if (rc <= 0)
         return rc;
     return pl__ry_fail(l, k, "unknown key '%s' in a sample table (format, file, sep, header, "
-                   "comment, genes, gene_sep, gene_columns, id, labels, categories)", key);
+                       "comment, genes, gene_sep, gene_columns, id, labels, categories)", key);
 }
 
 static int samples_one(pl__ry *l, yaml_node_t *m)

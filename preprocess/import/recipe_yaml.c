@@ -135,7 +135,7 @@ int pl__ry_pairs(pl__ry *l, yaml_node_t *m, const char *what, pl__ry_pair_fn fn,
             yaml_node_t *k2 = pl__ry_node(l, q->key);
             if (k2->type == YAML_SCALAR_NODE && !strcmp(pl__ry_str(k2), pl__ry_str(k)))
                 return pl__ry_fail(l, k, "key '%s' given twice in %s (first on line %zu)",
-                               pl__ry_str(k), what, k2->start_mark.line + 1);
+                                   pl__ry_str(k), what, k2->start_mark.line + 1);
         }
         PL_TRY(fn(l, pl__ry_str(k), k, v, ctx));
     }
