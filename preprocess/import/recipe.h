@@ -54,8 +54,10 @@
  * resolve through the gene list and alias tables like every other source.
  *
  * Every error names "recipe:line:col: reason": unknown or repeated keys, a
- * key that does not apply to the source's format, an edge-type name used
- * twice, a value of the wrong kind, unknown channel or system names.
+ * key that does not apply to the source's (or part's) format, an edge-type
+ * name used twice, a value of the wrong kind, unknown channel or system
+ * names, an obo ontology without annotations, both evidence and
+ * exclude_evidence.
  *
  * The real yeast recipe (recipes/yeast-real.yaml: eleven edge sources,
  * yeast-GEM, three SGA tables, GO biological process with the SGD
