@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (pick <= 1) {
         rc = pl__onto_read_obo(&r, path, &o, &st, &err);
     } else if (pick == 2) {
-        rc = pl__onto_read_dcell(&r, path, resolve, NULL, &st, &err);
+        rc = pl__onto_read_dcell(&r, path, resolve, NULL, 0, &st, &err);
     } else {
         ofd = fuzz_memfile((const uint8_t *)obo, sizeof obo - 1, opath);
         if (pl__onto_read_obo(&r, opath, &o, &st, &err) < 0)

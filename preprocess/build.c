@@ -67,8 +67,17 @@ static int read_graph(builder *b)
         PL_FAIL_IF(b->genes.n > INT32_MAX, b->err, PL_EPARSE, "%s: too many genes", o->genes);
     }
     b->n_genes = b->genes.n;
-    PL_TRY(pl__onto_from_build(o, &b->genes, o->progress == 0, &b->onto,
-                               &b->st.unknown_term_genes, b->err));
+    b->on = &b->onto;
+    if (in && in->ontology) {
+        PL_FAIL_IF(in->ontology->n_genes != b->n_genes, b->err, PL_EPARSE,
+                   "ontology: built over %u genes, the gene list has %llu",
+                   in->ontology->n_genes, (unsigned long long)b->n_genes);
+        b->on = in->ontology;
+        b->st.unknown_term_genes = in->ontology_unknown;
+    } else {
+        PL_TRY(pl__onto_from_build(o, &b->genes, o->progress == 0, &b->onto,
+                                   &b->st.unknown_term_genes, b->err));
+    }
     for (uint32_t t = 0; t < o->n_types; t++) {
         if (in && in->edges) {
             PL_TRY(pl__build_take_edges(b, t, &in->edges[t]));

@@ -11,7 +11,11 @@
  *   metabolism  reactions, metabolites, GPR, RMR and compiled rules
  *               (replaces opts->reactions, gpr, rules and rmr);
  *   samples     a row provider (replaces opts->samples); pl__samples_tsv
- *               is the provider of the samples TSV.
+ *               is the provider of the samples TSV;
+ *   ontology    a built ontology over the same genes (pl__onto_read();
+ *               replaces opts->ontology, annotations, ontology_dcell and
+ *               their filters); its gene count must be n_genes, its
+ *               arrays are stored as pl__onto_read() built them.
  *
  * Every array is borrowed: the caller owns it and keeps it alive and
  * unchanged until pl__build_run() returns. Gene, reaction and metabolite
@@ -27,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ontology/ontology.h"
 #include "pertload.h"
 #include "ruleset.h"
 #include "src/core/strtab.h"
@@ -98,6 +103,10 @@ typedef struct pl__build_input {
     uint32_t n_types;
     const pl__build_metabolism *metabolism; /**< or NULL */
     const pl__build_samples *samples;  /**< or NULL */
+    const pl_onto *ontology;           /**< over n_genes genes, or NULL */
+    /** the ontology's annotation rows naming unresolved genes, reported as
+     *  pl_build_stats.unknown_term_genes */
+    uint64_t ontology_unknown;
     const char *recipe;                /**< the recipe file's bytes */
     size_t recipe_len;
     const char *inputs;   /**< lines "size<TAB>xxh64<TAB>path" of its inputs */

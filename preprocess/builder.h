@@ -47,7 +47,8 @@ typedef struct builder {
     uint64_t ser_cap;
     struct pl__meta meta;
     pl__ruleset rules;          /* read from the rules file */
-    pl_onto onto;
+    pl_onto onto;               /* read from the ontology files */
+    const pl_onto *on;          /* the ontology stored: &onto or the caller's */
     const pl__ruleset *rs;      /* the rules stored: &rules or the provider's */
     const pl__build_input *in;  /* in-memory inputs, or NULL */
     const char *levels;         /* the samples provider's category levels */

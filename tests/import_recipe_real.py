@@ -4,7 +4,8 @@ counts computed here, independently, from the same gzip'd files.
 usage: import_recipe_real.py PERTLOAD RECIPE
 The data folder is $PERTLOAD_REAL_DATA, else <source root>/tests/data
 ($PERTLOAD_SOURCE_ROOT). The oracle implements the documented rules of
-preprocess/import (names.h, import.h, reader.h, metab.h, samples.h) on its own: exact gene name,
+preprocess/import (names.h, import.h, reader.h, metab.h, samples.h) and of
+preprocess/ontology/ontology.h on its own: exact gene name,
 alias by table precedence (ambiguous within a table -> unresolved), then the
 same on ASCII upper case; pairs 'unordered' keep the first of each {a, b}.
 """
@@ -150,6 +151,7 @@ def expected(root):
 
     order = list(want)
     expected.more = more(lines, resolve)
+    expected.ontology = ontology(root, resolve)
     return gene_list, want, {order[k]: e for k, e in edges.items()}
 
 
@@ -202,6 +204,124 @@ def more(lines, resolve):
     return m, m_names, tables, s_names
 
 
+def ontology(root, resolve, namespaces=("biological_process",), relations=("is_a", "part_of"),
+             exclude_evidence=("ND",), min_term_genes=3):
+    """GO (OBO) and the SGD GAF with the recipe's filters, by the documented
+    rules of ontology.h: (counts terms, annotations, strata, rows,
+    unresolved, unresolved_names; {unresolved name: rows})."""
+    def lines(rel):
+        with gzip.open(os.path.join(root, rel), "rt", encoding="utf-8", newline="") as f:
+            for ln in f.read().split("\n"):
+                yield ln[:-1] if ln.endswith("\r") else ln
+
+    # OBO: [Term] stanzas; edges child -> parent of the relations asked for
+    defined, obsolete, ns, alt, edges = [], set(), {}, {}, []
+    term = None
+    for ln in lines("real-raw/go/gene_ontology.1_2.obo.gz"):
+        ln = ln.strip()
+        if ln.startswith("["):
+            term = "" if ln == "[Term]" else None
+            continue
+        if term is None or ":" not in ln or ln.startswith("!"):
+            continue
+        tag, val = ln.split(":", 1)
+        val = val.split("!", 1)[0].split()
+        if tag == "id":
+            term = val[0]
+            defined.append(term)
+        elif tag == "namespace":
+            ns[term] = val[0]
+        elif tag == "is_obsolete" and val[0] == "true":
+            obsolete.add(term)
+        elif tag == "alt_id":
+            alt.setdefault(val[0], term)
+        elif tag == "is_a" and "is_a" in relations:
+            edges.append((term, val[0]))
+        elif tag == "relationship" and val[0] in relations:
+            edges.append((term, val[1]))
+    dset = set(defined)
+    keep = {t for t in defined if t not in obsolete and ns.get(t) in namespaces}
+    parents = {t: [] for t in keep}
+    children = {t: [] for t in keep}
+    for c, p in edges:
+        if c in keep and p in keep:
+            parents[c].append(p)
+            children[p].append(c)
+    # GAF rows: NOT and excluded evidence dropped, then the term, then the gene
+    c = dict(rows=0, unresolved=0)
+    names, rows = {}, []
+    for ln in lines("real-raw/go/gene_association.sgd.gz"):
+        if not ln or ln.startswith("!"):
+            continue
+        f = ln.split("\t")
+        c["rows"] += 1
+        if "NOT" in f[3].split("|") or f[6] in exclude_evidence:
+            continue
+        t = f[4] if f[4] in dset else alt.get(f[4])
+        if t is None:
+            continue
+        g = resolve(f[2])
+        for s in f[10].split("|"):
+            if g is None and s:
+                g = resolve(s)
+        if g is None:
+            g = resolve(f[1])
+        if g is None:
+            c["unresolved"] += 1
+            names[f[2]] = names.get(f[2], 0) + 1
+            continue
+        rows.append((g, t))
+    # genes(T): annotated to T or to a descendant
+    genes = {}
+
+    def closure(t):
+        if t not in genes:
+            s = set(g for g in direct.get(t, ()))
+            for ch in children[t]:
+                s |= closure(ch)
+            genes[t] = s
+        return genes[t]
+
+    direct = {}
+    for g, t in rows:
+        if t in keep:
+            direct.setdefault(t, set()).add(g)
+    kept = {t for t in keep if len(closure(t)) >= max(min_term_genes, 1)}
+    # removed terms: annotations to the nearest kept ancestors, children to
+    # the nearest kept descendants
+    anc, desc = {}, {}
+
+    def near(t, up, memo):
+        if t not in memo:
+            s = set()
+            for x in (parents if up else children)[t]:
+                s |= {x} if x in kept else near(x, up, memo)
+            memo[t] = s
+        return memo[t]
+
+    seen, n_ann = set(), 0
+    for g, t in rows:
+        if t not in keep:
+            continue
+        for k in ({t} if t in kept else near(t, True, anc)):
+            if (g, k) not in seen:
+                seen.add((g, k))
+                n_ann += 1
+    stratum = {}
+
+    def strat(t):
+        if t not in stratum:
+            ch = set()
+            for x in children[t]:
+                ch |= {x} if x in kept else near(x, False, desc)
+            stratum[t] = 1 + max(map(strat, ch)) if ch else 0
+        return stratum[t]
+
+    c.update(terms=len(kept), annotations=n_ann, strata=1 + max(map(strat, kept)),
+             unresolved_names=len(names))
+    return c, names
+
+
 def main():
     exe, recipe = sys.argv[1], sys.argv[2]
     root = os.environ.get("PERTLOAD_REAL_DATA") or os.path.join(
@@ -213,7 +333,7 @@ def main():
         assert out.returncode == 0, out.stderr
         with open(unres_path) as f:
             unres_lines = f.read().splitlines()
-    got, got_samples, got_metab = {}, [], None
+    got, got_samples, got_metab, got_onto = {}, [], None, None
     for line in out.stdout.splitlines():
         parts = line.split()
         kv = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
@@ -223,6 +343,8 @@ def main():
             got_metab = kv
         elif line.startswith("samples "):
             got_samples.append(kv)
+        elif line.startswith("ontology "):
+            got_onto = kv
     assert unres_lines[0] == "source\tname\tcount\tfirst_seen", unres_lines[0]
     listed = {}
     for line in unres_lines[1:]:
@@ -256,10 +378,20 @@ def main():
                 bad.append(f"samples {i}: {k} = {got_samples[i][k]}, expected {v}")
     if set(listed.get("samples", {})) != s_names:
         bad.append("samples: the unresolved list differs from the expected one")
+    o_want, o_names = expected.ontology
+    assert got_onto is not None, out.stdout
+    for k, v in o_want.items():
+        if got_onto[k] != str(v):
+            bad.append(f"ontology: {k} = {got_onto[k]}, expected {v}")
+    if listed.get("ontology", {}) != o_names:
+        bad.append("ontology: the unresolved list differs from the expected one")
+    # the figures of the provenance notes (SOURCES.md): 87,711 GAF rows
+    assert o_want["rows"] == 87711
     assert m_want["reactions"] == 4131 and m_want["rmr"] == 15567
     assert sum(c["rows"] for c in s_want) == 150
     assert not bad, "\n".join(bad)
-    print(f"metabolism, {len(s_want)} sample tables and {len(want)} sources agree: " + ", ".join(
+    print(f"ontology ({o_want['terms']} terms, {o_want['annotations']} annotations), "
+          f"metabolism, {len(s_want)} sample tables and {len(want)} sources agree: " + ", ".join(
         f"{s} kept {c['kept']}" for s, (c, _) in sorted(want.items())))
 
 

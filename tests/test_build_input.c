@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "preprocess/build_input.h"
+#include "preprocess/ontology/store.h"
 #include "preprocess/rules.h"
 #include "testutil.h"
 
@@ -230,4 +231,68 @@ Test(build_input, rules_in_memory_equal_rules_file)
     pl__rule_free(&rule);
     pl__ruleset_free(&rs);
     free(g), free(p), free(r), free(rx), free(ru), free(rm), free(s), free(a), free(b);
+}
+
+static int64_t find_listed(void *ctx, const char *s, size_t len)
+{
+    (void)ctx;
+    for (int64_t g = 0; g < 5; g++)
+        if (strlen(gene_names[g]) == len && !memcmp(gene_names[g], s, len))
+            return g;
+    return -1;
+}
+
+/* A built ontology handed over in memory gives the database the ontology
+ * files give; one built over another number of genes is refused. */
+Test(build_input, ontology_in_memory_equals_ontology_file)
+{
+    char *g = pl_test_write(dir, "genes.txt", "YAL001C\nYAL002W\nYAL003W\nYAL004W\nYAL005C\n");
+    char *p = pl_test_write(dir, "phys.tsv", "YAL001C\tYAL002W\nYAL003W\tYAL004W\n"
+                                             "YAL005C\tYAL001C\n");
+    char *r = pl_test_write(dir, "reg.tsv", "YAL002W\tYAL005C\nYAL002W\tYAL003W\n");
+    char *dc = pl_test_write(dir, "onto.txt", "T1\tT2\tdefault\nT1\tT3\tdefault\n"
+                             "T2\tYAL001C\tgene\nT2\tYAL002W\tgene\nT3\tYAL003W\tgene\n"
+                             "T3\tNOPE\tgene\nT1\tYAL005C\tgene\n");
+    char *sm = pl_test_write(dir, "samples.tsv", "genes\tid\tfitness\tepsilon\n"
+                                                 "YAL001C\t10\t0.5\t1\n"
+                                                 "YAL003W;YAL005C\t11\t-2\tNA\n"
+                                                 "YAL002W\t12\t3\t4\n");
+    const char *names[] = {"physical", "regulatory"}, *files[] = {p, r};
+    char *a = pl_test_path(dir, "onto-files"), *b = pl_test_path(dir, "onto-memory");
+    pl_build_opts fo = {.out = a, .genes = g, .n_types = 2, .type_names = names,
+                        .type_files = files, .samples = sm, .ontology_dcell = dc,
+                        .params = "same"};
+    pl_err err = {0};
+    pl_build_stats st;
+    cr_assert_eq(pl_build(&fo, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(st.unknown_term_genes, 1);
+    pl_onto_input oi = {.dcell = dc, .resolve = find_listed};
+    pl_onto on;
+    pl_onto_stats os = {0};
+    cr_assert_eq(pl__onto_read(&oi, 5, &on, &os, &err), 0, "%s", err.msg);
+    cr_assert_eq(on.n_terms, 3);
+    pl__build_edges e[2] = {{"physical", phys_src, phys_dst, 3},
+                            {"regulatory", reg_src, reg_dst, 2}};
+    rows rs = {0};
+    pl__build_samples smp = {2, labels, next_row, NULL, &rs, NULL};
+    pl__build_input in = {.genes = gene_names, .n_genes = 5, .edges = e, .n_types = 2,
+                          .samples = &smp, .ontology = &on,
+                          .ontology_unknown = os.unknown_genes.total};
+    pl_build_opts mo = {.out = b, .params = "same"};
+    cr_assert_eq(pl__build_run(&mo, &in, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(st.unknown_term_genes, 1);
+    same_file(a, b, "data.mdb");
+    /* over another gene count: refused, nothing left */
+    char *c = pl_test_path(dir, "onto-bad");
+    in.n_genes = 4;
+    rs = (rows){0};
+    mo.out = c;
+    cr_assert_eq(pl__build_run(&mo, &in, NULL, &err), PL_EPARSE);
+    cr_assert(strstr(err.msg, "ontology: built over 5 genes, the gene list has 4"), "%s",
+              err.msg);
+    struct stat sb;
+    cr_assert_neq(lstat(c, &sb), 0, "%s was left behind", c);
+    pl__onto_free(&on);
+    pl__onto_stats_free(&os);
+    free(g), free(p), free(r), free(dc), free(sm), free(a), free(b), free(c);
 }

@@ -133,7 +133,7 @@ static void expect_bad(const char *text, unsigned long line, unsigned long col,
 Test(import_recipe, bad_keys)
 {
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nsampels: 3\n", 6, 1,
-               "unknown key 'sampels' (version, root, genes, edges, metabolism, samples)");
+               "unknown key 'sampels' (version, root, genes, edges, metabolism, samples, ontology)");
     expect_bad(HEAD "  - name: a\n    format: yeastract\n    file: x\n    fiel: y\n", 8, 5,
                "unknown key 'fiel' in an edge source");
     expect_bad(HEAD "  - name: a\n    format: biogrid\n    file: x\n    channel: fusion\n", 8, 5,
@@ -421,6 +421,162 @@ Test(import_recipe, check_reports_metabolism_and_samples)
     cr_assert_eq(run(args, &out), 1, "%s", out);
     snprintf(want, sizeof want, "%s/s3.tsv:1: the labels and categories differ from those of "
              "the first sample table", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    free(out), free(p), free(u);
+}
+
+/* ------------------------------------------------------------ ontology */
+
+Test(import_recipe, ontology_keys)
+{
+    char *p = pl_test_write(dir, "o.yaml", HEAD EDGE
+                            "ontology:\n"
+                            "  format: obo\n"
+                            "  file: go.obo.gz\n"
+                            "  annotations: /abs/gene_association.sgd.gz\n"
+                            "  namespaces: [biological_process, cellular_component]\n"
+                            "  relations: [is_a, part_of]\n"
+                            "  exclude_evidence: IEA\n"
+                            "  min_term_genes: 3\n");
+    pl_recipe *r;
+    pl_err err = {0};
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    const pl_recipe_ontology *o = &r->ontology;
+    char want[4200];
+    snprintf(want, sizeof want, "%s/go.obo.gz", dir);
+    cr_assert_str_eq(o->format, "obo");
+    cr_assert_eq(o->line, 7);
+    cr_assert_str_eq(o->file, want);
+    cr_assert_str_eq(o->annotations, "/abs/gene_association.sgd.gz");
+    cr_assert_str_eq(o->opts.namespaces, "biological_process,cellular_component");
+    cr_assert_str_eq(o->opts.relations, "is_a,part_of");
+    cr_assert_null(o->opts.evidence);
+    cr_assert_str_eq(o->opts.exclude_evidence, "IEA");
+    cr_assert_eq(o->opts.min_term_genes, 3);
+    pl__recipe_free(r);
+    free(p);
+    p = pl_test_write(dir, "o2.yaml", HEAD EDGE "ontology: {format: dcell, file: dc.txt}\n");
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(r->ontology.format, "dcell");
+    cr_assert_null(r->ontology.annotations);
+    cr_assert_eq(r->ontology.opts.min_term_genes, 0);
+    pl__recipe_free(r);
+    free(p);
+    p = pl_test_write(dir, "o3.yaml", HEAD EDGE);
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    cr_assert_null(r->ontology.format);
+    pl__recipe_free(r);
+    free(p);
+}
+
+#define OBO "ontology: {format: obo, file: o, annotations: a, "
+
+Test(import_recipe, bad_ontology)
+{
+    expect_bad(HEAD EDGE OBO "namespace: [x]}\n", 6, 50,
+               "unknown key 'namespace' in 'ontology' (format, file, annotations");
+    expect_bad(HEAD EDGE "ontology: {format: dcell, file: o, annotations: a}\n", 6, 36,
+               "key 'annotations' does not apply to format 'dcell' (format, file, "
+               "min_term_genes)");
+    expect_bad(HEAD EDGE "ontology: {format: dcell, file: o, evidence: [IDA]}\n", 6, 36,
+               "key 'evidence' does not apply to format 'dcell'");
+    expect_bad(HEAD EDGE "ontology: {format: obo, file: o}\n", 6, 11,
+               "'ontology' of format 'obo' without 'annotations' (a GAF file)");
+    expect_bad(HEAD EDGE OBO "evidence: [IDA], exclude_evidence: [IEA]}\n", 6, 11,
+               "'ontology': give 'evidence' or 'exclude_evidence', not both");
+    expect_bad(HEAD EDGE "ontology: {format: owl, file: o}\n", 6, 20,
+               "unknown ontology format 'owl' (obo or dcell)");
+    expect_bad(HEAD EDGE "ontology: {file: o}\n", 6, 11,
+               "'ontology' without 'format' (obo or dcell)");
+    expect_bad(HEAD EDGE "ontology: {format: dcell}\n", 6, 11, "'ontology' without 'file'");
+    expect_bad(HEAD EDGE "ontology: [obo]\n", 6, 11,
+               "'ontology' must be a mapping of keys to values");
+    expect_bad(HEAD EDGE OBO "min_term_genes: -1}\n", 6, 66,
+               "'min_term_genes' must be a non-negative integer, not '-1'");
+    expect_bad(HEAD EDGE OBO "min_term_genes: 4294967296}\n", 6, 66,
+               "'min_term_genes' is larger than 4294967295");
+    expect_bad(HEAD EDGE OBO "namespaces: []}\n", 6, 62, "'namespaces' is an empty list");
+    expect_bad(HEAD EDGE OBO "relations: [is_a, 'part_of,x']}\n", 6, 68,
+               "'relations': 'part_of,x' is not a name");
+    expect_bad(HEAD EDGE OBO "evidence: [{IDA: 1}]}\n", 6, 61, "'evidence' must be a single value");
+    expect_bad(HEAD EDGE OBO "file: b}\n", 6, 50, "key 'file' given twice in 'ontology'");
+}
+
+/* A small GO-like OBO and GAF: names resolve through the alias table (TFC3,
+ * VPS8), a synonym in column 11 (yal003w) and not at all (NOPE). */
+static void write_go(void)
+{
+    free(pl_test_write(dir, "go.obo", "format-version: 1.2\n\n"
+                       "[Term]\nid: GO:0000001\nnamespace: biological_process\n\n"
+                       "[Term]\nid: GO:0000002\nnamespace: biological_process\n"
+                       "is_a: GO:0000001 ! root\n\n"
+                       "[Term]\nid: GO:0000003\nnamespace: biological_process\n"
+                       "relationship: part_of GO:0000001\n"));
+    const char *row = "SGD\t%s\t%s\t\t%s\tPMID:1\tIDA\t\tP\tname\t%s\tgene\ttaxon:4932\t"
+                      "20111224\tSGD\t\t\n";
+    char gaf[2048];
+    int n = snprintf(gaf, sizeof gaf, "!gaf-version: 2.0\n");
+    n += snprintf(gaf + n, sizeof gaf - (size_t)n, row, "S1", "TFC3", "GO:0000002", "");
+    n += snprintf(gaf + n, sizeof gaf - (size_t)n, row, "S2", "VPS8", "GO:0000003", "");
+    n += snprintf(gaf + n, sizeof gaf - (size_t)n, row, "S3", "GHOST", "GO:0000002",
+                  "G1|yal003w");
+    snprintf(gaf + n, sizeof gaf - (size_t)n, row, "S4", "NOPE", "GO:0000003", "");
+    free(pl_test_write(dir, "go.gaf", gaf));
+    free(pl_test_write(dir, "reg1.tsv", "TFC3;VPS8\n"));
+    free(pl_test_write(dir, "dc.txt", "GO:1\tGO:2\tdefault\nGO:2\tTFC3\tgene\n"
+                       "GO:1\tNOPE2\tgene\n"));
+}
+
+Test(import_recipe, check_reports_ontology)
+{
+    write_go();
+    const char *head = "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
+                       "    - {file: alias.tsv, format: table, header: true, gene_column: 2, "
+                       "alias_column: 1}\nedges:\n  - {name: regulatory, format: yeastract, "
+                       "file: reg1.tsv}\n";
+    char text[2048], args[8192], want[8192], *out;
+    snprintf(text, sizeof text, "%sontology: {format: obo, file: go.obo, annotations: go.gaf, "
+             "relations: [is_a, part_of]}\n", head);
+    char *p = pl_test_write(dir, "go.yaml", text);
+    char *u = pl_test_path(dir, "unresolved.tsv");
+    snprintf(args, sizeof args, "--unresolved '%s' '%s'", u, p);
+    cr_assert_eq(run(args, &out), 0, "%s", out);
+    snprintf(want, sizeof want, "ontology format=obo terms=3 annotations=3 strata=2 rows=4 "
+             "unresolved=1 unresolved_names=1 file=%s/go.obo annotation_file=%s/go.gaf\n", dir,
+             dir);
+    cr_assert(strstr(out, want), "%s", out);
+    cr_assert(strstr(out, "total sources=1 kept=1 unresolved=1\n"), "%s", out);
+    free(out);
+    size_t len;
+    char *list = pl_test_read_file(u, &len);
+    snprintf(want, sizeof want, "source\tname\tcount\tfirst_seen\nontology\tNOPE\t1\t"
+             "%s/go.gaf:5\n", dir);
+    cr_assert_str_eq(list, want);
+    free(list);
+    /* strict: the annotation's gene at its file:line:col (column 3) */
+    snprintf(args, sizeof args, "--strict '%s'", p);
+    cr_assert_eq(run(args, &out), 1, "%s", out);
+    snprintf(want, sizeof want, "pertload recipe: %s/go.gaf:5:8: unresolved gene name 'NOPE' "
+             "(strict mode)", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    free(out), free(p);
+    /* the three-column file: its genes through the aliases too */
+    snprintf(text, sizeof text, "%sontology: {format: dcell, file: dc.txt}\n", head);
+    p = pl_test_write(dir, "dc.yaml", text);
+    snprintf(args, sizeof args, "--unresolved '%s' '%s'", u, p);
+    cr_assert_eq(run(args, &out), 0, "%s", out);
+    snprintf(want, sizeof want, "ontology format=dcell terms=2 annotations=1 strata=2 rows=2 "
+             "unresolved=1 unresolved_names=1 file=%s/dc.txt\n", dir);
+    cr_assert(strstr(out, want), "%s", out);
+    free(out);
+    list = pl_test_read_file(u, &len);
+    snprintf(want, sizeof want, "ontology\tNOPE2\t1\t%s/dc.txt:3\n", dir);
+    cr_assert(strstr(list, want), "%s", list);
+    free(list);
+    snprintf(args, sizeof args, "--strict '%s'", p);
+    cr_assert_eq(run(args, &out), 1, "%s", out);
+    snprintf(want, sizeof want, "%s/dc.txt:3:6: unresolved gene name 'NOPE2' (strict mode)",
+             dir);
     cr_assert(strstr(out, want), "%s", out);
     free(out), free(p), free(u);
 }

@@ -118,7 +118,7 @@ Test(ontology_inputs, dcell_cycle_and_self_loop)
     pl_err err = {0};
     const char *text = "R\tA\tdefault\nA\tB\tdefault\nB\tA\tdefault\nA\tYAL001C\tgene\n";
     char *p = pl_test_write_codec(dir, "d.txt.zst", text, strlen(text), PL_TEST_ZSTD);
-    cr_assert_eq(pl__onto_read_dcell(&raw, p, resolve, &genes, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
     pl_onto_opts o = {0};
     cr_assert_eq(pl__onto_build(&raw, 4, &o, &on, &st, &err), PL_EPARSE);
     cr_assert(strstr(err.msg, "A -> B -> A") || strstr(err.msg, "B -> A -> B"), "%s", err.msg);
@@ -128,7 +128,7 @@ Test(ontology_inputs, dcell_cycle_and_self_loop)
     free(p);
     pl__onto_raw_free(&raw);
     p = pl_test_write(dir, "s.txt", "R X default\nX X default\nX YAL002W gene\n");
-    cr_assert_eq(pl__onto_read_dcell(&raw, p, resolve, &genes, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
     cr_assert_eq(pl__onto_build(&raw, 4, &o, &on, &st, &err), PL_EPARSE);
     snprintf(at, sizeof at, "%s:2: the ontology has a cycle: X -> X", p);
     cr_assert(!strncmp(err.msg, at, strlen(at)), "%s", err.msg);
@@ -139,15 +139,15 @@ Test(ontology_inputs, malformed_dcell)
 {
     pl_err err = {0};
     char *p = pl_test_write(dir, "d.txt", "# comment\nR\tA\tdefault\nA\tYAL001C\n");
-    pl_test_expect_at(pl__onto_read_dcell(&raw, p, resolve, &genes, &st, &err), PL_EPARSE, &err,
+    pl_test_expect_at(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), PL_EPARSE, &err,
                       p, 3, 0, "2 columns where `parent child type` has 3");
     free(p);
     p = pl_test_write(dir, "e.txt", "R\t\tdefault\n");
-    pl_test_expect_at(pl__onto_read_dcell(&raw, p, resolve, &genes, &st, &err), PL_EPARSE, &err,
+    pl_test_expect_at(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), PL_EPARSE, &err,
                       p, 1, 3, "empty child");
     free(p);
     p = pl_test_write(dir, "f.txt", "R A default\nA B\xff gene\n");
-    pl_test_expect_at(pl__onto_read_dcell(&raw, p, resolve, &genes, &st, &err), PL_EPARSE, &err,
+    pl_test_expect_at(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), PL_EPARSE, &err,
                       p, 2, 4, "UTF-8");
     free(p);
 }
@@ -246,7 +246,7 @@ Test(ontology_inputs, min_genes_reattaches)
     pl_err err = {0};
     char *p = pl_test_write(dir, "m.txt", "R M is_a\nM L1 is_a\nM L2 is_a\nL1 YAL001C gene\n"
                             "L2 YAL002W gene\nM YAL003W gene\nR E is_a\n");
-    cr_assert_eq(pl__onto_read_dcell(&raw, p, resolve, &genes, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
     pl_onto_opts o = {.min_term_genes = 2};
     cr_assert_eq(pl__onto_build(&raw, 4, &o, &on, &st, &err), 0, "%s", err.msg);
     cr_assert_eq(on.n_terms, 2);

@@ -332,7 +332,7 @@ Test(ontology_oracle, random_dags)
                     cr_assert_eq(pl__onto_raw_define(&r, k), 0);
                 }
                 char *a = write_dcell(&m, dir);
-                cr_assert_eq(pl__onto_read_dcell(&r, a, resolve, &genes, &st, &err), 0, "%s",
+                cr_assert_eq(pl__onto_read_dcell(&r, a, resolve, &genes, 0, &st, &err), 0, "%s",
                              err.msg);
                 free(a);
             }

@@ -92,7 +92,8 @@ static int digest_inputs(const pl_recipe *r, text *t, pl_err *err)
     PL_TRY(add_input(t, r, m->line, m->file, err));
     for (uint32_t i = 0; i < r->n_tables; i++)
         PL_TRY(add_input(t, r, 0, r->tables[i].file, err));
-    return 0;
+    PL_TRY(add_input(t, r, r->ontology.line, r->ontology.file, err));
+    return add_input(t, r, r->ontology.line, r->ontology.annotations, err);
 }
 
 /* The recipe file's bytes. */
@@ -147,6 +148,25 @@ static int model_part(const pl_recipe *r, const pl_names *nm, int strict, pl_met
                m->metabolites.n, (unsigned long long)m->n_rmr, (unsigned long long)m->n_rules,
                (unsigned long long)m->n_gpr, (unsigned long long)m->unresolved,
                r->metabolism.file);
+}
+
+/* The recipe's ontology, built for the builder; its counts as a line of
+ * the sources text. */
+static int ontology_part(const pl_recipe *r, const pl_names *nm, int strict, pl_onto *on,
+                         uint64_t *unknown, text *sources, pl_err *err)
+{
+    pl_onto_stats st = {0};
+    int rc = pl__recipe_ontology(r, nm, strict, on, &st, err);
+    *unknown = st.unknown_genes.total;
+    const pl_recipe_ontology *o = &r->ontology;
+    if (rc == 0)
+        rc = add(sources, err, "ontology format=%s terms=%u annotations=%llu strata=%u "
+                 "rows=%llu unresolved=%llu file=%s%s%s\n", o->format, on->n_terms,
+                 (unsigned long long)on->n_ann, on->n_strata, (unsigned long long)st.rows,
+                 (unsigned long long)st.unknown_genes.total, o->file,
+                 o->annotations ? " annotation_file=" : "", o->annotations ? o->annotations : "");
+    pl__onto_stats_free(&st);
+    return rc;
 }
 
 /* The recipe's sample tables (table, sga) as one row provider; category
@@ -253,6 +273,8 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     pl__build_metabolism bm;
     tables tb = {.r = r, .strict = strict};
     pl__build_samples bs;
+    pl_onto on = {0};
+    uint64_t onto_unknown = 0;
     int rc = e && be ? 0 : pl__err(err, -ENOMEM, "out of memory");
     if (rc == 0)
         rc = read_recipe(r->path, &recipe, &recipe_len, err);
@@ -281,6 +303,8 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     int model = r->metabolism.model != PL_METAB_NONE;
     if (rc == 0 && model)
         rc = model_part(r, nm, strict, &mm, &bm, &sources, err);
+    if (rc == 0 && r->ontology.format)
+        rc = ontology_part(r, nm, strict, &on, &onto_unknown, &sources, err);
     tb.nm = nm;
     if (rc == 0 && r->n_tables)
         rc = tables_open(&tb, &bs, err);
@@ -296,7 +320,9 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
                               .recipe_len = recipe_len, .inputs = inputs.s ? inputs.s : "",
                               .sources = sources.s ? sources.s : "",
                               .metabolism = model ? &bm : NULL,
-                              .samples = r->n_tables ? &bs : NULL};
+                              .samples = r->n_tables ? &bs : NULL,
+                              .ontology = r->ontology.format ? &on : NULL,
+                              .ontology_unknown = onto_unknown};
         rc = pl__build_run(&bo, &in, st, err);
     }
     for (uint32_t i = 0; e && i < r->n_sources; i++) {
@@ -310,6 +336,7 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     free(sources.s);
     free(recipe);
     pl__metab_free(&mm);
+    pl__onto_free(&on);
     tables_close(&tb);
     pl__names_free(nm);
     return rc;

@@ -3,8 +3,9 @@
  * The gene list and alias tables are loaded (pl__recipe_names), every edge
  * source is read (pl__imp_run) into one edge type of the same name, in recipe
  * order, and everything is handed to the builder in memory
- * (preprocess/build_input.h): no temporary files. The metabolism and samples
- * parts of format tsv are read by the builder from their (plain) files.
+ * (preprocess/build_input.h): no temporary files; so is the ontology, read
+ * and built here (pl__recipe_ontology). The metabolism and samples parts of
+ * format tsv are read by the builder from their (plain) files.
  * Stored with the database (meta/"recipe", "inputs", "sources"): the recipe
  * file's bytes, the size and XXH64 of every input file it names, and each
  * source's counts.

@@ -18,7 +18,8 @@ static int define(pl_onto_raw *r, const pl__field *f, uint32_t *t)
 }
 
 static int row(pl_onto_raw *r, const pl_src *src, const char *line, size_t len,
-               pl_onto_resolve_fn resolve, void *ctx, pl_onto_stats *st, pl_err *err)
+               pl_onto_resolve_fn resolve, void *ctx, int strict, pl_onto_stats *st,
+               pl_err *err)
 {
     pl__field f[4];
     int k = pl__src_split(line, len, memchr(line, '\t', len) ? '\t' : ' ', f, 4);
@@ -33,6 +34,9 @@ static int row(pl_onto_raw *r, const pl_src *src, const char *line, size_t len,
     if (f[2].len == 4 && !memcmp(f[2].s, "gene", 4)) {
         st->rows++;
         int64_t g = resolve(ctx, f[1].s, f[1].len);
+        if (g < 0 && strict)
+            return pl__src_fail(src, f[1].col, err, "unresolved gene name '%.*s' (strict mode)",
+                                (int)(f[1].len > 80 ? 80 : f[1].len), f[1].s);
         if (g < 0)
             return pl__unres_add(&st->unknown_genes, f[1].s, f[1].len, pl__src_lineno(src)) < 0
                        ? -ENOMEM : 0;
@@ -44,7 +48,7 @@ static int row(pl_onto_raw *r, const pl_src *src, const char *line, size_t len,
 }
 
 int pl__onto_read_dcell(pl_onto_raw *r, const char *path, pl_onto_resolve_fn resolve, void *ctx,
-                        pl_onto_stats *st, pl_err *err)
+                        int strict, pl_onto_stats *st, pl_err *err)
 {
     pl_src *src = NULL;
     PL_TRY(pl__src_open(path, &src, err));
@@ -61,7 +65,7 @@ int pl__onto_read_dcell(pl_onto_raw *r, const char *path, pl_onto_resolve_fn res
         rc = 0;
         if (i == len || line[i] == '#')
             continue;
-        rc = row(r, src, line, len, resolve, ctx, st, err);
+        rc = row(r, src, line, len, resolve, ctx, strict, st, err);
     }
     if (rc == -ENOMEM)
         pl__err(err, rc, "%s: out of memory", path);

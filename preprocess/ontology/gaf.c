@@ -76,6 +76,9 @@ static int row(pl_onto_raw *r, const pl_src *src, const char *line, size_t len,
         return 0;
     }
     int64_t g = gene_of(c, resolve, ctx);
+    if (g < 0 && o->strict)
+        return pl__src_fail(src, c[2].col, err, "unresolved gene name '%.*s' (strict mode)",
+                            (int)(c[2].len > 80 ? 80 : c[2].len), c[2].s);
     if (g < 0) {
         if (pl__unres_add(&st->unknown_genes, c[2].s, c[2].len, pl__src_lineno(src)) < 0)
             return -ENOMEM;

@@ -62,6 +62,9 @@ typedef struct pl_onto_opts {
     const char *evidence;         /**< codes kept (exclusive with exclude_evidence) */
     const char *exclude_evidence; /**< codes dropped */
     uint32_t min_term_genes;      /**< 0 and 1: every term with a gene */
+    /** 1: an annotation naming a gene that does not resolve is an error
+     *  naming file:line:col (else it is counted in unknown_genes) */
+    int strict;
 } pl_onto_opts;
 
 /** Counts of a read and build. Zero-initialise; free with pl__onto_stats_free(). */
@@ -101,15 +104,17 @@ int pl__onto_read_obo(pl_onto_raw *r, const char *path, const pl_onto_opts *o,
  *  or a gene that does not resolve are counted, not kept. The gene is the
  *  first of column 3 (DB Object Symbol), each '|'-separated name of column 11
  *  (synonyms; SGD lists the systematic ORF name there) and column 2 (DB
- *  Object ID) that resolves; an unresolved gene is noted under column 3. */
+ *  Object ID) that resolves; an unresolved gene is noted under column 3
+ *  (o->strict: an error at column 3). */
 int pl__onto_read_gaf(pl_onto_raw *r, const char *path, const pl_onto_opts *o,
                       pl_onto_resolve_fn resolve, void *ctx, pl_onto_stats *st, pl_err *err);
 
 /** Read the three-column file of the DCell code: `parent child type` (tabs or
  *  blanks); type `gene` makes `child` a gene annotated to `parent`, any other
- *  type a term-term edge. Every term named is defined. */
+ *  type a term-term edge. Every term named is defined. `strict`: a gene that
+ *  does not resolve is an error (else counted in unknown_genes). */
 int pl__onto_read_dcell(pl_onto_raw *r, const char *path, pl_onto_resolve_fn resolve, void *ctx,
-                        pl_onto_stats *st, pl_err *err);
+                        int strict, pl_onto_stats *st, pl_err *err);
 
 /** Build the ontology over `n_genes` genes from `r` (see the top of this
  *  header). @return 0, PL_EPARSE (a cycle, naming its terms), PL_EUSAGE (an

@@ -47,6 +47,29 @@ static void report(const pl_onto_stats *st, const char *src)
     fprintf(stderr, "%s\n", d > 20 ? " ..." : "");
 }
 
+int pl__onto_read(const pl_onto_input *in, uint32_t n_genes, pl_onto *out, pl_onto_stats *st,
+                  pl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    pl_onto_raw r = {0};
+    int rc;
+    if (in->obo) {
+        rc = pl__onto_read_obo(&r, in->obo, &in->opts, st, err);
+        if (rc == 0)
+            rc = pl__onto_read_gaf(&r, in->gaf, &in->opts, in->resolve, in->ctx, st, err);
+    } else {
+        rc = pl__onto_read_dcell(&r, in->dcell, in->resolve, in->ctx, in->opts.strict, st,
+                                 err);
+    }
+    if (rc == 0)
+        rc = pl__onto_build(&r, n_genes, &in->opts, out, st, err);
+    if (rc == 0 && out->n_terms == 0)
+        rc = pl__err(err, PL_EPARSE, "%s: no term of the ontology is left with a gene",
+                     in->obo ? in->obo : in->dcell);
+    pl__onto_raw_free(&r);
+    return rc;
+}
+
 int pl__onto_from_build(const pl_build_opts *o, const pl_strtab *genes, int quiet, pl_onto *out,
                         uint64_t *unknown, pl_err *err)
 {
@@ -55,30 +78,18 @@ int pl__onto_from_build(const pl_build_opts *o, const pl_strtab *genes, int quie
     PL_TRY(check_opts(o, err));
     if (!o->ontology && !o->ontology_dcell)
         return 0;
-    pl_onto_opts oo = {.namespaces = o->go_namespaces, .relations = o->go_relations,
-                       .evidence = o->evidence, .exclude_evidence = o->exclude_evidence,
-                       .min_term_genes = o->min_term_genes};
-    pl_onto_raw r = {0};
+    pl_onto_input in = {.obo = o->ontology, .gaf = o->annotations, .dcell = o->ontology_dcell,
+                        .opts = {.namespaces = o->go_namespaces, .relations = o->go_relations,
+                                 .evidence = o->evidence,
+                                 .exclude_evidence = o->exclude_evidence,
+                                 .min_term_genes = o->min_term_genes},
+                        .resolve = find_gene, .ctx = (void *)genes};
     pl_onto_stats st = {0};
-    void *ctx = (void *)genes;
-    int rc;
-    if (o->ontology) {
-        rc = pl__onto_read_obo(&r, o->ontology, &oo, &st, err);
-        if (rc == 0)
-            rc = pl__onto_read_gaf(&r, o->annotations, &oo, find_gene, ctx, &st, err);
-    } else {
-        rc = pl__onto_read_dcell(&r, o->ontology_dcell, find_gene, ctx, &st, err);
-    }
-    if (rc == 0)
-        rc = pl__onto_build(&r, genes->n, &oo, out, &st, err);
-    if (rc == 0 && out->n_terms == 0)
-        rc = pl__err(err, PL_EPARSE, "%s: no term of the ontology is left with a gene",
-                     o->ontology ? o->ontology : o->ontology_dcell);
+    int rc = pl__onto_read(&in, (uint32_t)genes->n, out, &st, err);
     if (rc == 0 && !quiet)
         report(&st, o->ontology ? o->annotations : o->ontology_dcell);
     *unknown = st.unknown_genes.total;
     pl__onto_stats_free(&st);
-    pl__onto_raw_free(&r);
     return rc;
 }
 

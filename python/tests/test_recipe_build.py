@@ -114,7 +114,9 @@ def test_real_recipe_against_the_raw_files(tmp_path):
         source, name = ln.split("\t")[:2]
         listed.setdefault(source, set()).add(name)
     _, m_names, _, s_names = import_recipe_real.expected.more
+    o_want, o_names = import_recipe_real.expected.ontology
     assert listed.get("metabolism", set()) == m_names
+    assert listed.get("ontology", set()) == set(o_names) and o_names
     assert listed.get("samples", set()) == s_names and s_names
     check = run_cli("recipe", "check", "--root", root, "--unresolved", tmp_path / "check.tsv",
                     recipe)
@@ -154,7 +156,7 @@ def test_real_recipe_against_the_raw_files(tmp_path):
     assert g.recipe == recipe.read_text()
     assert run_cli("inspect", "--recipe", db).stdout == recipe.read_text()
     inputs = re.findall(r"^recipe input: (\d+)\t([0-9a-f]{16})\t(.*)$", text, re.M)
-    assert len(inputs) == 19  # 15, the yeast-GEM model and three SGA tables
+    assert len(inputs) == 21  # 15, yeast-GEM, three SGA tables, GO and its GAF
     for size, digest, path in inputs:
         data = Path(path).read_bytes()
         assert int(size) == len(data) and int(digest, 16) == xxh64(data), path
@@ -177,6 +179,17 @@ def test_real_recipe_against_the_raw_files(tmp_path):
                 v = ln.rstrip("\n").split("\t")[4] if n and ln.strip() else None
                 if v is not None and v not in levels:
                     levels.append(v)
+    # the ontology (GO biological process, SGD annotations) against the
+    # oracle's own OBO/GAF reading, closure and filter
+    assert re.search(rf"^ontology: {o_want['terms']} terms, \d+ child links, \d+ direct "
+                     rf"\(term, gene\) pairs, {o_want['annotations']} annotations; depth "
+                     rf"{o_want['strata']} \(strata\)", text, re.M), text
+    line = re.search(r"^recipe source: ontology (.*)$", text, re.M).group(1)
+    got = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+    for k in ("terms", "annotations", "strata", "rows", "unresolved"):
+        assert int(got[k]) == o_want[k], (k, got[k], o_want[k])
+    assert got["file"] == str(root / "real-raw/go/gene_ontology.1_2.obo.gz")
+    assert got["annotation_file"] == str(root / "real-raw/go/gene_association.sgd.gz")
     graph = pertload.Loader(db).graph
     assert graph.label_levels == {"arraytype_temp": levels}
     assert f"label levels: arraytype_temp\t{chr(9).join(levels)}" in text
@@ -370,3 +383,113 @@ def test_model_and_sample_tables(tmp_path):
     err = build_fails("--recipe", recipe, "--strict", "-o", tmp_path / "db2")
     assert f"{d}/screen.csv:4:9: unresolved gene name 'NOPE' (strict mode)" in err, err
     assert not any(p.name.startswith("db2") for p in tmp_path.iterdir())
+
+
+# ------------------------------------------------------------------ ontology
+
+OBO = ("format-version: 1.2\n\n[Term]\nid: GO:0000001\nnamespace: biological_process\n\n"
+       "[Term]\nid: GO:0000002\nnamespace: biological_process\nis_a: GO:0000001\n\n"
+       "[Term]\nid: GO:0000003\nnamespace: biological_process\n"
+       "relationship: part_of GO:0000001\n\n"
+       "[Term]\nid: GO:0000004\nnamespace: molecular_function\n")
+
+
+def gaf_row(symbol, term, synonyms=""):
+    return (f"SGD\tS0\t{symbol}\t\t{term}\tPMID:1\tIDA\t\tP\tname\t{synonyms}\tgene\t"
+            f"taxon:4932\t20111224\tSGD\t\t\n")
+
+
+def test_recipe_ontology(tmp_path):
+    """The ontology part: its names resolve through the recipe's aliases, its
+    files are digested, its counts stored; with exact names it equals
+    `build --ontology --annotations` of the same files; malformed parts,
+    --strict and a missing file fail at recipe:line:col (or the file's
+    position) and leave nothing behind."""
+    d = write_inputs(tmp_path / "in")
+    (d / "go.obo").write_text(OBO)
+    exact = [gaf_row("YAL001C", "GO:0000002"), gaf_row("YAL002W", "GO:0000003"),
+             gaf_row("YAL003W", "GO:0000002"), gaf_row("YAL005C", "GO:0000004")]
+    (d / "exact.gaf").write_text("!gaf-version: 2.0\n" + "".join(exact))
+    (d / "alias.tsv").write_text("YAL004W\tTFC3\n")
+    (d / "named.gaf").write_text("".join(exact) + gaf_row("TFC3", "GO:0000003") +
+                                 gaf_row("S000001", "GO:0000003", "x|yal007c") +
+                                 gaf_row("NOPE", "GO:0000002"))
+    base = (d / "recipe.yaml").read_text()
+    recipe = d / "go.yaml"
+
+    def write(part, aliases=False):
+        text = base.replace("genes: {file: genes.txt}", "genes: {file: genes.txt, aliases: "
+                            "[{file: alias.tsv, format: table}]}") if aliases else base
+        recipe.write_text(text + part)
+
+    # exact names: the same ontology as the file path
+    write("ontology:\n  format: obo\n  file: go.obo\n  annotations: exact.gaf\n"
+          "  namespaces: [biological_process]\n  relations: [is_a, part_of]\n")
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_cli("build", "--recipe", recipe, "-o", a, "--quiet")
+    run_cli("build", "-o", b, "--genes", d / "genes.txt", "--edges",
+            f"physical={d / 'phys.tsv'}", "--edges", f"regulatory={d / 'reg.tsv'}",
+            "--samples", d / "samples.tsv", "--ontology", d / "go.obo", "--annotations",
+            d / "exact.gaf", "--go-namespace", "biological_process", "--go-relations",
+            "is_a,part_of", "--quiet")
+    oa, ob = pertload.Loader(a).graph.ontology, pertload.Loader(b).graph.ontology
+    assert oa.term_names == ob.term_names == ["GO:0000001", "GO:0000002", "GO:0000003"]
+    np.testing.assert_array_equal(oa.annotation_index, ob.annotation_index)
+    np.testing.assert_array_equal(oa.children[1], ob.children[1])
+    np.testing.assert_array_equal(oa.stratum, ob.stratum)
+    text = inspect(a)
+    assert (f"recipe source: ontology format=obo terms=3 annotations=3 strata=2 rows=4 "
+            f"unresolved=0 file={d}/go.obo annotation_file={d}/exact.gaf") in text, text
+    for f in ("go.obo", "exact.gaf"):
+        data = (d / f).read_bytes()
+        assert f"recipe input: {len(data)}\t{xxh64(data):016x}\t{d}/{f}" in text, text
+    # names through the aliases (column 3), a synonym (column 11); one unresolved
+    write("ontology:\n  format: obo\n  file: go.obo\n  annotations: named.gaf\n"
+          "  relations: [is_a, part_of]\n  min_term_genes: 2\n", aliases=True)
+    c = tmp_path / "c"
+    u = tmp_path / "u.tsv"
+    run_cli("build", "--recipe", recipe, "-o", c, "--quiet", "--unresolved", u)
+    o = pertload.Loader(c).graph.ontology
+    genes = pertload.Loader(c).graph.gene_names
+    pairs = {(genes[g], o.term_names[t]) for g, t in o.annotation_index.T}
+    assert ("YAL004W", "GO:0000003") in pairs and ("YAL007C", "GO:0000003") in pairs
+    assert o.term_names == ["GO:0000001", "GO:0000002", "GO:0000003"]  # GO:4: one gene
+    assert "ontology format=obo terms=3 annotations=5 strata=2 rows=7 unresolved=1 " in \
+        inspect(c)
+    assert f"ontology\tNOPE\t1\t{d}/named.gaf:7\n" in u.read_text()
+    # --strict: the unresolved name at its file:line:col; nothing left
+    out = tmp_path / "db"
+    err = build_fails("--recipe", recipe, "--strict", "-o", out)
+    assert f"{d}/named.gaf:7:8: unresolved gene name 'NOPE' (strict mode)" in err, err
+    nothing_at(out)
+    # a missing annotations file: the recipe line of the part
+    write("ontology:\n  format: obo\n  file: go.obo\n  annotations: gone.gaf\n")
+    err = build_fails("--recipe", recipe, "-o", out)
+    assert f"{recipe}:8: {d}/gone.gaf: " in err and "No such file" in err, err
+    nothing_at(out)
+    # malformed parts: recipe:line:col and the reason, nothing left
+    for part, where, reason in [
+            ("ontology:\n  format: obo\n  file: go.obo\n", "8:3",
+             "'ontology' of format 'obo' without 'annotations'"),
+            ("ontology:\n  format: dcell\n  file: go.obo\n  relations: [is_a]\n", "10:3",
+             "key 'relations' does not apply to format 'dcell'"),
+            ("ontology:\n  format: obo\n  file: go.obo\n  annotations: exact.gaf\n"
+             "  evidence: [IDA]\n  exclude_evidence: [IEA]\n", "8:3",
+             "'ontology': give 'evidence' or 'exclude_evidence', not both"),
+            ("ontology:\n  format: obo\n  file: go.obo\n  annotations: exact.gaf\n"
+             "  min_genes: 3\n", "11:3", "unknown key 'min_genes' in 'ontology'"),
+            ("ontology:\n  format: gaf\n  file: go.obo\n", "8:11",
+             "unknown ontology format 'gaf' (obo or dcell)"),
+            ("ontology:\n  format: obo\n  file: go.obo\n  annotations: exact.gaf\n"
+             "  namespaces: [biological_process]\n  min_term_genes: many\n", "12:19",
+             "'min_term_genes' must be a non-negative integer, not 'many'")]:
+        write(part)
+        err = build_fails("--recipe", recipe, "-o", out)
+        assert f"{recipe}:{where}: {reason}" in err, (part, err)
+        nothing_at(out)
+    # a namespace no term has: named, nothing left
+    write("ontology:\n  format: obo\n  file: go.obo\n  annotations: exact.gaf\n"
+          "  namespaces: [biological_proces]\n")
+    err = build_fails("--recipe", recipe, "-o", out)
+    assert "no term has the namespace 'biological_proces'" in err, err
+    nothing_at(out)

@@ -49,11 +49,11 @@ int pl_cli_write_unresolved(FILE *f, const struct pl_imp_source *s, const struct
 struct pl_recipe;
 struct pl_names;
 
-/** Read the metabolism and the sample tables of recipe `r` (names resolved
- *  with `nm`; `strict` as in a build): their counts as report lines to `out`
- *  (may be NULL), their unresolved names appended to `uf` (may be NULL) as
- *  pl_cli_write_unresolved() writes them ("metabolism" and "samples"
- *  sources), their unresolved occurrences added to `*unresolved`. Used by
+/** Read the metabolism, the ontology and the sample tables of recipe `r`
+ *  (names resolved with `nm`; `strict` as in a build): their counts as report
+ *  lines to `out` (may be NULL), their unresolved names appended to `uf` (may
+ *  be NULL) as pl_cli_write_unresolved() writes them ("metabolism",
+ *  "ontology" and "samples" sources), their unresolved occurrences added to `*unresolved`. Used by
  *  `recipe check` and by `build --recipe --unresolved`.
  *  @return 0 or a negative code (a write error names `unres_path`). */
 int pl_cli_recipe_more(const struct pl_recipe *r, const struct pl_names *nm, int strict,

@@ -219,9 +219,10 @@ static int recipe_report(const recipe_args *a, const pl_recipe *r, const pl_imp_
     for (uint32_t i = 0; !bad && i < r->n_sources; i++)
         bad = pl_cli_write_unresolved(f, &r->sources[i], &res[i].names) < 0;
     PL_FAIL_IF(bad, err, -EIO, "%s: write failed", a->unresolved);
-    /* The names the metabolism and the sample tables left unresolved: read
-     * again as `recipe check` reads them (only for this list). */
-    if (r->metabolism.model != PL_METAB_NONE || r->n_tables) {
+    /* The names the metabolism, the ontology and the sample tables left
+     * unresolved: read again as `recipe check` reads them (only for this
+     * list). */
+    if (r->metabolism.model != PL_METAB_NONE || r->ontology.format || r->n_tables) {
         pl_alias_stats ast[PL_RECIPE_MAX_ALIASES];
         pl_names *nm = NULL;
         uint64_t unresolved = 0;

@@ -20,8 +20,9 @@ static void help(void)
            "prints per source: rows read, rows dropped by the format's filters, rows with\n"
            "an unresolved gene name, duplicates removed by the pair policy, edges kept;\n"
            "for the metabolism: reactions, metabolites, stoichiometry entries, rules, GPR\n"
-           "pairs, unresolved gene names; per sample table: rows, samples kept, rows\n"
-           "dropped for an unresolved gene, labels and categories.\n\n"
+           "pairs, unresolved gene names; for the ontology: terms, annotations, strata,\n"
+           "annotation rows, unresolved gene names; per sample table: rows, samples\n"
+           "kept, rows dropped for an unresolved gene, labels and categories.\n\n"
            "  --root DIR         base folder of the recipe's relative paths\n"
            "  --strict           an unresolved gene name is an error (file:line:col)\n"
            "  --unresolved FILE  write every unresolved name: source, name, count, first\n"
@@ -67,6 +68,30 @@ int pl_cli_recipe_more(const pl_recipe *r, const pl_names *nm, int strict, FILE 
                 rc = pl__err(err, -EIO, "%s: write failed", unres_path);
         }
         pl__metab_free(&m);
+        if (rc < 0)
+            return rc;
+    }
+    if (r->ontology.format) {
+        const pl_recipe_ontology *o = &r->ontology;
+        pl_onto on = {0};
+        pl_onto_stats st = {0};
+        rc = pl__recipe_ontology(r, nm, strict, &on, &st, err);
+        const char *names = o->annotations ? o->annotations : o->file;
+        if (rc == 0 && out)
+            fprintf(out, "ontology format=%s terms=%u annotations=%llu strata=%u rows=%llu "
+                    "unresolved=%llu unresolved_names=%u file=%s%s%s\n", o->format, on.n_terms,
+                    (unsigned long long)on.n_ann, on.n_strata, (unsigned long long)st.rows,
+                    (unsigned long long)st.unknown_genes.total,
+                    pl__unres_distinct(&st.unknown_genes), o->file,
+                    o->annotations ? " annotation_file=" : "",
+                    o->annotations ? o->annotations : "");
+        if (rc == 0) {
+            *unresolved += st.unknown_genes.total;
+            if (write_names(uf, "ontology", names, &st.unknown_genes) < 0)
+                rc = pl__err(err, -EIO, "%s: write failed", unres_path);
+        }
+        pl__onto_stats_free(&st);
+        pl__onto_free(&on);
         if (rc < 0)
             return rc;
     }
