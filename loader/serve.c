@@ -58,7 +58,8 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
                            .dense = o->dense, .threads = o->threads, .io_mode = o->io_mode,
                            .budget_payload = o->budget_payload,
                            .khop_types = o->khop_types, .khop = o->khop,
-                           .khop_max_genes = o->khop_max_genes};
+                           .khop_max_genes = o->khop_max_genes,
+                           .no_ontology = o->no_ontology};
     PL_TRY(pl__producer_init(p, &po, err));
     PL_TRY(pl__producer_load(p, err));
     uint32_t n_slots;

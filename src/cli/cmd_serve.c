@@ -19,7 +19,9 @@ static const char usage[] =
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
     "       [--rows A:B|FILE.npy] [--slots N] [--max-ring-bytes M] [--start-batch K]\n"
     "       [--consumer-pid PID] [--io auto|uring|pread]\n"
-    "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--quiet]\n"
+    "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--no-ontology]\n"
+    "       [--quiet]\n"
+    "       (with an ontology, batches carry its lists unless --no-ontology)\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
@@ -98,6 +100,8 @@ int pl_cmd_serve(int argc, char **argv)
             o.plan.drop_last = 1;
         } else if (!strcmp(a, "--quiet")) {
             o.verbose = 0;
+        } else if (!strcmp(a, "--no-ontology")) {
+            o.no_ontology = 1;
         } else if (i + 1 >= argc) {
             return pl_cli_usage(cmd, usage, "%s needs a value", a);
         } else if (!strcmp(a, "--ring")) {
