@@ -149,14 +149,15 @@ uint64_t pl__collate_slot_bytes(const pl__collate_cfg *c, uint32_t n, uint64_t g
     fixed f;
     fixed_layout(c, n, &f);
     /* Variable part: each list's region is aligned and padded for sentinels. */
-    uint64_t khop = 0;
-    if (c->khop) /* the alignment of each k-hop list; their bounds are positions */
-        khop = (1 + pl__khop_n_types(c->khop)) * (uint64_t)PL_SLOT_ALIGN;
-    if (c->onto) /* the same for the two ontology lists */
-        khop += 2 * (uint64_t)PL_SLOT_ALIGN;
+    uint64_t extra = 0; /* the alignment of each k-hop and ontology list; their
+                           bounds are counted in positions */
+    if (c->khop)
+        extra = (1 + pl__khop_n_types(c->khop)) * (uint64_t)PL_SLOT_ALIGN;
+    if (c->onto)
+        extra += 2 * (uint64_t)PL_SLOT_ALIGN;
     return f.end + ALIGN(4 * (genes + 1)) +
            (uint64_t)c->g->n_lists * ALIGN(4 * PL__MASKS_PAD + PL_SLOT_ALIGN) + 4 * positions +
-           khop;
+           extra;
 }
 
 uint64_t pl__collate_khop_bound(const pl__collate_cfg *c, uint64_t n_pert)
