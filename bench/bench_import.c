@@ -22,6 +22,7 @@
 #include <zstd.h>
 
 #include "preprocess/import/import.h"
+#include "src/core/progress.h"
 
 enum { N_GENES = 6600 };
 
@@ -159,13 +160,6 @@ static void write_codecs(const char *dir, const char *name, const buf *b, char p
     free(out);
 }
 
-static double cpu_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int count_edge(void *ctx, const pl_imp_edge *e, const pl_src *src, pl_err *err)
 {
     (void)e, (void)src, (void)err;
@@ -180,7 +174,7 @@ static double stage(int which, const char *path, const pl_imp_source *s, const p
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
         pl_err err = {0};
-        double t0 = cpu_now();
+        double t0 = pl__cpu_now();
         int rc = 0;
         if (which == 0) {
             pl_src *src;
@@ -210,7 +204,7 @@ static double stage(int which, const char *path, const pl_imp_source *s, const p
             *out_n = res.kept;
             pl__unres_free(&res.names);
         }
-        double t = cpu_now() - t0;
+        double t = pl__cpu_now() - t0;
         if (rc < 0) {
             fprintf(stderr, "bench_import: %s\n", err.msg);
             exit(1);

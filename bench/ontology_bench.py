@@ -1,6 +1,6 @@
 """Ontology layers: the figures of the README.
 
-usage: ontology_bench.py PERTLOAD WORKDIR [--samples N]
+usage: ontology_bench.py PERTLOAD WORKDIR [--samples N] [--served-only]
 
 1. GO biological process with the SGD annotations (tests/data/real-raw/go,
    ORFs of SGD_features as the gene list): `pertload build` time with the
@@ -13,6 +13,14 @@ usage: ontology_bench.py PERTLOAD WORKDIR [--samples N]
 3. A DCell-style Python peer: per sample, loop over the terms and test the
    intersection of genes(T) with the deleted set; its lists are checked
    against pertload's first.
+4. The served path: the extra cost of the ontology lists that served batches
+   carry (masks + collation, pl__collate) over the nine edge types and the
+   metabolism, on the same two databases: `pertload bench collate` (batches
+   of 64 from a shuffled plan, one core), instructions inside pl__collate
+   under callgrind on 20,000 samples, and the collation rate of sparse and
+   bits batches per CPU second of the process (robust to other work on the
+   machine) and per wall second (medians of 5 interleaved runs). --served-only runs 2's
+   builds and 4 alone.
 """
 import gzip
 import json
@@ -111,6 +119,9 @@ def main():
         if not os.path.exists(db):
             run([exe, "build", "--quiet", "-o", db] + args + extra)
         dbs[name] = db
+    if "--served-only" in sys.argv:
+        print(json.dumps(served(exe, work, dbs), indent=1))
+        return
     # CPU time of `masks --all` minus that of one sample (the loading), per
     # sample; medians of 7 interleaved runs
     with open(os.path.join(syn, "samples.tsv")) as f:
@@ -174,7 +185,43 @@ def main():
            "ontology_extra_cost": round(extra_cost, 4), "terms": n_terms,
            "pertload_us_per_sample_with_onto": round(us["onto"], 2),
            "dcell_peer_us_per_sample": round(peer_us, 1)}
+    fig.update(served(exe, work, dbs))
     print(json.dumps(fig, indent=1))
+
+
+def served(exe, work, dbs, cg_samples=20000):
+    """4. masks + collation with and without the ontology lists."""
+    ir = {}
+    for name, db in dbs.items():
+        out = os.path.join(work, "cg-%s.out" % name)
+        subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+                        "--toggle-collect=pl__collate", exe, "bench", "collate", db,
+                        "--samples", str(cg_samples), "--outputs", "sparse"], check=True,
+                       capture_output=True, env=dict(os.environ, PERTLOAD_IO="pread"))
+        with open(out) as f:
+            ir[name] = next(int(l.split()[1]) for l in f if l.startswith("summary:"))
+    outs = ("sparse", "bits", "sparse_cpu", "bits_cpu")
+    rates = {(name, o): [] for name in dbs for o in outs}
+    for _ in range(5):
+        for name, db in dbs.items():
+            js = os.path.join(work, "collate-%s.json" % name)
+            run([exe, "bench", "collate", db, "--outputs", "sparse,bits", "--json", js])
+            with open(js) as f:
+                r = json.load(f)
+            for o in outs:
+                rates[(name, o)].append(r["%s_samples_per_s" % o])
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    fig = {"collate_instructions_per_sample": ir["plain"] / cg_samples,
+           "collate_onto_instructions_per_sample": ir["onto"] / cg_samples,
+           "collate_onto_extra_instructions": round(ir["onto"] / ir["plain"] - 1, 4)}
+    for o in outs:
+        fig["collate_%s_samples_per_s" % o] = [round(x) for x in rates[("plain", o)]]
+        fig["collate_%s_onto_samples_per_s" % o] = [round(x) for x in rates[("onto", o)]]
+        fig["collate_%s_onto_extra_time" % o] = round(med[("plain", o)] /
+                                                       med[("onto", o)] - 1, 4)
+    with open("/proc/loadavg") as f:
+        fig["loadavg"] = f.read().split()[:3]
+    return fig
 
 
 if __name__ == "__main__":

@@ -66,6 +66,8 @@ static uint32_t n_arrays(const pl__collate_cfg *c)
     uint32_t n = 5 + 2 * c->g->n_lists + (c->payload_row_bytes ? 1 : 0);
     if (c->khop)
         n += 3 + 2 * pl__khop_n_types(c->khop);
+    if (c->onto)
+        n += c->dense ? 6 : 4;
     if (c->dense)
         n += 1 + c->g->n_lists;
     return n;
@@ -76,7 +78,14 @@ typedef struct fixed {
     uint64_t ids, rows, labels, pptr, ptr[PL_MAX_TYPES + 3], payload, gene_mask,
         mask[PL_MAX_TYPES + 3], end;
     uint64_t khop_gptr, khop_capped, khop_eptr[PL_MAX_TYPES];
+    uint64_t onto_ptr[2], onto_mask[2]; /* terms, annotations */
 } fixed;
+
+/* Length of ontology list j (0 terms, 1 annotations). */
+static uint64_t onto_len(const pl__collate_cfg *c, int j)
+{
+    return j ? c->onto->n_annotations : c->onto->n_terms;
+}
 
 static void fixed_layout(const pl__collate_cfg *c, uint32_t n, fixed *f)
 {
@@ -104,6 +113,10 @@ static void fixed_layout(const pl__collate_cfg *c, uint32_t n, fixed *f)
             at = ALIGN(at + 8 * (uint64_t)(n + 1));
         }
     }
+    for (int j = 0; c->onto && j < 2; j++) {
+        f->onto_ptr[j] = at;
+        at = ALIGN(at + 8 * (uint64_t)(n + 1));
+    }
     /* Page-aligned, so that payload rows can be read into it with O_DIRECT. */
     at = (at + PL_SLOT_PAGE - 1) & ~(uint64_t)(PL_SLOT_PAGE - 1);
     f->payload = at;
@@ -114,6 +127,10 @@ static void fixed_layout(const pl__collate_cfg *c, uint32_t n, fixed *f)
         for (uint32_t k = 0; k < c->g->n_lists; k++) {
             f->mask[k] = at;
             at = ALIGN(at + dense_row_bytes(c, c->list_len[k]) * n);
+        }
+        for (int j = 0; c->onto && j < 2; j++) {
+            f->onto_mask[j] = at;
+            at = ALIGN(at + dense_row_bytes(c, onto_len(c, j)) * n);
         }
     }
     f->end = at;
@@ -132,12 +149,15 @@ uint64_t pl__collate_slot_bytes(const pl__collate_cfg *c, uint32_t n, uint64_t g
     fixed f;
     fixed_layout(c, n, &f);
     /* Variable part: each list's region is aligned and padded for sentinels. */
-    uint64_t khop = 0;
-    if (c->khop) /* the alignment of each k-hop list; their bounds are positions */
-        khop = (1 + pl__khop_n_types(c->khop)) * (uint64_t)PL_SLOT_ALIGN;
+    uint64_t extra = 0; /* the alignment of each k-hop and ontology list; their
+                           bounds are counted in positions */
+    if (c->khop)
+        extra = (1 + pl__khop_n_types(c->khop)) * (uint64_t)PL_SLOT_ALIGN;
+    if (c->onto)
+        extra += 2 * (uint64_t)PL_SLOT_ALIGN;
     return f.end + ALIGN(4 * (genes + 1)) +
            (uint64_t)c->g->n_lists * ALIGN(4 * PL__MASKS_PAD + PL_SLOT_ALIGN) + 4 * positions +
-           khop;
+           extra;
 }
 
 uint64_t pl__collate_khop_bound(const pl__collate_cfg *c, uint64_t n_pert)
@@ -207,6 +227,90 @@ static int64_t khop_lists(const pl__collate_cfg *c, const pl__batch_src *src,
         add(h, name, "<i4", at, 4 * len, 1, len, 0);
         join(name + strlen(name), sizeof name - strlen(name), "/ptr", "");
         add(h, name, "<i8", f->khop_eptr[j], 8 * (uint64_t)(n + 1), 1, n + 1, 0);
+        at = ALIGN(at + 4 * len);
+    }
+    return (int64_t)at;
+}
+
+/* Per ontology list, the sizes of the genes' stored sets summed, capped at
+ * the list's length: room for pl_ontology_removed() of the sample. */
+static void onto_bounds(const pl_ontology *o, const int32_t *genes, uint32_t n, uint64_t *t,
+                        uint64_t *a)
+{
+    uint64_t st = 0, sa = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t g = (uint32_t)genes[i];
+        if (g >= o->n_genes) /* pl_ontology_removed refuses it */
+            continue;
+        st += o->gene_term_ptr[g + 1] - o->gene_term_ptr[g];
+        sa += o->gene_ann_ptr[g + 1] - o->gene_ann_ptr[g];
+    }
+    *t = st < o->n_terms ? st : o->n_terms;
+    *a = sa < o->n_annotations ? sa : o->n_annotations;
+}
+
+uint64_t pl__collate_onto_bound(const pl__collate_cfg *c, const int32_t *genes, uint32_t n)
+{
+    uint64_t t = 0, a = 0;
+    if (c->onto)
+        onto_bounds(c->onto, genes, n, &t, &a);
+    return t + a;
+}
+
+static void dense_rows(const pl__collate_cfg *c, unsigned char *dst, uint64_t len,
+                       const int32_t *removed, const int64_t *ptr, uint32_t n);
+
+/* The ontology lists of the batch from `at` on: each sample's lists written
+ * by pl_ontology_removed() straight into two regions laid out at their
+ * bounds, the annotations then moved down to follow the terms; their dense
+ * masks when asked for. @return the end of the lists, or a negative code
+ * (PL_ERANGE: a sizing bug or a gene out of range; -ENOMEM). */
+static int64_t onto_lists(const pl__collate_cfg *c, const pl__batch_src *src,
+                          unsigned char *base, const fixed *f, uint64_t at, uint64_t cap,
+                          struct pl_slot_header *h, uint64_t batch, pl_err *err)
+{
+    static const char *const names[2][3] = {
+        {"ontology/term/removed", "ontology/term/ptr", "ontology/term/mask"},
+        {"ontology/annotation/removed", "ontology/annotation/ptr", "ontology/annotation/mask"}};
+    const pl_ontology *o = c->onto;
+    const uint32_t n = src->n;
+    uint64_t tb = 0, ab = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t, a;
+        onto_bounds(o, src->genes[i], src->n_genes[i], &t, &a);
+        tb += t;
+        ab += a;
+    }
+    uint64_t region[2] = {at, ALIGN(at + 4 * tb)};
+    PL_FAIL_IF(ALIGN(region[1] + 4 * ab) > cap, err, PL_ERANGE,
+               "batch %llu: its ontology lists do not fit its slot", (unsigned long long)batch);
+    int64_t *ptr[2] = {(int64_t *)(base + f->onto_ptr[0]), (int64_t *)(base + f->onto_ptr[1])};
+    uint32_t *terms = (uint32_t *)(base + region[0]), *ann = (uint32_t *)(base + region[1]);
+    ptr[0][0] = ptr[1][0] = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t nt;
+        uint64_t na;
+        int rc = pl_ontology_removed(o, src->genes[i], src->n_genes[i], terms + ptr[0][i], &nt,
+                                     ann + ptr[1][i], &na);
+        PL_FAIL_IF(rc < 0, err, rc, "batch %llu: sample %llu: %s", (unsigned long long)batch,
+                   (unsigned long long)src->ids[i],
+                   rc == PL_ERANGE ? "a gene outside the ontology" : "out of memory");
+        ptr[0][i + 1] = ptr[0][i] + nt;
+        ptr[1][i + 1] = ptr[1][i] + (int64_t)na;
+    }
+    for (int j = 0; j < 2; j++) {
+        uint64_t len = (uint64_t)ptr[j][n];
+        if (j)
+            memmove(base + at, base + region[1], 4 * len);
+        add(h, names[j][0], "<i4", at, 4 * len, 1, len, 0);
+        add(h, names[j][1], "<i8", f->onto_ptr[j], 8 * (uint64_t)(n + 1), 1, n + 1, 0);
+        if (c->dense) {
+            uint64_t row = dense_row_bytes(c, onto_len(c, j));
+            dense_rows(c, base + f->onto_mask[j], onto_len(c, j),
+                       (const int32_t *)(base + at), ptr[j], n);
+            add(h, names[j][2], c->dense == PL_DENSE_BOOL ? "|b1" : "<u8", f->onto_mask[j],
+                row * n, 2, n, c->dense == PL_DENSE_BOOL ? onto_len(c, j) : row / 8);
+        }
         at = ALIGN(at + 4 * len);
     }
     return (int64_t)at;
@@ -461,6 +565,12 @@ int pl__collate(const pl__collate_cfg *c, const pl__batch_src *src, void *slot, 
         uint64_t row = dense_row_bytes(c, c->n_genes);
         add(h, "gene/mask", c->dense == PL_DENSE_BOOL ? "|b1" : "<u8", f.gene_mask, row * n, 2,
             n, c->dense == PL_DENSE_BOOL ? c->n_genes : row / 8);
+    }
+    if (c->onto) {
+        int64_t end = onto_lists(c, src, base, &f, at, cap, h, batch, err);
+        if (end < 0)
+            return (int)end;
+        at = (uint64_t)end;
     }
     if (c->khop) {
         int64_t end = khop_lists(c, src, base, &f, at, cap, h, batch, err);

@@ -37,6 +37,8 @@ typedef struct pl__collate_cfg {
     const struct pl__khop *khop;    /* NULL, or the perturbation neighbourhoods to add
                                        (masks/khop.h); each batch source then brings
                                        its worker's context */
+    const pl_ontology *onto;        /* NULL, or the ontology whose lists to add
+                                       (DESIGN section 10, pl_ontology_removed) */
 } pl__collate_cfg;
 
 /** Fill `c` from an open database and its loaded graph. */
@@ -64,7 +66,8 @@ uint64_t pl__collate_payload_offset(const pl__collate_cfg *c, uint32_t n);
 /** Slot bytes a batch of `n` samples needs at most when its samples delete
  *  `genes` genes in all and their per-kind list lengths sum to `positions`
  *  (pl__masks_bound summed over kinds and samples; with k-hop lists, plus
- *  each sample's pl__collate_khop_bound() / 4). */
+ *  each sample's pl__collate_khop_bound() / 4; with ontology lists, plus
+ *  each sample's pl__collate_onto_bound()). */
 uint64_t pl__collate_slot_bytes(const pl__collate_cfg *c, uint32_t n, uint64_t genes,
                                 uint64_t positions);
 
@@ -72,6 +75,11 @@ uint64_t pl__collate_slot_bytes(const pl__collate_cfg *c, uint32_t n, uint64_t g
  *  most: the set's bound and every walked type's edge bound for a set that
  *  large (pl__khop_genes_bound(), pl__khop_edges_bound()), 4 bytes each. */
 uint64_t pl__collate_khop_bound(const pl__collate_cfg *c, uint64_t n_pert);
+
+/** Entries of the two ontology lists of one sample deleting genes[0..n) at
+ *  most: per list the sizes of the genes' stored sets summed, capped at the
+ *  list's length (n_terms, n_annotations); 0 without cfg->onto. */
+uint64_t pl__collate_onto_bound(const pl__collate_cfg *c, const int32_t *genes, uint32_t n);
 
 /** Collate batch `src` into `slot` (`cap` bytes), leaving the payload region
  *  untouched (the loader fills it).

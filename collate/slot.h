@@ -25,11 +25,20 @@
  *   khop/edges/<type>         <i4 [K_t] per sample, ascending, positions of the
  *                             type-t edges with both ends in S (t in T)
  *   khop/edges/<type>/ptr     <i8 [B+1]
+ * and, with an ontology (DESIGN section 10; on unless turned off):
+ *   ontology/term/removed     <i4 [R_T] per sample, ascending, the affected
+ *                             terms (genes(T) meets the deleted set)
+ *   ontology/term/ptr         <i8 [B+1]
+ *   ontology/annotation/removed <i4 [R_A] the removed annotation positions
+ *                             (their gene is deleted), ascending
+ *   ontology/annotation/ptr   <i8 [B+1]
  * and, when dense masks are asked for, mask = kept (not removed):
  *   edges/<type>/mask         |b1 [B, E_t]            (bool)
  *                             <u8 [B, ceil(E_t/64)]   (bits, LSB first)
  *   gene/mask, gpr/mask, reaction/mask, rmr/mask   likewise over genes,
  *                             GPR edges, reactions, RMR edges
+ *   ontology/term/mask, ontology/annotation/mask   likewise over terms and
+ *                             annotations (with an ontology)
  * Sample i's entries of a removed list are removed[ptr[i] .. ptr[i+1]).
  *
  * A batch too large for one slot comes in n_parts slots, one after another

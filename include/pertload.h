@@ -236,7 +236,9 @@ PL_API void pl_ontology_free(pl_ontology *o);
  *  the set) and the removed annotation positions (their gene is deleted),
  *  ascending, as unions of the genes' sets.
  *  @param genes gene indices, each < o->n_genes (duplicates allowed).
- *  @param terms room for n_terms; @param ann room for n_annotations.
+ *  @param terms room for n_terms, or for the sizes of the genes' term sets
+ *         summed when that is less (the most a union can hold and write);
+ *  @param ann likewise: n_annotations, or the genes' annotation sets summed.
  *  @return 0 or PL_ERANGE (a gene out of range). */
 PL_API int pl_ontology_removed(const pl_ontology *o, const int32_t *genes, uint32_t n,
                                uint32_t *terms, uint32_t *n_out_terms, uint32_t *ann,

@@ -121,6 +121,26 @@ static int khop_load(pl__producer *p, pl_err *err)
     return 0;
 }
 
+/* The ontology of the database, and each sample's weight grown by the bound
+ * of its ontology lists (pl__collate_onto_bound), as khop_load() does. */
+static int onto_load(pl__producer *p, pl_err *err)
+{
+    PL_TRY(pl_ontology_load(p->db, &p->onto, err));
+    PL_FAIL_IF(p->onto->n_annotations > INT32_MAX || p->onto->n_terms > INT32_MAX, err,
+               PL_EUSAGE, "%s: %llu ontology annotations: more than a batch's int32 lists "
+               "can index (serve --no-ontology leaves them out)", p->o.db,
+               (unsigned long long)p->onto->n_annotations);
+    p->cfg.onto = p->onto;
+    pl__table *t = &p->table;
+    for (uint64_t r = 0; r < t->n; r++) {
+        uint64_t w = t->weight[r] +
+                     pl__collate_onto_bound(&p->cfg, t->genes + t->gptr[r],
+                                            (uint32_t)(t->gptr[r + 1] - t->gptr[r]));
+        t->weight[r] = w < UINT32_MAX ? (uint32_t)w : UINT32_MAX;
+    }
+    return 0;
+}
+
 int pl__producer_load(pl__producer *p, pl_err *err)
 {
     PL_TRY(pl_graph_load(p->db, &p->g, err));
@@ -135,6 +155,8 @@ int pl__producer_load(pl__producer *p, pl_err *err)
         PL_TRY(budget_plan(p, err));
     if (p->o.khop_types)
         PL_TRY(khop_load(p, err));
+    if (!p->o.no_ontology && pl_db_info_get(p->db)->n_terms)
+        PL_TRY(onto_load(p, err));
     return pl__parts_measure(&p->cfg, &p->table, p->plan, p->o.start_batch, &p->needs, err);
 }
 
@@ -367,6 +389,7 @@ void pl__producer_free(pl__producer *p)
     pl__parts_free(&p->parts);
     pl__table_free(&p->table);
     pl__khop_free(p->khop);
+    pl_ontology_free(p->onto);
     pl_graph_free(p->g);
     pl_db_close(p->db);
     pthread_mutex_destroy(&p->lock);

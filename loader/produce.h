@@ -65,6 +65,9 @@ typedef struct pl__produce_opts {
     /* 1: one sample table per database and node in shared memory
      * (pl__table_load_shared); 0: this process's own. */
     int shared_table;
+    /* 1: leave out the ontology lists that every batch of a database with an
+     * ontology carries (collate/slot.h). */
+    int no_ontology;
 } pl__produce_opts;
 
 struct pl__worker;
@@ -81,6 +84,7 @@ typedef struct pl__producer {
     pl__table table;
     pl__collate_cfg cfg;
     struct pl__khop *khop; /* NULL without k-hop lists */
+    pl_ontology *onto;     /* NULL without ontology lists */
     pl__needs needs;      /* what the run's batches need */
     /* size */
     uint64_t slot_bytes;  /* a slot's size, a multiple of 4096 */

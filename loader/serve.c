@@ -62,7 +62,8 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
                            .budget_payload = o->budget_payload,
                            .khop_types = o->khop_types, .khop = o->khop,
                            .khop_max_genes = o->khop_max_genes,
-                           .shared_table = o->shared_table};
+                           .shared_table = o->shared_table,
+                           .no_ontology = o->no_ontology};
     PL_TRY(pl__producer_init(p, &po, err));
     PL_TRY(pl__producer_load(p, err));
     if (p->table.shm_base)

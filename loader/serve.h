@@ -26,6 +26,7 @@ typedef struct pl__serve_opts {
     const char *khop_types; /* k-hop lists (loader/produce.h): NULL for none */
     uint32_t khop, khop_max_genes;
     int shared_table;       /* one sample table per database and node (loader/table.h) */
+    int no_ontology;        /* leave out the ontology lists (loader/produce.h) */
 } pl__serve_opts;
 
 /** Produce one epoch into a new ring and wait until the consumer drained it

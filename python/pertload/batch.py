@@ -48,10 +48,19 @@ def unpack_bits(words, n):
     return bits[..., :n].astype(bool)
 
 
-def list_kinds(info):
+# The ontology lists (DESIGN section 10): slot name, PyG key of what they mask.
+ONTOLOGY_KEYS = {
+    "ontology/term": "term",
+    "ontology/annotation": ("gene", "annotated", "term"),
+}
+
+
+def list_kinds(info, ontology=True):
     """(PyG key, slot name, positions) of every list kind of a database's
     batches (info: its pl_db_info): genes, each edge type, then with
-    metabolism gpr, reaction and rmr."""
+    metabolism gpr, reaction and rmr, then with an ontology (unless
+    ontology is False: serve --no-ontology) its affected terms and removed
+    annotations."""
     types = _lib.names(info.type_names, info.n_types)
     kinds = [("gene", "gene", int(info.n_genes))]
     kinds += [(("gene", t, "gene"), "edges/" + t, int(info.n_edges[k]))
@@ -60,6 +69,10 @@ def list_kinds(info):
         kinds += [(META_KEYS["gpr"], "gpr", int(info.n_gpr)),
                   (META_KEYS["reaction"], "reaction", int(info.n_reactions)),
                   (META_KEYS["rmr"], "rmr", int(info.n_rmr))]
+    if ontology and info.n_terms:
+        kinds += [(ONTOLOGY_KEYS["ontology/term"], "ontology/term", int(info.n_terms)),
+                  (ONTOLOGY_KEYS["ontology/annotation"], "ontology/annotation",
+                   int(info.n_term_annotations))]
     return kinds
 
 
@@ -162,7 +175,11 @@ class Batch:
     (the slots it came in: 1, more when it was split to fit the ring),
     sample_id, row (sample-store rows), labels [B, L], perturbation_indices,
     perturbation_ptr [B+1], removed[type] -> (positions, ptr), gpr, reaction,
-    rmr -> (positions, ptr) or None, payload or None, dense (PyG key -> mask
+    rmr -> (positions, ptr) or None, ontology (with an ontology, unless
+    Loader(ontology=False), else None): {"term": (terms, ptr), "annotation":
+    (positions, ptr)}, per sample the affected terms (genes(T) meets the
+    deleted set) and the removed annotations (their gene is deleted), each
+    ascending, payload or None, dense (PyG key -> mask
     as stored: bool [B, n] or uint64 bit words [B, ceil(n/64)], LSB first),
     dense_format ("bits", "bool" or None), arrays (every array by slot name),
     khop (with Loader(khop=...), else None): {"genes": (genes, ptr),
@@ -202,7 +219,8 @@ class Batch:
                                   "expected")
             return a
 
-        v = self._v = {"arrays": arrays, "gpr": None, "reaction": None, "rmr": None}
+        v = self._v = {"arrays": arrays, "gpr": None, "reaction": None, "rmr": None,
+                       "ontology": None}
         v["sample_id"] = get("sample_id", B, "<u8")
         v["row"] = get("row", B, "<u8")
         v["labels"] = get("labels", B, "<f4")
@@ -222,6 +240,9 @@ class Batch:
                          get(slot_name + "/ptr", B + 1, "<i8"))
                 if slot_name.startswith("edges/"):
                     removed[slot_name[6:]] = lists
+                elif slot_name.startswith("ontology/"):
+                    v["ontology"] = v["ontology"] or {}
+                    v["ontology"][slot_name[9:]] = lists
                 else:
                     v[slot_name] = lists
             _check_ptr(slot_name, *lists)
@@ -294,7 +315,9 @@ class Batch:
         "ptr" [B+1] (each sample's first edge)}; with metabolism "reaction"
         (with "mask": kept reactions), "metabolite", ("gene", "gpr",
         "reaction") and ("reaction", "rmr", "metabolite") (with
-        "stoichiometry") alike; "labels", "sample_id", "row", "payload".
+        "stoichiometry") alike; with an ontology "term" (as "reaction": "mask"
+        = terms that see no deleted gene) and ("gene", "annotated", "term")
+        (the kept annotations); "labels", "sample_id", "row", "payload".
         A torch_geometric HeteroData where PyG is importable, else that
         mapping. It is built from the shared graph on the device (default
         the loader's, uploaded once per device; or `graph`) with a few
@@ -312,7 +335,10 @@ class Batch:
         "perturbation_indices", "perturbation_ptr"}, ("gene", "gpr",
         "reaction"), "reaction", ("reaction", "rmr", "metabolite") (with
         metabolism; "mask", "removed", "ptr"), "labels", "sample_id", "row",
-        "payload" (when present)}. Every tensor owns its memory.
+        "payload" (when present)}. With an ontology (Batch.ontology), "term"
+        {"mask" bool [B, n_terms] (True = kept: the term sees no deleted
+        gene), "removed", "ptr"} and ("gene", "annotated", "term") likewise
+        over the annotations (True = kept). Every tensor owns its memory.
         With k-hop lists (Loader(khop=...)), "gene" also holds "khop_mask"
         bool [B, N] (True = within k hops), "khop_genes", "khop_ptr" (int64)
         and "khop_capped" bool [B], and each walked type's key "khop_mask"
@@ -491,7 +517,9 @@ for _name, _doc in (("arrays", "every array by slot name"),
                     ("gpr", "(positions, ptr) or None"), ("reaction", "(positions, ptr) or None"),
                     ("rmr", "(positions, ptr) or None"),
                     ("dense", "PyG key -> dense mask as stored"),
-                    ("khop", "the k-hop lists (serve --khop) or None")):
+                    ("khop", "the k-hop lists (serve --khop) or None"),
+                    ("ontology", "{'term': (terms, ptr), 'annotation': (positions, ptr)} "
+                                 "or None")):
     setattr(Batch, _name, _view(_name, _doc))
 del _name, _doc
 

@@ -609,7 +609,7 @@ class Loader:
            rank=None, world_size=None, dense=None, threads=2, ring=None,
            timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
            khop_types=None, khop_max_genes=None, order="rows", block_rows=None,
-           block_window=None, budget=None, rank_weights=None)
+           block_window=None, budget=None, rank_weights=None, ontology=None)
 
     rank and world_size default, each on its own, to torchrun's RANK and
     WORLD_SIZE (else 0 and 1): under torchrun every loader then yields its
@@ -635,6 +635,12 @@ class Loader:
     type) both ways, and the walked types' edges among them; khop_max_genes
     caps a set (default 1024: a hop that would pass it is dropped whole and
     the sample flagged in khop["capped"]).
+
+    ontology: with a database that holds an ontology (DESIGN section 10),
+    every batch carries its lists (Batch.ontology: per sample the affected
+    terms and the removed annotations; to_torch keys "term" and ("gene",
+    "annotated", "term")) unless ontology=False (serve --no-ontology);
+    ontology=True raises ValueError for a database without one.
 
     order="block" reads a payload in long runs: blocks of block_rows
     consecutive rows (default 16) are shuffled, then rows within windows of
@@ -674,7 +680,7 @@ class Loader:
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
-                 budget=None, rank_weights=None):
+                 budget=None, rank_weights=None, ontology=None):
         rank, world_size = _rank_world(rank, world_size)
         if budget is not None and rows is not None:
             raise ValueError("rows and budget cannot be combined")
@@ -728,6 +734,8 @@ class Loader:
         self.khop = None if khop is None else int(khop)
         self.khop_types = None if khop_types is None else [str(t) for t in khop_types]
         self.khop_max_genes = None if khop_max_genes is None else int(khop_max_genes)
+        if ontology not in (None, True, False):
+            raise ValueError(f"ontology is None, True or False, not {ontology!r}")
         self.db = os.fspath(db)
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
@@ -753,7 +761,11 @@ class Loader:
         database = _lib.Database(self.db)
         try:
             self.db_samples = int(database.info.n_samples)
-            self._kinds = list_kinds(database.info)
+            if ontology and not database.info.n_terms:
+                raise ValueError(f"ontology=True: {self.db} has no ontology")
+            self.ontology = bool(database.info.n_terms) and ontology is not False
+            self._no_ontology = bool(database.info.n_terms) and ontology is False
+            self._kinds = list_kinds(database.info, self.ontology)
             self._fingerprints = fingerprints(database.info)
             if self.khop is not None and self.khop_types is None:
                 self.khop_types = _lib.names(database.info.type_names, database.info.n_types)
@@ -904,6 +916,8 @@ class Loader:
             a += ["--max-ring-bytes", str(self.max_ring_bytes)]
         if self._rows_spec:
             a += ["--rows", self._rows_spec]
+        if self._no_ontology:
+            a.append("--no-ontology")
         if self.khop is not None:
             a += ["--khop", str(self.khop), "--khop-types", ",".join(self.khop_types)]
             if self.khop_max_genes is not None:

@@ -91,19 +91,22 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
     out["gene"].update(pert_mask=pert_mask, perturbed=glob)
     n_react = graph["reaction"]["num_nodes"] if "reaction" in graph else 0
     n_met = graph["metabolite"]["num_nodes"] if "metabolite" in graph else 0
+    n_terms = graph["term"]["num_nodes"] if "term" in graph else 0
     for key, slot_name, n in kinds:
         if slot_name == "gene" or (edge_types is not None and slot_name.startswith("edges/")
                                    and slot_name[6:] not in edge_types):
             continue
         pos, ptr = lists[slot_name]
-        if slot_name == "reaction":
-            node = _nodes(torch, B, n_react, dev)
-            mask = torch.ones(B * n_react, dtype=torch.bool, device=dev)
+        if slot_name in ("reaction", "ontology/term"):
+            # node types with a kept mask (False: removed reaction, affected term)
+            n_nodes = n_react if slot_name == "reaction" else n_terms
+            node = _nodes(torch, B, n_nodes, dev)
+            mask = torch.ones(B * n_nodes, dtype=torch.bool, device=dev)
             r = torch.repeat_interleave(torch.arange(B, device=dev), ptr[1:] - ptr[:-1],
                                         output_size=len(pos))
-            mask[pos + r * n_react] = False
+            mask[pos + r * n_nodes] = False
             node["mask"] = mask
-            out["reaction"] = node
+            out[key] = node
             continue
         g = graph.get(key)
         if g is None:
@@ -112,6 +115,8 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
             shifts = (n_genes, n_react)
         elif slot_name == "rmr":
             shifts = (n_react, n_met)
+        elif slot_name == "ontology/annotation":
+            shifts = (n_genes, n_terms)
         else:
             shifts = (n_genes, n_genes)
         edge_index, eptr = _union(torch, g["edge_index"], pos, ptr, B, *shifts)

@@ -18,7 +18,7 @@ static const char usage[] =
     "[--db DB] [--samples N] [--out DIR] [--quick]   (the whole report)\n"
     "       pertload bench masks DB [--samples N] [--peer-samples M] [--genes K] [--json F]\n"
     "       pertload bench collate DB [--batch-size B] [--samples N] [--outputs LIST] "
-    "[--json F]\n"
+    "[--no-ontology] [--json F]\n"
     "       pertload bench payload DB [--batch-size B] [--threads T] [--shuffle] [--json F]\n"
     "       pertload bench gpu DB [--batch-size B] [--batches N] [--threads T] [--json F]\n"
     "       pertload bench memory [--mib M] [--reps R] [--json F]\n"

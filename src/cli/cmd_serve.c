@@ -20,7 +20,8 @@ static const char usage[] =
     "       [--rows A:B|FILE.npy] [--slots N] [--max-ring-bytes M] [--start-batch K]\n"
     "       [--consumer-pid PID] [--io auto|uring|pread]\n"
     "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--no-shared-table]\n"
-    "       [--quiet]\n"
+    "       [--no-ontology] [--quiet]\n"
+    "       (with an ontology, batches carry its lists unless --no-ontology)\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
@@ -102,6 +103,8 @@ int pl_cmd_serve(int argc, char **argv)
             o.verbose = 0;
         } else if (!strcmp(a, "--no-shared-table")) {
             o.shared_table = 0;
+        } else if (!strcmp(a, "--no-ontology")) {
+            o.no_ontology = 1;
         } else if (i + 1 >= argc) {
             return pl_cli_usage(cmd, usage, "%s needs a value", a);
         } else if (!strcmp(a, "--ring")) {

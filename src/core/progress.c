@@ -11,6 +11,13 @@ double pl__now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double pl__cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 void pl__progress_start(pl__progress *p, int mode, const char *what, uint64_t total)
 {
     p->on = mode < 0 ? isatty(STDERR_FILENO) : mode;

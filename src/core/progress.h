@@ -14,6 +14,10 @@ typedef struct pl__progress {
 /** Monotonic seconds. */
 double pl__now(void);
 
+/** CPU seconds of the process so far: time that other work on a shared
+ *  machine does not inflate (the benchmarks' single-core figures). */
+double pl__cpu_now(void);
+
 /** Start a progress line. @param mode 1 on, 0 off, -1 on when stderr is a tty. */
 void pl__progress_start(pl__progress *p, int mode, const char *what, uint64_t total);
 
