@@ -10,6 +10,21 @@
 
 #define PAGE 4096u
 
+/* The weight of row r in the sizing's units: its table weight (deleted genes
+ * and the bound of its removed lists), plus the bounds of the k-hop and
+ * ontology lists when the batches carry them. Computed here rather than
+ * stored, so a table shared read-only between ranks serves every option. */
+static uint32_t row_weight(const pl__collate_cfg *c, const pl__table *t, uint32_t r)
+{
+    uint64_t w = t->weight[r];
+    uint32_t n = (uint32_t)(t->gptr[r + 1] - t->gptr[r]);
+    if (c->khop)
+        w += pl__collate_khop_bound(c, n) / 4;
+    if (c->onto)
+        w += pl__collate_onto_bound(c, t->genes + t->gptr[r], n);
+    return w < UINT32_MAX ? (uint32_t)w : UINT32_MAX;
+}
+
 static uint64_t page_up(uint64_t x)
 {
     return x > UINT64_MAX - (PAGE - 1) ? UINT64_MAX & ~(uint64_t)(PAGE - 1)
@@ -78,7 +93,7 @@ int pl__parts_measure(const pl__collate_cfg *c, const pl__table *t, const pl_pla
         uint64_t x = 0;
         pl__plan_span(plan, pb, &lo, &hi);
         for (uint64_t i = lo; i < hi; i++) {
-            uint32_t r = plan->rows[i], w = t->weight[r];
+            uint32_t r = plan->rows[i], w = row_weight(c, t, r);
             x += w;
             if (w > best) {
                 best = w;
@@ -223,7 +238,7 @@ int pl__parts_plan(pl__parts *s, const pl__collate_cfg *c, const pl__table *t,
         uint32_t n = (uint32_t)(hi - lo);
         uint64_t x = 0;
         for (uint32_t i = 0; i < n; i++)
-            x += t->weight[rows[i]];
+            x += row_weight(c, t, rows[i]);
         if (need(&z, n, x) <= slot_bytes)
             continue;
         /* As many samples a part as fit; a sample alone always does. */
@@ -231,7 +246,7 @@ int pl__parts_plan(pl__parts *s, const pl__collate_cfg *c, const pl__table *t,
         cuts[0] = 0;
         x = 0;
         for (uint32_t i = 0; i < n; i++) {
-            uint32_t w = t->weight[rows[i]];
+            uint32_t w = row_weight(c, t, rows[i]);
             if (k && need(&z, k + 1, x + w) > slot_bytes) {
                 cuts[n_parts++] = i;
                 x = k = 0;

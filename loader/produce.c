@@ -100,9 +100,8 @@ static int open_payload(pl__producer *p, pl_err *err)
     return 0;
 }
 
-/* The k-hop structure of the run, and each sample's weight grown by the
- * static bound of its k-hop lists (pl__collate_khop_bound, in 4-byte units),
- * so that the slot sizing and the split of batches into parts count them. */
+/* The k-hop structure of the run (the slot sizing adds each sample's bound
+ * of its k-hop lists, loader/parts.c). */
 static int khop_load(pl__producer *p, pl_err *err)
 {
     uint32_t types[PL_MAX_TYPES];
@@ -112,17 +111,11 @@ static int khop_load(pl__producer *p, pl_err *err)
                         p->o.khop_max_genes ? p->o.khop_max_genes : PL_KHOP_MAX_GENES, &p->khop,
                         err));
     p->cfg.khop = p->khop;
-    pl__table *t = &p->table;
-    PL_TRY(pl__table_own_weight(t, err)); /* a shared table is read-only */
-    for (uint64_t r = 0; r < t->n; r++) {
-        uint64_t w = t->weight[r] + pl__collate_khop_bound(&p->cfg, t->gptr[r + 1] - t->gptr[r]) / 4;
-        t->weight[r] = w < UINT32_MAX ? (uint32_t)w : UINT32_MAX;
-    }
     return 0;
 }
 
-/* The ontology of the database, and each sample's weight grown by the bound
- * of its ontology lists (pl__collate_onto_bound), as khop_load() does. */
+/* The ontology of the database (the slot sizing adds each sample's bound of
+ * its ontology lists, pl__collate_onto_bound). */
 static int onto_load(pl__producer *p, pl_err *err)
 {
     PL_TRY(pl_ontology_load(p->db, &p->onto, err));
@@ -131,13 +124,6 @@ static int onto_load(pl__producer *p, pl_err *err)
                "can index (serve --no-ontology leaves them out)", p->o.db,
                (unsigned long long)p->onto->n_annotations);
     p->cfg.onto = p->onto;
-    pl__table *t = &p->table;
-    for (uint64_t r = 0; r < t->n; r++) {
-        uint64_t w = t->weight[r] +
-                     pl__collate_onto_bound(&p->cfg, t->genes + t->gptr[r],
-                                            (uint32_t)(t->gptr[r + 1] - t->gptr[r]));
-        t->weight[r] = w < UINT32_MAX ? (uint32_t)w : UINT32_MAX;
-    }
     return 0;
 }
 

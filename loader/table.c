@@ -206,24 +206,11 @@ int pl__table_decode(pl_db *db, const pl_graph *g, int io_mode, const pl__table_
     return rc;
 }
 
-int pl__table_own_weight(pl__table *t, pl_err *err)
-{
-    if (!t->shm_base)
-        return 0;
-    uint32_t *w = malloc((t->n ? t->n : 1) * sizeof *w);
-    PL_FAIL_IF(!w, err, -ENOMEM, "out of memory for the weights of %llu samples",
-               (unsigned long long)t->n);
-    memcpy(w, t->weight, t->n * sizeof *w);
-    t->weight = t->weight_own = w;
-    return 0;
-}
-
 void pl__table_free(pl__table *t)
 {
     if (!t)
         return;
     if (t->shm_base) {
-        free(t->weight_own);
         pl__table_shared_release(t);
         memset(t, 0, sizeof *t);
         return;

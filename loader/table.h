@@ -65,7 +65,6 @@ typedef struct pl__table {
     size_t shm_bytes;
     int shm_fd;          /* holds LOCK_SH while mapped */
     int shm_created;     /* 1: this process built it; 0: attached */
-    uint32_t *weight_own; /* private copy of weight (pl__table_own_weight), or NULL */
     char shm_path[128];
 } pl__table;
 
@@ -98,18 +97,13 @@ int pl__table_decode(pl_db *db, const pl_graph *g, int io_mode, const pl__table_
                      pl__table *t, pl_err *err);
 
 /** The table of `db` in shared memory: attach the segment of the same
- *  database when one is complete, else build it (rules above). Read-only:
- *  call pl__table_own_weight() before changing weights.
+ *  database when one is complete, else build it (rules above). Read-only.
  *  @return 0, PL_ECORRUPT (a segment under the name is truncated or altered),
  *  -EPERM (the name is held by a file of another user or with other modes),
  *  -ENOSPC (the table needs over half the free space of /dev/shm), or the
  *  codes of pl__table_load(). */
 int pl__table_load_shared(pl_db *db, const pl_graph *g, int io_mode, pl__table *t,
                           pl_err *err);
-
-/** Give a shared table a private, writable copy of `weight` (a no-op on a
- *  private table). @return 0 or -ENOMEM. */
-int pl__table_own_weight(pl__table *t, pl_err *err);
 
 /** Unmap a shared table and drop its lock, removing the segment when this
  *  was its last user (pl__table_free() calls it). */
