@@ -57,16 +57,20 @@ int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err)
     p->payload_fd = p->payload_dfd = -1;
     PL_TRY(pl_db_open(o->db, &p->db, err));
     p->o.plan.n_samples = pl_db_info_get(p->db)->n_samples;
+    PL_FAIL_IF(o->rows && o->split, err, PL_EUSAGE, "--rows and --split cannot be combined");
     if (o->plan.budget) { /* the costs come with the sample table */
         PL_FAIL_IF(o->rows, err, PL_EUSAGE, "--rows and --budget cannot be combined");
+        PL_FAIL_IF(o->split, err, PL_EUSAGE, "--split and --budget cannot be combined");
         return 0;
     }
-    if (o->rows) {
-        PL_TRY(pl__subset_load(&p->subset, o->rows, p->o.plan.n_samples, err));
-        p->o.plan.n_samples = p->subset.n;
-    }
-    PL_TRY(pl_plan_new(&p->o.plan, &p->plan, err));
     if (o->rows)
+        PL_TRY(pl__subset_load(&p->subset, o->rows, p->o.plan.n_samples, err));
+    if (o->split)
+        PL_TRY(pl__subset_split(&p->subset, p->db, o->split, err));
+    if (o->rows || o->split)
+        p->o.plan.n_samples = p->subset.n;
+    PL_TRY(pl_plan_new(&p->o.plan, &p->plan, err));
+    if (o->rows || o->split)
         pl__subset_apply(&p->subset, p->plan);
     return start_at(p, err);
 }

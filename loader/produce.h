@@ -46,6 +46,8 @@ typedef struct pl__produce_opts {
     const char *db;
     pl_plan_opts plan;    /* n_samples is filled from the database (or the subset) */
     const char *rows;     /* the subset of rows (subset.h: "A:B" or a .npy), or NULL */
+    const char *split;    /* or the rows of a split (subset.h: "COLUMN=LEVEL" or
+                             "LEVEL"), or NULL; not with `rows` */
     uint64_t start_batch; /* resume: first plan batch to produce */
     uint32_t dense;       /* PL_DENSE_* collated on the CPU into the slot */
     uint32_t threads;     /* worker threads; 0 means 1 */

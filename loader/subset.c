@@ -113,6 +113,37 @@ int pl__subset_load(pl__subset *s, const char *spec, uint64_t n_samples, pl_err 
     return rc;
 }
 
+int pl__subset_split(pl__subset *s, pl_db *db, const char *spec, pl_err *err)
+{
+    memset(s, 0, sizeof *s);
+    const char *eq = strchr(spec, '=');
+    size_t clen = eq ? (size_t)(eq - spec) : strlen(PL__SPLIT_COLUMN);
+    char *column = malloc(clen + 1);
+    uint64_t n_samples = pl_db_info_get(db)->n_samples;
+    s->rows = malloc((n_samples ? n_samples : 1) * sizeof *s->rows);
+    int64_t n = -ENOMEM;
+    if (!column || !s->rows) {
+        pl__err(err, n, "--split %s: out of memory", spec);
+    } else {
+        memcpy(column, eq ? spec : PL__SPLIT_COLUMN, clen);
+        column[clen] = 0;
+        const char *level = eq ? eq + 1 : spec;
+        n = pl_db_level_rows(db, column, level, s->rows, n_samples, err);
+        if (n < 0)
+            pl__err_prefix(err, "--split %s", spec);
+        else if (n == 0)
+            n = pl__err(err, PL_EUSAGE, "--split %s: no row of category column '%s' holds "
+                        "level '%s'", spec, column, level);
+    }
+    free(column);
+    if (n < 0) {
+        pl__subset_free(s);
+        return (int)n;
+    }
+    s->n = (uint64_t)n;
+    return 0;
+}
+
 void pl__subset_apply(const pl__subset *s, pl_plan *plan)
 {
     for (uint64_t k = 0; k < plan->m; k++)

@@ -2,7 +2,9 @@
  *
  * A subset is a list of distinct sample-store rows in a chosen order: the
  * rows A..B-1 of a range "A:B", or the entries of a one-dimensional integer
- * .npy file (int32, int64 or uint32; numpy's np.save). The plan is
+ * .npy file (int32, int64 or uint32; numpy's np.save) (serve --rows), or the
+ * rows of one level of a category column in ascending order (serve --split:
+ * "COLUMN=LEVEL", or "LEVEL" of the column named "split"). The plan is
  * computed over positions 0..n-1 of the subset as over a database of n
  * samples, and position k then stands for row rows[k]: ranks, batches,
  * shuffling and resuming apply to the subset unchanged, so every row of the
@@ -14,6 +16,9 @@
 #include <stdint.h>
 
 #include "pertload.h"
+
+/** The category column of a split given as a level alone. */
+#define PL__SPLIT_COLUMN "split"
 
 typedef struct pl__subset {
     uint32_t *rows; /* [n] distinct rows below the database's sample count */
@@ -27,6 +32,16 @@ typedef struct pl__subset {
  *  names the spec and the first offending entry), the file's errors, -ENOMEM.
  *  `s` is left empty on failure. */
 int pl__subset_load(pl__subset *s, const char *spec, uint64_t n_samples, pl_err *err);
+
+/** Read the subset of split `spec` of the open database `db` into `s`:
+ *  "COLUMN=LEVEL" (split at the first '='), or "LEVEL" for the column
+ *  PL__SPLIT_COLUMN; the rows whose category column holds the level
+ *  (pl_db_level_rows), ascending.
+ *  @return 0, PL_EUSAGE (no such category column or level, or no row holds
+ *  the level: err names the spec, the column and the level, and lists the
+ *  category columns or the levels), the sample store's errors, -ENOMEM.
+ *  `s` is left empty on failure. */
+int pl__subset_split(pl__subset *s, pl_db *db, const char *spec, pl_err *err);
 
 /** Map a plan over the subset's positions to the subset's rows, in place. */
 void pl__subset_apply(const pl__subset *s, pl_plan *plan);
