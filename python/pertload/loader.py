@@ -75,14 +75,20 @@ def _rank_world(rank, world_size):
     return rank, world_size
 
 
-def _subset(rows, n_db):
+def _subset(rows, n_db, split=None):
     """The subset of rows a loader runs over: (serve's --rows spec or None, a
     digest of the rows or None, the subset's size, a private directory
     holding the rows file or None). rows: None (every row), a range of step
     1, or a sequence of distinct row indices (any order: the order of the
-    subset, which the plan's shuffle permutes)."""
+    subset, which the plan's shuffle permutes); with `split`, the split's
+    rows (serve computes them itself: no spec, no file)."""
     if rows is None:
         return None, None, n_db, None
+    if split is not None:
+        import numpy as np
+
+        digest = hashlib.sha256(np.asarray(rows, np.int64).tobytes()).hexdigest()[:32]
+        return None, digest, len(rows), None
     if isinstance(rows, range) and rows.step == 1:
         if not 0 <= rows.start < rows.stop <= n_db:
             raise ValueError(f"rows {rows}: need 0 <= start < stop <= {n_db} (the database's "
@@ -109,6 +115,42 @@ def _subset(rows, n_db):
     np.save(path, a)
     digest = hashlib.sha256(a.tobytes()).hexdigest()[:32]
     return path, digest, len(a), d
+
+
+# The rows of splits this process computed, by database files and level: a
+# Dataset's worker processes (forked) and its Loader of every epoch reuse the
+# rows its first Loader read instead of decoding the sample store again.
+_split_cache = {}
+
+
+def _split_spec(split):
+    """(column, level) of a split: "LEVEL" of the column "split", or a
+    (column, level) pair."""
+    if isinstance(split, str):
+        split = ("split", split)
+    if (not isinstance(split, (tuple, list)) or len(split) != 2 or
+            not all(isinstance(s, str) for s in split)):
+        raise ValueError(f"split {split!r}: a level name (of the column 'split') or a "
+                         "(column, level) pair of names is expected")
+    column, level = split
+    if "=" in column or "\0" in column + level:
+        raise ValueError(f"split column {column!r}: a name without '=' or NUL characters is "
+                         "expected")
+    return column, level
+
+
+def _split_rows(database, column, level):
+    """The rows of a split (ascending, uint32), read once per process."""
+    st = os.stat(os.path.join(database.path, "samples.pls"))
+    key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size, column, level)
+    rows = _split_cache.get(key)
+    if rows is None:
+        rows = database.level_rows(column, level)
+        if len(rows) == 0:
+            raise ValueError(f"split {column}={level}: no row of the database holds level "
+                             f"{level!r}")
+        _split_cache[key] = rows
+    return rows
 
 
 class _Mapping:
@@ -609,7 +651,7 @@ class Loader:
            rank=None, world_size=None, dense=None, threads=2, ring=None,
            timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
            khop_types=None, khop_max_genes=None, order="rows", block_rows=None,
-           block_window=None, budget=None, rank_weights=None)
+           block_window=None, budget=None, rank_weights=None, split=None)
 
     rank and world_size default, each on its own, to torchrun's RANK and
     WORLD_SIZE (else 0 and 1): under torchrun every loader then yields its
@@ -621,6 +663,14 @@ class Loader:
     the plan (shuffle, ranks, batches, resume) runs over the subset's
     positions, so every row of it comes exactly once per epoch across ranks
     (without padding); n_samples is the subset's size.
+    split: the subset of a split column instead (serve --split): a level
+    name, split="train", takes the rows whose category column "split" holds
+    it; split=("column", "level") names the column. The column is a text
+    column of the sample table stored as a category at build (recipe
+    `categories: [split]`; Graph.label_levels lists the levels). The rows
+    are those of the level in ascending order, as if given as rows= (the
+    same plan and state_dict); a level no row holds, an unknown column or
+    level, and a label that is no category are ValueErrors naming them.
 
     Each iteration runs one epoch (set_epoch() chooses it): it starts
     `pertload serve` on a ring of its own, yields Batch objects (numpy views of
@@ -674,10 +724,15 @@ class Loader:
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
-                 budget=None, rank_weights=None):
+                 budget=None, rank_weights=None, split=None):
         rank, world_size = _rank_world(rank, world_size)
         if budget is not None and rows is not None:
             raise ValueError("rows and budget cannot be combined")
+        if split is not None and rows is not None:
+            raise ValueError("rows and split cannot be combined (one subset)")
+        if split is not None and budget is not None:
+            raise ValueError("split and budget cannot be combined")
+        self.split = None if split is None else _split_spec(split)
         if batch_size < 1 or world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"batch_size {batch_size}, rank {rank}, world_size {world_size}: "
                              "need batch_size >= 1 and 0 <= rank < world_size")
@@ -757,10 +812,12 @@ class Loader:
             self._fingerprints = fingerprints(database.info)
             if self.khop is not None and self.khop_types is None:
                 self.khop_types = _lib.names(database.info.type_names, database.info.n_types)
+            if self.split is not None:
+                rows = _split_rows(database, *self.split)
         finally:
             database.close()
         self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = _subset(
-            rows, self.db_samples)
+            rows, self.db_samples, self.split)
         if self._rows_dir is not None:
             self._rows_cleanup = weakref.finalize(self, shutil.rmtree, self._rows_dir, True)
         self._n_batches = self._count()
@@ -904,6 +961,8 @@ class Loader:
             a += ["--max-ring-bytes", str(self.max_ring_bytes)]
         if self._rows_spec:
             a += ["--rows", self._rows_spec]
+        if self.split is not None:
+            a += ["--split", "=".join(self.split)]
         if self.khop is not None:
             a += ["--khop", str(self.khop), "--khop-types", ",".join(self.khop_types)]
             if self.khop_max_genes is not None:
