@@ -6,7 +6,6 @@ resumably; the levels are disjoint and cover every row; DataModule takes its
 train/val/test loaders from the column's levels."""
 
 import os
-import random
 import signal
 import subprocess
 
@@ -15,50 +14,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 import pertload
-from conftest import pertload_bin, plan_batches, run_cli
-
-N = 2500
-SPLIT = ("train", "val", "test")
-FOLD = ("train", "validation", "test")
-
-
-class SplitDb:
-    """The database and, per column and level, its rows read from the table."""
-
-    def __init__(self, root):
-        rnd = random.Random(5)
-        genes = [f"G{i:03d}" for i in range(60)]
-        root.mkdir()
-        (root / "genes.txt").write_text("".join(g + "\n" for g in genes))
-        (root / "phys.tsv").write_text("".join(f"{rnd.choice(genes)}\t{rnd.choice(genes)}\n"
-                                               for _ in range(150)))
-        lines = ["genes,fitness,split,fold"]
-        for i in range(N):
-            g = ";".join(rnd.sample(genes, rnd.randint(1, 3)))
-            s = SPLIT[i] if i < 3 else rnd.choice(("train",) * 7 + ("val",) * 2 + ("test",))
-            f = FOLD[i] if i < 3 else rnd.choice(FOLD)
-            lines.append(f"{g},{rnd.random():.3f},{s},{f}")
-            if i == N // 3:  # dropped at build (unknown gene); its level is kept
-                lines.append("NOPE,1,holdout,test")
-        (root / "s.csv").write_text("\n".join(lines) + "\n")
-        (root / "recipe.yaml").write_text(
-            "version: 1\ngenes: {file: genes.txt}\nedges:\n"
-            "  - {name: physical, format: delim, file: phys.tsv, source: 1, target: 2}\n"
-            "samples: {format: table, file: s.csv, sep: ',', categories: [split, fold]}\n")
-        self.db = root / "db"
-        run_cli("build", "--recipe", root / "recipe.yaml", "-o", self.db, "--quiet")
-        # the table read back: the database's rows are its kept lines in order
-        head, *body = (root / "s.csv").read_text().splitlines()
-        cols = head.split(",")
-        kept = [dict(zip(cols, ln.split(","))) for ln in body if not ln.startswith("NOPE,")]
-        assert len(kept) == N
-        self.rows = {(c, lv): [r for r, f in enumerate(kept) if f[c] == lv]
-                     for c, levels in (("split", SPLIT), ("fold", FOLD)) for lv in levels}
-
-
-@pytest.fixture(scope="module")
-def sdb(tmp_path_factory):
-    return SplitDb(tmp_path_factory.mktemp("split") / "in")
+from conftest import FOLD, SPLIT, N_SPLIT_ROWS as N, pertload_bin, plan_batches
 
 
 def epoch_rows(loader):
@@ -66,16 +22,16 @@ def epoch_rows(loader):
 
 
 @pytest.mark.parametrize("world", [1, 3])
-def test_split_rows_exactly_once_across_ranks(sdb, world):
-    graph = pertload.Loader(sdb.db).graph
+def test_split_rows_exactly_once_across_ranks(split_db, world):
+    graph = pertload.Loader(split_db.db).graph
     assert graph.label_levels == {"split": [*SPLIT, "holdout"], "fold": list(FOLD)}
     code = graph.label_names.index("split")
     seen = {}
     for k, level in enumerate(SPLIT):
-        want = sdb.rows["split", level]
+        want = split_db.rows["split", level]
         union = []
         for rank in range(world):
-            loader = pertload.Loader(sdb.db, batch_size=40, shuffle=True, seed=3, rank=rank,
+            loader = pertload.Loader(split_db.db, batch_size=40, shuffle=True, seed=3, rank=rank,
                                      world_size=world, split=level)
             loader.set_epoch(1)
             assert loader.n_samples == len(want)
@@ -96,25 +52,25 @@ def test_split_rows_exactly_once_across_ranks(sdb, world):
     assert seen["train"] | seen["val"] | seen["test"] == set(range(N))
 
 
-def test_split_is_its_rows_and_resumes(sdb):
-    want = sdb.rows["fold", "validation"]
+def test_split_is_its_rows_and_resumes(split_db):
+    want = split_db.rows["fold", "validation"]
     kw = dict(batch_size=16, shuffle=True, seed=2)
-    full = epoch_rows(pertload.Loader(sdb.db, split=("fold", "validation"), **kw))
-    assert full == epoch_rows(pertload.Loader(sdb.db, rows=want, **kw))
+    full = epoch_rows(pertload.Loader(split_db.db, split=("fold", "validation"), **kw))
+    assert full == epoch_rows(pertload.Loader(split_db.db, rows=want, **kw))
     assert sorted(r for b in full for r in b) == want
-    loader = pertload.Loader(sdb.db, split=["fold", "validation"], **kw)
+    loader = pertload.Loader(split_db.db, split=["fold", "validation"], **kw)
     it = iter(loader)
     head = [next(it).row.tolist() for _ in range(5)]
     sd = loader.state_dict()
     loader.close()
-    resumed = pertload.Loader(sdb.db, split=("fold", "validation"), **kw)
+    resumed = pertload.Loader(split_db.db, split=("fold", "validation"), **kw)
     resumed.load_state_dict(sd)
     assert len(resumed) == len(full) - 5
     assert head + epoch_rows(resumed) == full
     # the state of a split is that of its rows; another level's is refused
-    pertload.Loader(sdb.db, rows=want, **kw).load_state_dict(sd)
+    pertload.Loader(split_db.db, rows=want, **kw).load_state_dict(sd)
     with pytest.raises(ValueError, match="n_samples|subset"):
-        pertload.Loader(sdb.db, split=("fold", "test"), **kw).load_state_dict(sd)
+        pertload.Loader(split_db.db, split=("fold", "test"), **kw).load_state_dict(sd)
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -132,19 +88,19 @@ def test_split_is_its_rows_and_resumes(sdb):
     (dict(split="train", rows=[1, 2]), "rows and split cannot be combined"),
     (dict(split="train", budget="removed=99"), "split and budget cannot be combined"),
 ])
-def test_bad_splits_are_refused(sdb, kw, match):
+def test_bad_splits_are_refused(split_db, kw, match):
     with pytest.raises(ValueError, match=match):
-        pertload.Loader(sdb.db, **kw)
+        pertload.Loader(split_db.db, **kw)
 
 
-def test_serve_split(sdb):
+def test_serve_split(split_db):
     """serve --split LEVEL (column `split`) and COLUMN=LEVEL: the epoch's
     batches on the ready line; errors name the column and level."""
-    for spec, rows in (("test", sdb.rows["split", "test"]),
-                       ("fold=train", sdb.rows["fold", "train"])):
+    for spec, rows in (("test", split_db.rows["split", "test"]),
+                       ("fold=train", split_db.rows["fold", "train"])):
         p = subprocess.Popen([pertload_bin(), "serve", "--ring", f"split-cli-{rows[0]}",
                               "--batch-size", "32", "--world-size", "3", "--rank", "2",
-                              "--split", spec, str(sdb.db)], stdout=subprocess.PIPE,
+                              "--split", spec, str(split_db.db)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         try:
             line = p.stdout.readline()
@@ -165,45 +121,45 @@ def test_serve_split(sdb):
             (["--split", "train", "--budget", "removed=50"],
              "--split and --budget cannot be combined")):
         r = subprocess.run([pertload_bin(), "serve", "--ring", "split-bad", "--quiet", *args,
-                            str(sdb.db)], capture_output=True, text=True, timeout=60)
+                            str(split_db.db)], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0
         assert err in r.stderr, r.stderr
 
 
-def test_datamodule_takes_the_split_column(sdb):
-    dm = pertload.DataModule(sdb.db, batch_size=64, layout="lists", num_workers=2)
+def test_datamodule_takes_the_split_column(split_db):
+    dm = pertload.DataModule(split_db.db, batch_size=64, layout="lists", num_workers=2)
     assert dm.splits == {"train": ("split", "train"), "val": ("split", "val"),
                          "test": ("split", "test")}
     for name, dl in (("train", dm.train_dataloader()), ("val", dm.val_dataloader()),
                      ("test", dm.test_dataloader())):
-        got, want = [r for t in dl for r in t["row"].tolist()], sdb.rows["split", name]
+        got, want = [r for t in dl for r in t["row"].tolist()], split_db.rows["split", name]
         # two workers: two shares, the shorter one padded (plan.h step 2)
         assert set(got) == set(want) and len(got) == -(-len(want) // 2) * 2
         assert len(dl) == len(dm.datasets[name]) == sum(
             len(plan_batches(len(want), 0, 0, False, w, 2, 64, False)) for w in range(2))
     # another column, its "validation" level as val; a level name in splits
-    dm = pertload.DataModule(sdb.db, split_column="fold", batch_size=100, layout="lists")
+    dm = pertload.DataModule(split_db.db, split_column="fold", batch_size=100, layout="lists")
     assert dm.splits == {"train": ("fold", "train"), "val": ("fold", "validation"),
                          "test": ("fold", "test")}
     got = [r for t in dm.val_dataloader() for r in t["row"].tolist()]
-    assert sorted(got) == sdb.rows["fold", "validation"]
-    dm = pertload.DataModule(sdb.db, {"train": "val", "test": ("fold", "test")},
+    assert sorted(got) == split_db.rows["fold", "validation"]
+    dm = pertload.DataModule(split_db.db, {"train": "val", "test": ("fold", "test")},
                              batch_size=100, layout="lists")
     assert sorted(r for t in dm.train_dataloader() for r in t["row"].tolist()) == \
-        sdb.rows["split", "val"]
+        split_db.rows["split", "val"]
     with pytest.raises(ValueError, match="no 'val' split"):
         dm.val_dataloader()
 
 
-def test_datamodule_without_a_split_column(sdb, small):
+def test_datamodule_without_a_split_column(split_db, small):
     with pytest.raises(ValueError, match="no splits given and .* has no category column "
                                          "'split' \\(category columns: none\\)"):
         pertload.DataModule(small.db)
     with pytest.raises(ValueError, match="split_column 'fitness' is not a category column"):
-        pertload.DataModule(sdb.db, split_column="fitness")
+        pertload.DataModule(split_db.db, split_column="fitness")
 
 
-def test_split_rows_are_read_once_per_process(sdb, monkeypatch):
+def test_split_rows_are_read_once_per_process(split_db, monkeypatch):
     from pertload import _lib, loader as loader_mod
 
     monkeypatch.setattr(loader_mod, "_split_cache", {})
@@ -217,11 +173,11 @@ def test_split_rows_are_read_once_per_process(sdb, monkeypatch):
         return real(self, column, level)
 
     monkeypatch.setattr(_lib.Database, "level_rows", counted)
-    ds = pertload.Dataset(sdb.db, batch_size=50, split="test", layout="lists")
+    ds = pertload.Dataset(split_db.db, batch_size=50, split="test", layout="lists")
     got = [r for t in DataLoader(ds, batch_size=None, num_workers=2) for r in t["row"].tolist()]
-    assert set(got) == set(sdb.rows["split", "test"])
+    assert set(got) == set(split_db.rows["split", "test"])
     assert calls == [("split", "test")]  # the probe's; the forked workers reuse it
-    pertload.Loader(sdb.db, split="test")
+    pertload.Loader(split_db.db, split="test")
     assert len(calls) == 1
     assert np.array_equal(next(iter(loader_mod._split_cache.values())),
-                          sdb.rows["split", "test"])
+                          split_db.rows["split", "test"])
