@@ -7,9 +7,11 @@ column when it has one (a text column of the sample table stored as a
 category, `categories: [split]` in a recipe; pertload.DataModule over its
 train level, held out its test level, else its val level), otherwise an
 80/20 split of the rows (pertload.DataModule over row subsets). The
-DataLoaders run pertload.Dataset in worker processes. The model predicts the first label (fitness) of a
-deletion from the embeddings of the deleted genes and, per edge type, the
-share of edges the deletion removes (the removed lists, layout="lists").
+DataLoaders run pertload.Dataset in worker processes.
+
+The model predicts the first label (fitness) of a deletion from the
+embeddings of the deleted genes and, per edge type, the share of edges the
+deletion removes (the removed lists, layout="lists").
 With --gnn TYPE it instead runs one round of message passing over the kept
 edges of TYPE (layout="pyg": every sample's graph without its deleted
 edges, as PyG models consume them) and reads out the deleted genes.
