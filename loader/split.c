@@ -7,19 +7,20 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pertload.h"
+#include "split.h"
+
 #include "src/core/error.h"
 
 /* The list of names shown in a message: the most it holds before "...". */
 #define LIST_MAX 1024
 
 /* Append `name` (`len` bytes) to the ", "-separated list `out` (LIST_MAX
- * bytes, NUL-terminated); once full, the list ends with ", ...". */
+ * bytes, NUL-terminated); once full, the list ends with "...". */
 static void list_add(char *out, const char *name, size_t len)
 {
     size_t at = strlen(out);
-    if (at >= 5 && !strcmp(out + at - 5, ", ..."))
-        return;
+    if (at >= 3 && !strcmp(out + at - 3, "..."))
+        return; /* full (a name in the list ends with a quote) */
     if (at + len + 8 >= LIST_MAX) {
         snprintf(out + at, LIST_MAX - at, "%s...", at ? ", " : "");
         return;
@@ -69,10 +70,9 @@ static int64_t level_code(const char *at, const char *end, const char *level, ch
     return found;
 }
 
-PL_API int64_t pl_db_level_rows(pl_db *db, const char *column, const char *level,
-                                uint32_t *rows, uint64_t cap, pl_err *err)
+int pl__level_find(const pl_db_info *info, const char *column, const char *level,
+                   uint32_t *label_out, float *code_out, pl_err *err)
 {
-    const pl_db_info *info = pl_db_info_get(db);
     char cats[LIST_MAX] = "", names[LIST_MAX] = "";
     const char *end = NULL;
     const char *at = levels_of(info->label_levels ? info->label_levels : "", column, &end, cats);
@@ -91,7 +91,18 @@ PL_API int64_t pl_db_level_rows(pl_db *db, const char *column, const char *level
     PL_FAIL_IF(code >= (1 << 24), err, PL_EUSAGE,
                "category column '%s': level '%s' has code %lld, past the codes a float "
                "label holds exactly", column, level, (long long)code);
-    const float want = (float)code; /* codes below 2^24 are exact floats */
+    *label_out = label;
+    *code_out = (float)code; /* codes below 2^24 are exact floats */
+    return 0;
+}
+
+PL_API int64_t pl_db_level_rows(pl_db *db, const char *column, const char *level,
+                                uint32_t *rows, uint64_t cap, pl_err *err)
+{
+    const pl_db_info *info = pl_db_info_get(db);
+    uint32_t label;
+    float want;
+    PL_TRY(pl__level_find(info, column, level, &label, &want, err));
     uint64_t n = 0;
     for (uint64_t r = 0; r < info->n_samples; r++) {
         pl_sample s;

@@ -33,15 +33,34 @@ typedef struct pl__subset {
  *  `s` is left empty on failure. */
 int pl__subset_load(pl__subset *s, const char *spec, uint64_t n_samples, pl_err *err);
 
-/** Read the subset of split `spec` of the open database `db` into `s`:
- *  "COLUMN=LEVEL" (split at the first '='), or "LEVEL" for the column
- *  PL__SPLIT_COLUMN; the rows whose category column holds the level
- *  (pl_db_level_rows), ascending.
- *  @return 0, PL_EUSAGE (no such category column or level, or no row holds
- *  the level: err names the spec, the column and the level, and lists the
- *  category columns or the levels), the sample store's errors, -ENOMEM.
- *  `s` is left empty on failure. */
-int pl__subset_split(pl__subset *s, pl_db *db, const char *spec, pl_err *err);
+/** A split: the spec, its column (owned) and level, and the label and
+ *  code of the level (split.h). */
+typedef struct pl__split {
+    const char *spec;
+    char *column;
+    const char *level; /* inside spec */
+    uint32_t label;
+    float code;
+} pl__split;
+
+/** Parse the split `spec`, "COLUMN=LEVEL" (split at the first '='), or
+ *  "LEVEL" for the column PL__SPLIT_COLUMN, and find its level among the
+ *  category labels of the database `info` describes (metadata only).
+ *  @return 0, PL_EUSAGE (no such category column or level: err names the
+ *  spec, the column and the level, and lists the category columns or the
+ *  levels), -ENOMEM. `sp` keeps `spec`; pl__split_free() it either way. */
+int pl__split_find(pl__split *sp, const pl_db_info *info, const char *spec, pl_err *err);
+
+/** Release what pl__split_find() allocated; safe on a zeroed split. */
+void pl__split_free(pl__split *sp);
+
+/** The subset of the rows of split `sp`: the rows, ascending, whose label
+ *  sp->label among the `n_labels` of each of the `n` rows of `labels`
+ *  ([n * n_labels], the decoded sample table) is the level's code.
+ *  @return 0, PL_EUSAGE (no row holds the level: err names the spec, the
+ *  column and the level), -ENOMEM. `s` is left empty on failure. */
+int pl__subset_split(pl__subset *s, const pl__split *sp, const float *labels, uint32_t n_labels,
+                     uint64_t n, pl_err *err);
 
 /** Map a plan over the subset's positions to the subset's rows, in place. */
 void pl__subset_apply(const pl__subset *s, pl_plan *plan);

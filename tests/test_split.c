@@ -10,7 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "loader/io.h"
 #include "loader/subset.h"
+#include "loader/table.h"
 #include "testutil.h"
 
 #define N_GENES 40
@@ -164,32 +166,49 @@ Test(split, unknown_columns_levels_and_plain_labels_are_named)
     pl_db_close(db);
 }
 
-/* serve --split's subset: "LEVEL" of the column `split`, or "COLUMN=LEVEL". */
+/* serve --split's subset: "LEVEL" of the column `split`, or "COLUMN=LEVEL",
+ * found in the metadata, then its rows in the decoded sample table. */
 Test(split, subset_of_a_split_spec)
 {
     pl_db *db = build("db", 1);
-    uint32_t *want = malloc(N_ROWS * sizeof *want);
+    const pl_db_info *info = pl_db_info_get(db);
+    pl_graph *g;
+    pl__table t;
     pl_err err = {0};
+    cr_assert_eq(pl_graph_load(db, &g, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__table_load(db, g, PL_IO_AUTO, &t, &err), 0, "%s", err.msg);
+    uint32_t *want = malloc(N_ROWS * sizeof *want);
     pl__subset s;
+    pl__split sp;
     const char *specs[] = {"val", "split=val"};
     uint64_t n = rows_in_file("db", "val", want);
     for (int k = 0; k < 2; k++) {
-        cr_assert_eq(pl__subset_split(&s, db, specs[k], &err), 0, "%s", err.msg);
+        cr_assert_eq(pl__split_find(&sp, info, specs[k], &err), 0, "%s", err.msg);
+        cr_assert_str_eq(sp.column, "split");
+        cr_assert_str_eq(sp.level, "val");
+        cr_assert_eq(pl__subset_split(&s, &sp, t.labels, t.n_labels, t.n, &err), 0, "%s",
+                     err.msg);
         cr_assert_eq(s.n, n);
         cr_assert(!memcmp(s.rows, want, n * sizeof *want));
         pl__subset_free(&s);
+        pl__split_free(&sp);
     }
-    cr_assert_eq(pl__subset_split(&s, db, "holdout", &err), PL_EUSAGE);
+    cr_assert_eq(pl__split_find(&sp, info, "holdout", &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__subset_split(&s, &sp, t.labels, t.n_labels, t.n, &err), PL_EUSAGE);
     cr_assert_str_eq(err.msg, "--split holdout: no row of category column 'split' holds level "
                               "'holdout'");
     cr_assert_null(s.rows);
-    cr_assert_eq(pl__subset_split(&s, db, "fitness=3", &err), PL_EUSAGE);
+    pl__split_free(&sp);
+    cr_assert_eq(pl__split_find(&sp, info, "fitness=3", &err), PL_EUSAGE);
     cr_assert_str_eq(err.msg, "--split fitness=3: label 'fitness' is not a category column "
                               "(category columns: 'split')");
-    cr_assert_eq(pl__subset_split(&s, db, "split=", &err), PL_EUSAGE);
+    pl__split_free(&sp);
+    cr_assert_eq(pl__split_find(&sp, info, "split=", &err), PL_EUSAGE);
     cr_assert_str_eq(err.msg, "--split split=: category column 'split' has no level '' "
                               "(levels: 'train', 'val', 'test', 'holdout')");
-    cr_assert_null(s.rows);
+    pl__split_free(&sp);
     free(want);
+    pl__table_free(&t);
+    pl_graph_free(g);
     pl_db_close(db);
 }
