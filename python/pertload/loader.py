@@ -2,7 +2,6 @@
 
 import ctypes
 import errno
-import hashlib
 import logging
 import os
 import re
@@ -20,6 +19,7 @@ from . import _lib
 from ._lib import LoaderError
 from .batch import Batch, list_kinds, merge_parts, parse_slot
 from .graph import Graph, fingerprints
+from .subset import split_rows, split_spec, subset
 
 _SHM_DIR = "/dev/shm"
 _READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches, "
@@ -73,84 +73,6 @@ def _rank_world(rank, world_size):
                      "rank's share of the samples; pass rank=0, world_size=1 for a loader "
                      "over all of them (evaluation)", " and ".join(from_env))
     return rank, world_size
-
-
-def _subset(rows, n_db, split=None):
-    """The subset of rows a loader runs over: (serve's --rows spec or None, a
-    digest of the rows or None, the subset's size, a private directory
-    holding the rows file or None). rows: None (every row), a range of step
-    1, or a sequence of distinct row indices (any order: the order of the
-    subset, which the plan's shuffle permutes); with `split`, the split's
-    rows (serve computes them itself: no spec, no file)."""
-    if rows is None:
-        return None, None, n_db, None
-    if split is not None:
-        import numpy as np
-
-        digest = hashlib.sha256(np.asarray(rows, np.int64).tobytes()).hexdigest()[:32]
-        return None, digest, len(rows), None
-    if isinstance(rows, range) and rows.step == 1:
-        if not 0 <= rows.start < rows.stop <= n_db:
-            raise ValueError(f"rows {rows}: need 0 <= start < stop <= {n_db} (the database's "
-                             "samples)")
-        spec = f"{rows.start}:{rows.stop}"
-        return spec, f"range:{spec}", len(rows), None
-    import numpy as np
-
-    a = np.asarray(rows)
-    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
-        raise ValueError("rows: a range or a one-dimensional sequence of row indices is "
-                         "expected")
-    a = a.astype(np.int64)
-    if a.size == 0:
-        raise ValueError("rows: the subset is empty")
-    if a.min() < 0 or a.max() >= n_db:
-        bad = a[(a < 0) | (a >= n_db)][0]
-        raise ValueError(f"rows: {bad} is not a row of the database's {n_db}")
-    if len(np.unique(a)) != len(a):
-        u, c = np.unique(a, return_counts=True)
-        raise ValueError(f"rows: row {u[c > 1][0]} is given twice")
-    d = tempfile.mkdtemp(prefix="pertload-rows-")
-    path = os.path.join(d, "rows.npy")
-    np.save(path, a)
-    digest = hashlib.sha256(a.tobytes()).hexdigest()[:32]
-    return path, digest, len(a), d
-
-
-# The rows of splits this process computed, by database files and level: a
-# Dataset's worker processes (forked) and its Loader of every epoch reuse the
-# rows its first Loader read instead of decoding the sample store again.
-_split_cache = {}
-
-
-def _split_spec(split):
-    """(column, level) of a split: "LEVEL" of the column "split", or a
-    (column, level) pair."""
-    if isinstance(split, str):
-        split = ("split", split)
-    if (not isinstance(split, (tuple, list)) or len(split) != 2 or
-            not all(isinstance(s, str) for s in split)):
-        raise ValueError(f"split {split!r}: a level name (of the column 'split') or a "
-                         "(column, level) pair of names is expected")
-    column, level = split
-    if "=" in column or "\0" in column + level:
-        raise ValueError(f"split column {column!r}: a name without '=' or NUL characters is "
-                         "expected")
-    return column, level
-
-
-def _split_rows(database, column, level):
-    """The rows of a split (ascending, uint32), read once per process."""
-    st = os.stat(os.path.join(database.path, "samples.pls"))
-    key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size, column, level)
-    rows = _split_cache.get(key)
-    if rows is None:
-        rows = database.level_rows(column, level)
-        if len(rows) == 0:
-            raise ValueError(f"split {column}={level}: no row of the database holds level "
-                             f"{level!r}")
-        _split_cache[key] = rows
-    return rows
 
 
 class _Mapping:
@@ -732,7 +654,7 @@ class Loader:
             raise ValueError("rows and split cannot be combined (one subset)")
         if split is not None and budget is not None:
             raise ValueError("split and budget cannot be combined")
-        self.split = None if split is None else _split_spec(split)
+        self.split = None if split is None else split_spec(split)
         if batch_size < 1 or world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"batch_size {batch_size}, rank {rank}, world_size {world_size}: "
                              "need batch_size >= 1 and 0 <= rank < world_size")
@@ -813,10 +735,10 @@ class Loader:
             if self.khop is not None and self.khop_types is None:
                 self.khop_types = _lib.names(database.info.type_names, database.info.n_types)
             if self.split is not None:
-                rows = _split_rows(database, *self.split)
+                rows = split_rows(database, *self.split)
         finally:
             database.close()
-        self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = _subset(
+        self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = subset(
             rows, self.db_samples, self.split)
         if self._rows_dir is not None:
             self._rows_cleanup = weakref.finalize(self, shutil.rmtree, self._rows_dir, True)

@@ -160,9 +160,9 @@ def test_datamodule_without_a_split_column(split_db, small):
 
 
 def test_split_rows_are_read_once_per_process(split_db, monkeypatch):
-    from pertload import _lib, loader as loader_mod
+    from pertload import _lib, subset
 
-    monkeypatch.setattr(loader_mod, "_split_cache", {})
+    monkeypatch.setattr(subset, "_cache", {})
     calls, parent = [], os.getpid()
     real = _lib.Database.level_rows
 
@@ -179,5 +179,5 @@ def test_split_rows_are_read_once_per_process(split_db, monkeypatch):
     assert calls == [("split", "test")]  # the probe's; the forked workers reuse it
     pertload.Loader(split_db.db, split="test")
     assert len(calls) == 1
-    assert np.array_equal(next(iter(loader_mod._split_cache.values())),
+    assert np.array_equal(next(iter(subset._cache.values())),
                           split_db.rows["split", "test"])

@@ -17,8 +17,9 @@ static const char usage[] =
     "       [--order rows|block [--block-rows K] [--block-window W]]\n"
     "       [--budget removed=N|payload=BYTES] [--rank-weights W0,W1,...]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
-    "       [--rows A:B|FILE.npy | --split [COLUMN=]LEVEL] [--slots N] [--max-ring-bytes M] [--start-batch K]\n"
-    "       [--consumer-pid PID] [--io auto|uring|pread]\n"
+    "       [--rows A:B|FILE.npy | --split [COLUMN=]LEVEL] [--slots N]\n"
+    "       [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
+    "       [--io auto|uring|pread]\n"
     "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--quiet]\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
