@@ -2,17 +2,22 @@
 """Train a small model on a pertload database, on the CPU, and report a
 held-out metric.
 
-The samples are split 80/20 into train and test rows of one database
-(pertload.DataModule over row subsets); the DataLoaders run pertload.Dataset
-in worker processes. The model predicts the first label (fitness) of a
-deletion from the embeddings of the deleted genes and, per edge type, the
-share of edges the deletion removes (the removed lists, layout="lists").
+The train and held-out sets come from one database: the levels of its split
+column when it has one (a text column of the sample table stored as a
+category, `categories: [split]` in a recipe; pertload.DataModule over its
+train level, held out its test level, else its val level), otherwise an
+80/20 split of the rows (pertload.DataModule over row subsets). The
+DataLoaders run pertload.Dataset in worker processes.
+
+The model predicts the first label (fitness) of a deletion from the
+embeddings of the deleted genes and, per edge type, the share of edges the
+deletion removes (the removed lists, layout="lists").
 With --gnn TYPE it instead runs one round of message passing over the kept
 edges of TYPE (layout="pyg": every sample's graph without its deleted
 edges, as PyG models consume them) and reads out the deleted genes.
 
 usage: train.py [DB] [--epochs 2] [--batch-size 64] [--workers 2]
-                [--samples N] [--gnn TYPE] [--seed S]
+                [--samples N] [--gnn TYPE] [--seed S] [--split-column NAME]
 
 Without DB it builds the synthetic yeast-scale default (`pertload synth`,
 --samples samples, 40,000 unless given) in a temporary directory.
@@ -120,23 +125,34 @@ def main():
     ap.add_argument("--samples", type=int, default=40000)
     ap.add_argument("--gnn", metavar="TYPE")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--split-column", default="split",
+                    help="category column whose levels give the train and held-out sets, "
+                         "when the database has it (default: split)")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pertload-train-") as tmp:
         db = a.db or synthetic_db(tmp, a.samples)
         graph = pertload.Loader(db, rank=0, world_size=1).graph
-        rows = np.random.default_rng(a.seed).permutation(graph.n_samples)
-        cut = len(rows) * 8 // 10
         layout = "pyg" if a.gnn else "lists"
-        dm = pertload.DataModule(db, {"train": rows[:cut], "test": rows[cut:]},
-                                 batch_size=a.batch_size, num_workers=a.workers, seed=a.seed,
-                                 layout=layout, edge_types=[a.gnn] if a.gnn else None,
-                                 rank=0, world_size=1)
+        opts = dict(batch_size=a.batch_size, num_workers=a.workers, seed=a.seed, layout=layout,
+                    edge_types=[a.gnn] if a.gnn else None, rank=0, world_size=1)
+        if a.split_column in graph.label_levels:  # the database's own split
+            dm = pertload.DataModule(db, split_column=a.split_column, **opts)
+            held = "test" if "test" in dm.splits else "val"
+            how = f"split column {a.split_column!r}: {dm.splits['train'][1]!r} and " \
+                  f"{dm.splits[held][1]!r}"
+        else:
+            rows = np.random.default_rng(a.seed).permutation(graph.n_samples)
+            cut = len(rows) * 8 // 10
+            dm = pertload.DataModule(db, {"train": rows[:cut], "test": rows[cut:]}, **opts)
+            held, how = "test", "rows 80/20"
         model = GNNModel(graph, a.gnn) if a.gnn else ListsModel(graph)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-        train, test = dm.train_dataloader(), dm.test_dataloader()
-        print(f"{graph.n_samples} samples ({cut} train, {len(rows) - cut} test), "
+        train = dm.train_dataloader()
+        test = dm.test_dataloader() if held == "test" else dm.val_dataloader()
+        print(f"{graph.n_samples} samples ({dm.datasets['train'].n_samples} train, "
+              f"{dm.datasets[held].n_samples} test; {how}), "
               f"{graph.n_genes} genes, {len(graph.type_names)} edge types; "
               f"model {type(model).__name__}, layout {layout!r}", flush=True)
         for epoch in range(a.epochs):

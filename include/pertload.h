@@ -292,6 +292,20 @@ typedef struct pl_sample {
  *  @return 0, PL_ERANGE, PL_ECORRUPT, -errno. */
 PL_API int pl_db_sample(pl_db *db, uint64_t row, pl_sample *s, pl_err *err);
 
+/** The rows of a split: the rows (input order, ascending) whose category
+ *  label `column` (a label with level names in pl_db_info.label_levels)
+ *  holds the level named `level` (compared byte for byte). A row whose value
+ *  is missing (NaN) is in no level. Reads the whole sample store through
+ *  pl_db_sample() (so not thread-safe on one db).
+ *  @param rows room for `cap` rows; the first `cap` of them are written
+ *  (NULL with cap 0 counts them).
+ *  @return the number of rows of the level (0 when no row holds it), or
+ *  PL_EUSAGE (no label `column`, a label that is no category column, or no
+ *  level `level`: err names them and lists the category columns or the
+ *  column's levels), PL_ECORRUPT, -errno. */
+PL_API int64_t pl_db_level_rows(pl_db *db, const char *column, const char *level,
+                                uint32_t *rows, uint64_t cap, pl_err *err);
+
 /* ------------------------------------------------------------------- masks */
 
 typedef struct pl_graph pl_graph;

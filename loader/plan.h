@@ -3,10 +3,10 @@
  * The order is a pure function of (n, seed, epoch, shuffle, rank, world,
  * batch size, drop_last), so any tool can reproduce it:
  *
- *  0. The subset (serve --rows; loader/subset.h). Without one, n is the
- *     database's sample count and a position is a row. With one of n rows,
- *     steps 1-3 run over positions 0..n-1 and position k then stands for
- *     the subset's k-th row.
+ *  0. The subset (serve --rows or --split; loader/subset.h). Without one, n
+ *     is the database's sample count and a position is a row. With one of n
+ *     rows, steps 1-3 run over positions 0..n-1 and position k then stands
+ *     for the subset's k-th row (a split's rows are in ascending order).
  *  1. Permutation. Without shuffle, order[i] = i. With shuffle, start from the
  *     identity and run Fisher-Yates from the top: for i = n-1 down to 1,
  *     j = (x * (i + 1)) >> 64 (128-bit product) where x is the next output of

@@ -49,6 +49,16 @@ static int budget_plan(pl__producer *p, pl_err *err)
     return start_at(p, err);
 }
 
+/* The plan over the subset's positions (plan.h, step 0; the database's rows
+ * without a subset), mapped to its rows. */
+static int subset_plan(pl__producer *p, pl_err *err)
+{
+    PL_TRY(pl_plan_new(&p->o.plan, &p->plan, err));
+    if (p->subset.rows)
+        pl__subset_apply(&p->subset, p->plan);
+    return start_at(p, err);
+}
+
 int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err)
 {
     memset(p, 0, sizeof *p);
@@ -57,18 +67,19 @@ int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err)
     p->payload_fd = p->payload_dfd = -1;
     PL_TRY(pl_db_open(o->db, &p->db, err));
     p->o.plan.n_samples = pl_db_info_get(p->db)->n_samples;
+    PL_FAIL_IF(o->rows && o->split, err, PL_EUSAGE, "--rows and --split cannot be combined");
     if (o->plan.budget) { /* the costs come with the sample table */
         PL_FAIL_IF(o->rows, err, PL_EUSAGE, "--rows and --budget cannot be combined");
+        PL_FAIL_IF(o->split, err, PL_EUSAGE, "--split and --budget cannot be combined");
         return 0;
     }
+    if (o->split) /* the level now; its rows come with the sample table */
+        return pl__split_find(&p->split, pl_db_info_get(p->db), o->split, err);
     if (o->rows) {
         PL_TRY(pl__subset_load(&p->subset, o->rows, p->o.plan.n_samples, err));
         p->o.plan.n_samples = p->subset.n;
     }
-    PL_TRY(pl_plan_new(&p->o.plan, &p->plan, err));
-    if (o->rows)
-        pl__subset_apply(&p->subset, p->plan);
-    return start_at(p, err);
+    return subset_plan(p, err);
 }
 
 static int open_payload(pl__producer *p, pl_err *err)
@@ -137,6 +148,12 @@ int pl__producer_load(pl__producer *p, pl_err *err)
                                    err));
     PL_TRY(open_payload(p, err));
     pl__collate_cfg_init(&p->cfg, p->db, p->g, p->o.plan.batch_size, p->o.dense);
+    if (p->o.split) {
+        const pl__table *t = &p->table;
+        PL_TRY(pl__subset_split(&p->subset, &p->split, t->labels, t->n_labels, t->n, err));
+        p->o.plan.n_samples = p->subset.n;
+        PL_TRY(subset_plan(p, err));
+    }
     if (!p->plan)
         PL_TRY(budget_plan(p, err));
     if (p->o.khop_types)
@@ -372,6 +389,7 @@ void pl__producer_free(pl__producer *p)
         close(p->payload_dfd);
     pl_plan_free(p->plan);
     pl__subset_free(&p->subset);
+    pl__split_free(&p->split);
     pl__parts_free(&p->parts);
     pl__table_free(&p->table);
     pl__khop_free(p->khop);

@@ -46,6 +46,8 @@ typedef struct pl__produce_opts {
     const char *db;
     pl_plan_opts plan;    /* n_samples is filled from the database (or the subset) */
     const char *rows;     /* the subset of rows (subset.h: "A:B" or a .npy), or NULL */
+    const char *split;    /* or the rows of a split (subset.h: "COLUMN=LEVEL" or
+                             "LEVEL"), or NULL; not with `rows` */
     uint64_t start_batch; /* resume: first plan batch to produce */
     uint32_t dense;       /* PL_DENSE_* collated on the CPU into the slot */
     uint32_t threads;     /* worker threads; 0 means 1 */
@@ -76,8 +78,11 @@ typedef struct pl__producer {
     pl__produce_opts o;
     /* init */
     pl_db *db;
-    pl_plan *plan;        /* budgeted plans: made at load, from the rows' costs */
-    pl__subset subset;    /* the rows of o.rows (empty without) */
+    pl_plan *plan;        /* budgeted plans and splits: made at load, from the rows'
+                             costs or labels */
+    pl__subset subset;    /* the rows of o.rows or o.split (empty without) */
+    pl__split split;      /* o.split's level; its rows are taken at load, from the
+                             sample table */
     uint64_t n_batches;   /* batches to produce: the plan's from start_batch on */
     /* load */
     pl_graph *g;
@@ -105,13 +110,18 @@ typedef struct pl__producer {
     uint32_t started;
 } pl__producer;
 
-/** Open the database and compute the plan (cheap: no graph, no samples).
+/** Open the database and compute the plan (cheap: no graph, no samples),
+ *  except a budgeted one or a split's, which load makes from the sample
+ *  table (a split's level is checked here, against the metadata).
  *  `p` needs no preparation; pl__producer_free() it even on failure.
- *  @return 0, PL_EUSAGE (start_batch past the epoch), or the database's code. */
+ *  @return 0, PL_EUSAGE (start_batch past the epoch, a bad subset or split),
+ *  or the database's code. */
 int pl__producer_init(pl__producer *p, const pl__produce_opts *o, pl_err *err);
 
-/** Load the graph and the sample table, open the payload and measure what
- *  the run's batches need (p->needs). */
+/** Load the graph and the sample table, open the payload, make a budgeted
+ *  or split plan, and measure what the run's batches need (p->needs).
+ *  @return 0, PL_EUSAGE (no row holds the split's level, start_batch past
+ *  the epoch), or the loading's code. */
 int pl__producer_load(pl__producer *p, pl_err *err);
 
 /** Use slots of `slot_bytes` (a multiple of 4096, at least p->needs.one:

@@ -56,7 +56,7 @@ static int size_ring(const pl__serve_opts *o, pl__producer *p, uint32_t *n_slots
 static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err *err)
 {
     double t0 = pl__now();
-    pl__produce_opts po = {.db = o->db, .plan = o->plan, .rows = o->rows,
+    pl__produce_opts po = {.db = o->db, .plan = o->plan, .rows = o->rows, .split = o->split,
                            .start_batch = o->start_batch,
                            .dense = o->dense, .threads = o->threads, .io_mode = o->io_mode,
                            .budget_payload = o->budget_payload,

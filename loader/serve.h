@@ -14,6 +14,7 @@ typedef struct pl__serve_opts {
     const char *db, *ring;
     pl_plan_opts plan;      /* n_samples is filled from the database */
     const char *rows;       /* the subset of rows (subset.h), or NULL: all */
+    const char *split;      /* or a split's rows (subset.h), or NULL */
     uint64_t start_batch;   /* resume: first plan batch to produce */
     uint32_t dense;         /* PL_DENSE_* (collate/collate.h) */
     uint32_t threads;

@@ -218,6 +218,9 @@ Test(cli_usage, serve)
     USAGE("--block-window 0 is out of range", "serve", "db", "--ring", "r", "--order", "block",
           "--block-window", "0");
     USAGE("unexpected argument 'db2'", "serve", "db", "db2", "--ring", "r");
+    USAGE("--rows and --split cannot be combined (one subset)", "serve", "db", "--ring", "r",
+          "--rows", "0:5", "--split", "train");
+    USAGE("--split needs a value", "serve", "db", "--ring", "r", "--split");
     USAGE("--khop and --khop-types go together", "serve", "db", "--ring", "r", "--khop", "1");
     USAGE("--khop and --khop-types go together", "serve", "db", "--ring", "r", "--khop-types",
           "physical");

@@ -167,6 +167,8 @@ _PROTOTYPES = {
     "pl_db_info_get": (ctypes.POINTER(DbInfo), [_vp]),
     "pl_db_gene_index": (ctypes.c_int64, [_vp, ctypes.c_char_p]),
     "pl_db_graph_array": (ctypes.c_int64, [_vp, ctypes.c_int, _vp, ctypes.c_size_t, _err_p]),
+    "pl_db_level_rows": (ctypes.c_int64, [_vp, ctypes.c_char_p, ctypes.c_char_p, _vp,
+                                          ctypes.c_uint64, _err_p]),
     "pl_plan_new": (ctypes.c_int, [ctypes.POINTER(PlanOpts), ctypes.POINTER(_vp), _err_p]),
     "pl_plan_free": (None, [_vp]),
     "pl_plan_new_db": (ctypes.c_int, [_vp, ctypes.POINTER(PlanOpts), ctypes.c_int,
@@ -312,6 +314,20 @@ class Database:
             raise LoaderError(f"{self.path}: graph array {which} has {n} bytes, "
                               f"{out.nbytes} expected")
         return out
+
+    def level_rows(self, column, level):
+        """The rows (ascending, uint32) whose category column `column` holds
+        `level` (pl_db_level_rows); ValueError naming an unknown column or
+        level, or a label that is no category column."""
+        err = PlErr()
+        cap = int(self.info.n_samples)
+        out = np.empty(max(cap, 1), np.uint32)
+        n = lib().pl_db_level_rows(self.handle, column.encode("utf-8"), level.encode("utf-8"),
+                                   out.ctypes.data_as(_vp), cap, ctypes.byref(err))
+        if n < 0 and lib().pl_errname(n) == b"PL_EUSAGE":
+            raise ValueError(f"split {column}={level}: {err.text(n)}")
+        check(n, err, f"{self.path}: the rows of {column}={level}")
+        return out[:n].copy()
 
     def ontology(self):
         """The ontology layers as a dict of numpy copies (pl_ontology), or None."""

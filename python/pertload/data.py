@@ -6,7 +6,13 @@ PyTorch Lightning's conventions without importing Lightning."""
 import torch.utils.data as tud
 
 from . import _lib
+from .graph import label_levels
 from .loader import Loader, _rank_world
+
+# The levels of a split column each DataModule loader takes, in the order
+# looked for: the first one the column has.
+SPLIT_LEVELS = {"train": ("train",), "val": ("val", "validation", "valid", "dev"),
+                "test": ("test",)}
 
 _LAYOUTS = ("masks", "lists", "pyg")
 
@@ -15,7 +21,7 @@ class Dataset(tud.IterableDataset):
     """Batches of a pertload database as an IterableDataset.
 
     Dataset(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
-            rank=None, world_size=None, rows=None, layout="masks",
+            rank=None, world_size=None, rows=None, split=None, layout="masks",
             edge_types=None, transform=None, **loader_options)
 
     Use it as DataLoader(ds, batch_size=None, num_workers=N,
@@ -27,8 +33,8 @@ class Dataset(tud.IterableDataset):
     Shares: rank and world_size default as Loader's (torchrun's RANK and
     WORLD_SIZE); worker w of N on rank r runs a Loader of rank r * N + w in
     a world of world_size * N, so ranks x workers take disjoint shares of
-    the epoch plan (loader/plan.h) and every sample of `rows` (default all)
-    comes once per epoch when drop_last pads nothing. Each worker runs its
+    the epoch plan (loader/plan.h) and every sample of `rows` or `split`
+    (Loader's; default all) comes once per epoch when drop_last pads nothing. Each worker runs its
     own `pertload serve`. set_epoch(e) chooses the next iteration's order
     (a DataLoader copies the dataset into its workers when an iteration
     starts, so set it before iterating; DataModule's loaders advance it by
@@ -37,20 +43,21 @@ class Dataset(tud.IterableDataset):
     """
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
-                 world_size=None, rows=None, layout="masks", edge_types=None, transform=None,
-                 **loader_options):
+                 world_size=None, rows=None, split=None, layout="masks", edge_types=None,
+                 transform=None, **loader_options):
         if layout not in _LAYOUTS:
             raise ValueError(f"layout is one of {_LAYOUTS}, not {layout!r}")
         self.rank, self.world_size = _rank_world(rank, world_size)
         self.db, self.batch_size, self.shuffle = db, int(batch_size), bool(shuffle)
         self.seed, self.drop_last, self.rows = int(seed), bool(drop_last), rows
+        self.split = split
         self.layout, self.edge_types, self.transform = layout, edge_types, transform
         self.loader_options = loader_options
         self.epoch = 0
         self.num_workers = 1
         # Checks the options and the subset once, here, rather than in every worker.
         probe = Loader(db, batch_size=batch_size, rank=self.rank, world_size=self.world_size,
-                       rows=rows, drop_last=drop_last, **loader_options)
+                       rows=rows, split=split, drop_last=drop_last, **loader_options)
         self.n_samples = probe.n_samples
         probe.close()
         if probe._rows_dir is not None:
@@ -75,7 +82,7 @@ class Dataset(tud.IterableDataset):
         rank, world = self.share(w, n)
         loader = Loader(self.db, batch_size=self.batch_size, shuffle=self.shuffle,
                         seed=self.seed, drop_last=self.drop_last, rank=rank, world_size=world,
-                        rows=self.rows, **self.loader_options)
+                        rows=self.rows, split=self.split, **self.loader_options)
         loader.set_epoch(self.epoch)
         return loader
 
@@ -91,6 +98,36 @@ class Dataset(tud.IterableDataset):
             # file goes now.
             if loader._rows_dir is not None:
                 loader._rows_cleanup()
+
+
+def _is_split(s):
+    """Whether a DataModule split is a (column, level) pair rather than rows."""
+    return isinstance(s, tuple) and len(s) == 2 and all(isinstance(x, str) for x in s)
+
+
+def _column_splits(db, column, named):
+    """{"train": (column, level), ...} from the levels of the database's
+    category column `column` (SPLIT_LEVELS)."""
+    database = _lib.Database(db)
+    try:
+        levels = label_levels(database.info)
+    finally:
+        database.close()
+    if column not in levels:
+        have = ", ".join(repr(c) for c in levels) or "none"
+        raise ValueError((f"split_column {column!r} is not a category column of {db}" if named
+                          else f"no splits given and {db} has no category column 'split'") +
+                         f" (category columns: {have}); pass splits= or split_column=")
+    splits = {}
+    for name, wanted in SPLIT_LEVELS.items():
+        level = next((lv for lv in wanted if lv in levels[column]), None)
+        if level is not None:
+            splits[name] = (column, level)
+    if not splits:
+        raise ValueError(f"category column {column!r} of {db} has none of the levels "
+                         f"{', '.join(lv for w in SPLIT_LEVELS.values() for lv in w)} "
+                         f"(its levels: {', '.join(map(repr, levels[column]))})")
+    return splits
 
 
 class _EpochDataLoader(tud.DataLoader):
@@ -112,32 +149,45 @@ class DataModule:
     shaped like a LightningDataModule (no Lightning import): pass its
     methods to Lightning's Trainer, or call them yourself.
 
-    DataModule(db, splits, batch_size=64, num_workers=0, pin_memory=False,
+    DataModule(db, splits=None, batch_size=64, num_workers=0, pin_memory=False,
                seed=0, layout="masks", edge_types=None, transform=None,
-               **loader_options)
+               split_column=None, **loader_options)
 
     splits maps "train", "val" and "test" (any of them) to rows (a range or
-    a sequence of distinct rows; see Loader's rows). train_dataloader()
+    a sequence of distinct rows; see Loader's rows) or to a split (a level
+    name of split_column, default "split", or a (column, level) pair; see
+    Loader's split). Without splits, the loaders take the levels of the
+    category column split_column (default "split") of the database: train
+    its level "train", val the first of "val", "validation", "valid" and
+    "dev" it has, test "test" (SPLIT_LEVELS); a loader whose level the
+    column lacks is not made. train_dataloader()
     shuffles; every iteration of a loader it returns is the next epoch
     (from set_epoch()'s value, default 0), as Lightning iterates it once per
     epoch. rank and world_size come from torchrun's environment as for
     Loader, or from the options.
     """
 
-    def __init__(self, db, splits, batch_size=64, num_workers=0, pin_memory=False, seed=0,
-                 layout="masks", edge_types=None, transform=None, **loader_options):
+    def __init__(self, db, splits=None, batch_size=64, num_workers=0, pin_memory=False, seed=0,
+                 layout="masks", edge_types=None, transform=None, split_column=None,
+                 **loader_options):
+        column = "split" if split_column is None else split_column
+        if splits is None:
+            splits = _column_splits(db, column, split_column is not None)
         unknown = set(splits) - {"train", "val", "test"}
         if unknown:
             raise ValueError(f"splits: unknown split {sorted(unknown)[0]!r} (train, val, test)")
-        self.db, self.splits, self.batch_size = db, dict(splits), batch_size
+        splits = {name: (column, s) if isinstance(s, str) else s for name, s in splits.items()}
+        self.db, self.splits, self.batch_size = db, splits, batch_size
         self.num_workers, self.pin_memory, self.seed = num_workers, pin_memory, seed
         self.layout, self.edge_types, self.transform = layout, edge_types, transform
         self.loader_options = loader_options
         self.epoch = 0
         self.datasets = {}
         for name, rows in self.splits.items():
+            split = rows if _is_split(rows) else None
             self.datasets[name] = Dataset(db, batch_size=batch_size, shuffle=name == "train",
-                                          seed=seed, rows=rows, layout=layout,
+                                          seed=seed, rows=None if split else rows,
+                                          split=split, layout=layout,
                                           edge_types=edge_types, transform=transform,
                                           **loader_options)
 

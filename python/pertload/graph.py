@@ -89,10 +89,7 @@ class Graph:
         self.n_edges = {t: int(info.n_edges[k]) for k, t in enumerate(self.type_names)}
         self.gene_fingerprint, self.edge_fingerprints = fingerprints(info)
         self.recipe = (info.recipe or b"").decode("utf-8", "replace")
-        self.label_levels = {}
-        for line in (info.label_levels or b"").decode("utf-8", "replace").splitlines():
-            label, *levels = line.split("\t")
-            self.label_levels[label] = levels
+        self.label_levels = label_levels(info)
         self.payload_dtype = info.payload_dtype.decode("ascii")
         self.payload_shape = tuple(int(info.payload_shape[d]) for d in range(info.payload_ndim))
 
@@ -167,6 +164,17 @@ def fingerprints(info):
     types = _lib.names(info.type_names, info.n_types)
     return (int(info.gene_fingerprint),
             {t: int(info.edge_fingerprint[k]) for k, t in enumerate(types)})
+
+
+def label_levels(info):
+    """{label: [level names]} of the category labels of a pl_db_info (its
+    lines "label<TAB>level 0<TAB>level 1..."; only newlines end a line)."""
+    out = {}
+    for line in (info.label_levels or b"").decode("utf-8", "replace").split("\n"):
+        if line:
+            label, *levels = line.split("\t")
+            out[label] = levels
+    return out
 
 
 def check_same_database(batch, graph):

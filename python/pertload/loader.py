@@ -2,7 +2,6 @@
 
 import ctypes
 import errno
-import hashlib
 import logging
 import os
 import re
@@ -20,6 +19,7 @@ from . import _lib
 from ._lib import LoaderError
 from .batch import Batch, list_kinds, merge_parts, parse_slot
 from .graph import Graph, fingerprints
+from .subset import split_rows, split_spec, subset
 
 _SHM_DIR = "/dev/shm"
 _READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches, "
@@ -73,42 +73,6 @@ def _rank_world(rank, world_size):
                      "rank's share of the samples; pass rank=0, world_size=1 for a loader "
                      "over all of them (evaluation)", " and ".join(from_env))
     return rank, world_size
-
-
-def _subset(rows, n_db):
-    """The subset of rows a loader runs over: (serve's --rows spec or None, a
-    digest of the rows or None, the subset's size, a private directory
-    holding the rows file or None). rows: None (every row), a range of step
-    1, or a sequence of distinct row indices (any order: the order of the
-    subset, which the plan's shuffle permutes)."""
-    if rows is None:
-        return None, None, n_db, None
-    if isinstance(rows, range) and rows.step == 1:
-        if not 0 <= rows.start < rows.stop <= n_db:
-            raise ValueError(f"rows {rows}: need 0 <= start < stop <= {n_db} (the database's "
-                             "samples)")
-        spec = f"{rows.start}:{rows.stop}"
-        return spec, f"range:{spec}", len(rows), None
-    import numpy as np
-
-    a = np.asarray(rows)
-    if a.ndim != 1 or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
-        raise ValueError("rows: a range or a one-dimensional sequence of row indices is "
-                         "expected")
-    a = a.astype(np.int64)
-    if a.size == 0:
-        raise ValueError("rows: the subset is empty")
-    if a.min() < 0 or a.max() >= n_db:
-        bad = a[(a < 0) | (a >= n_db)][0]
-        raise ValueError(f"rows: {bad} is not a row of the database's {n_db}")
-    if len(np.unique(a)) != len(a):
-        u, c = np.unique(a, return_counts=True)
-        raise ValueError(f"rows: row {u[c > 1][0]} is given twice")
-    d = tempfile.mkdtemp(prefix="pertload-rows-")
-    path = os.path.join(d, "rows.npy")
-    np.save(path, a)
-    digest = hashlib.sha256(a.tobytes()).hexdigest()[:32]
-    return path, digest, len(a), d
 
 
 class _Mapping:
@@ -609,7 +573,8 @@ class Loader:
            rank=None, world_size=None, dense=None, threads=2, ring=None,
            timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
            khop_types=None, khop_max_genes=None, order="rows", block_rows=None,
-           block_window=None, budget=None, rank_weights=None, ontology=None)
+           block_window=None, budget=None, rank_weights=None, ontology=None,
+           split=None)
 
     rank and world_size default, each on its own, to torchrun's RANK and
     WORLD_SIZE (else 0 and 1): under torchrun every loader then yields its
@@ -621,6 +586,14 @@ class Loader:
     the plan (shuffle, ranks, batches, resume) runs over the subset's
     positions, so every row of it comes exactly once per epoch across ranks
     (without padding); n_samples is the subset's size.
+    split: the subset of a split column instead (serve --split): a level
+    name, split="train", takes the rows whose category column "split" holds
+    it; split=("column", "level") names the column. The column is a text
+    column of the sample table stored as a category at build (recipe
+    `categories: [split]`; Graph.label_levels lists the levels). The rows
+    are those of the level in ascending order, as if given as rows= (the
+    same plan and state_dict); a level no row holds, an unknown column or
+    level, and a label that is no category are ValueErrors naming them.
 
     Each iteration runs one epoch (set_epoch() chooses it): it starts
     `pertload serve` on a ring of its own, yields Batch objects (numpy views of
@@ -680,10 +653,16 @@ class Loader:
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
-                 budget=None, rank_weights=None, ontology=None):
+                 budget=None, rank_weights=None, ontology=None,
+                 split=None):
         rank, world_size = _rank_world(rank, world_size)
         if budget is not None and rows is not None:
             raise ValueError("rows and budget cannot be combined")
+        if split is not None and rows is not None:
+            raise ValueError("rows and split cannot be combined (one subset)")
+        if split is not None and budget is not None:
+            raise ValueError("split and budget cannot be combined")
+        self.split = None if split is None else split_spec(split)
         if batch_size < 1 or world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"batch_size {batch_size}, rank {rank}, world_size {world_size}: "
                              "need batch_size >= 1 and 0 <= rank < world_size")
@@ -769,10 +748,12 @@ class Loader:
             self._fingerprints = fingerprints(database.info)
             if self.khop is not None and self.khop_types is None:
                 self.khop_types = _lib.names(database.info.type_names, database.info.n_types)
+            if self.split is not None:
+                rows = split_rows(database, *self.split)
         finally:
             database.close()
-        self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = _subset(
-            rows, self.db_samples)
+        self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = subset(
+            rows, self.db_samples, self.split)
         if self._rows_dir is not None:
             self._rows_cleanup = weakref.finalize(self, shutil.rmtree, self._rows_dir, True)
         self._n_batches = self._count()
@@ -918,6 +899,8 @@ class Loader:
             a += ["--rows", self._rows_spec]
         if self._no_ontology:
             a.append("--no-ontology")
+        if self.split is not None:
+            a += ["--split", "=".join(self.split)]
         if self.khop is not None:
             a += ["--khop", str(self.khop), "--khop-types", ",".join(self.khop_types)]
             if self.khop_max_genes is not None:

@@ -5,6 +5,7 @@ loader/plan.h), independently of the library."""
 import json
 import math
 import os
+import random
 import subprocess
 from pathlib import Path
 
@@ -108,6 +109,54 @@ def small(tmp_path_factory):
 def medium(tmp_path_factory):
     """2000 samples with an 8-float payload."""
     return Inputs(tmp_path_factory.mktemp("medium"), 2000, 8)
+
+
+N_SPLIT_ROWS = 2500
+SPLIT = ("train", "val", "test")
+FOLD = ("train", "validation", "test")
+
+
+class SplitDb:
+    """A database built by `pertload build --recipe` from a sample table with
+    text columns split (train/val/test) and fold (train/validation/test),
+    stored as categories, and rows[(column, level)]: the rows of each level
+    read from the table itself."""
+
+    def __init__(self, root):
+        rnd = random.Random(5)
+        genes = [f"G{i:03d}" for i in range(60)]
+        root.mkdir()
+        (root / "genes.txt").write_text("".join(g + "\n" for g in genes))
+        (root / "phys.tsv").write_text("".join(f"{rnd.choice(genes)}\t{rnd.choice(genes)}\n"
+                                               for _ in range(150)))
+        lines = ["genes,fitness,split,fold"]
+        for i in range(N_SPLIT_ROWS):
+            g = ";".join(rnd.sample(genes, rnd.randint(1, 3)))
+            s = SPLIT[i] if i < 3 else rnd.choice(("train",) * 7 + ("val",) * 2 + ("test",))
+            f = FOLD[i] if i < 3 else rnd.choice(FOLD)
+            lines.append(f"{g},{rnd.random():.3f},{s},{f}")
+            if i == N_SPLIT_ROWS // 3:  # dropped at build (unknown gene); its level is kept
+                lines.append("NOPE,1,holdout,test")
+        (root / "s.csv").write_text("\n".join(lines) + "\n")
+        (root / "recipe.yaml").write_text(
+            "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+            "  - {name: physical, format: delim, file: phys.tsv, source: 1, target: 2}\n"
+            "samples: {format: table, file: s.csv, sep: ',', categories: [split, fold]}\n")
+        self.db = root / "db"
+        run_cli("build", "--recipe", root / "recipe.yaml", "-o", self.db, "--quiet")
+        # the table read back: the database's rows are its kept lines in order
+        head, *body = (root / "s.csv").read_text().splitlines()
+        cols = head.split(",")
+        kept = [dict(zip(cols, ln.split(","))) for ln in body if not ln.startswith("NOPE,")]
+        assert len(kept) == N_SPLIT_ROWS
+        self.rows = {(c, lv): [r for r, f in enumerate(kept) if f[c] == lv]
+                     for c, levels in (("split", SPLIT), ("fold", FOLD)) for lv in levels}
+
+
+@pytest.fixture(scope="session")
+def split_db(tmp_path_factory):
+    """2500 samples of a recipe build with text columns split and fold."""
+    return SplitDb(tmp_path_factory.mktemp("split") / "in")
 
 
 def rule_holds(rule, deleted):

@@ -17,8 +17,9 @@ static const char usage[] =
     "       [--order rows|block [--block-rows K] [--block-window W]]\n"
     "       [--budget removed=N|payload=BYTES] [--rank-weights W0,W1,...]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
-    "       [--rows A:B|FILE.npy] [--slots N] [--max-ring-bytes M] [--start-batch K]\n"
-    "       [--consumer-pid PID] [--io auto|uring|pread]\n"
+    "       [--rows A:B|FILE.npy | --split [COLUMN=]LEVEL] [--slots N]\n"
+    "       [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
+    "       [--io auto|uring|pread]\n"
     "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--no-shared-table]\n"
     "       [--no-ontology] [--quiet]\n"
     "       (with an ontology, batches carry its lists unless --no-ontology)\n"
@@ -111,6 +112,8 @@ int pl_cmd_serve(int argc, char **argv)
             o.ring = argv[++i];
         } else if (!strcmp(a, "--rows")) {
             o.rows = argv[++i];
+        } else if (!strcmp(a, "--split")) {
+            o.split = argv[++i];
         } else if (!strcmp(a, "--dense")) {
             const char *d = argv[++i];
             if (!strcmp(d, "bits"))
@@ -198,6 +201,8 @@ int pl_cmd_serve(int argc, char **argv)
         return pl_cli_usage(cmd, usage, "a database and --ring NAME are required");
     if ((o.plan.block_rows || o.plan.window_blocks) && o.plan.order != PL_ORDER_BLOCK)
         return pl_cli_usage(cmd, usage, "--block-rows and --block-window need --order block");
+    if (o.rows && o.split)
+        return pl_cli_usage(cmd, usage, "--rows and --split cannot be combined (one subset)");
     if (o.plan.budget && o.plan.order != PL_ORDER_ROWS)
         return pl_cli_usage(cmd, usage, "--budget takes the row order, not --order block");
     if (khop_set != !!o.khop_types || (o.khop_max_genes && !khop_set))
