@@ -19,7 +19,7 @@ import torch
 import pertload
 from pertload import _lib
 from pertload import batch as pbatch
-from pertload import loader as loader_mod
+from pertload import _service as service
 
 NOBODY = 65534
 
@@ -40,10 +40,10 @@ def test_stop_removes_only_this_users_segment():
     try:
         done = subprocess.Popen(["true"])
         done.wait()
-        loader_mod._stop(done, name)
+        service._stop(done, name)
         assert os.path.exists(path), "another user's segment was removed"
         os.chown(path, os.geteuid(), os.getegid())
-        loader_mod._stop(done, name)
+        service._stop(done, name)
         assert not os.path.exists(path), "this user's leftover segment was kept"
     finally:
         if os.path.exists(path):
@@ -56,7 +56,7 @@ def test_attach_refuses_another_users_segment():
     path = _segment(name, NOBODY)
     try:
         with pytest.raises(pertload.LoaderError, match="belongs to uid 65534"):
-            loader_mod._Mapping(name, 100)
+            service._Mapping(name, 100)
     finally:
         os.unlink(path)
 
@@ -98,7 +98,7 @@ def _names_of_children(n):
         pid = os.fork()
         if pid == 0:
             try:
-                os.write(w, loader_mod._ring_name().encode())
+                os.write(w, service._ring_name().encode())
             finally:
                 os._exit(0)
         os.close(w)
@@ -120,7 +120,7 @@ def test_default_ring_names_are_unguessable(small):
         next(it)
         seen.append(loader.stats()["name"])
         loader.close()
-    seen += [loader_mod._ring_name() for _ in range(100)]
+    seen += [service._ring_name() for _ in range(100)]
     for name in seen:
         assert re.fullmatch(rf"py{pid}-[0-9a-f]{{16}}", name), name
     children = _names_of_children(4)
@@ -131,8 +131,8 @@ def test_default_ring_names_are_unguessable(small):
 
 
 def _names(*first):
-    """A stand-in for loader._ring_name: the given names, then fresh ones."""
-    real = loader_mod._ring_name
+    """A stand-in for _service._ring_name: the given names, then fresh ones."""
+    real = service._ring_name
     queue = list(first)
     made = []
 
@@ -155,7 +155,7 @@ def test_taken_ring_names_are_retried(small, monkeypatch):
         busy_it = iter(busy)
         next(busy_it)
         gen, made = _names(planted, busy.ring)
-        monkeypatch.setattr(loader_mod, "_ring_name", gen)
+        monkeypatch.setattr(service, "_ring_name", gen)
         loader = pertload.Loader(small.db, batch_size=16)
         rows = []
         for batch in loader:
@@ -178,13 +178,13 @@ def test_ring_names_taken_again_and_again_give_up(small, monkeypatch):
         busy_it = iter(busy)
         next(busy_it)
         made = []
-        monkeypatch.setattr(loader_mod, "_ring_name", lambda: made.append(busy.ring) or busy.ring)
+        monkeypatch.setattr(service, "_ring_name", lambda: made.append(busy.ring) or busy.ring)
         loader = pertload.Loader(small.db, batch_size=16)
         with pytest.raises(pertload.LoaderError,
                            match=r"8 ring names in a row were taken .*pertload serve: ring "
                                  rf"'{busy.ring}' is in use by producer process \d+$"):
             iter(loader)
-        assert len(made) == loader_mod._NAME_TRIES == 8
+        assert len(made) == service._NAME_TRIES == 8
         assert len(list(busy_it)) == 18
 
 
@@ -423,7 +423,7 @@ def test_a_segment_that_is_not_the_mapped_one_is_refused():
     try:
         os.ftruncate(fd, 8192)
         with pytest.raises(pertload.LoaderError, match="is not the segment that was mapped"):
-            loader_mod._open_mapped(name)
+            service._open_mapped(name)
     finally:
         os.close(fd)
         os.unlink(path)
