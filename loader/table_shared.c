@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ring/shm.h"
@@ -32,6 +33,7 @@
 #define PREFIX "pertload-table-"
 #define WHAT "sample table"
 #define ATTEMPTS 8 /* creators that die halfway, or names lost to a racing creator */
+#define FRESH_S 60 /* a temporary name younger than this may be a live creator's */
 
 /* What makes two databases the same: the table of one serves the other. */
 typedef struct identity {
@@ -218,7 +220,9 @@ static int try_attach(const char *base, const identity *id, pl__table *t, pl_err
 
 /* Remove this user's table segments that no process holds (their creator
  * died before linking them, or every user died): a live user or creator
- * holds a lock on it. */
+ * holds a lock on it. A creator's temporary name ("-new-") is unlocked for
+ * a moment after it is created, so one is removed only when older than
+ * FRESH_S seconds. */
 static void clear_unused(void)
 {
     DIR *d = opendir(PL__SHM_DIR);
@@ -236,7 +240,8 @@ static void clear_unused(void)
         struct stat st;
         if (pl__shm_open_owned(shm, path, O_RDONLY, WHAT, &fd, &st, NULL) != 0)
             continue;
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        int fresh = strstr(e->d_name, "-new-") && time(NULL) - st.st_ctime < FRESH_S;
+        if (!fresh && flock(fd, LOCK_EX | LOCK_NB) == 0)
             pl__shm_unlink_same(shm, path, &st);
         close(fd);
     }
@@ -245,7 +250,8 @@ static void clear_unused(void)
 
 /* Build the table under a new name, link it as `base` and decode into it.
  * @return 0 built (t filled), -EEXIST (another process linked the name
- * first: attach it), or < 0. */
+ * first: attach it), -EAGAIN (the temporary name was removed before it
+ * was linked: try again), or < 0. */
 static int create(pl_db *db, const pl_graph *g, int io_mode, const char *base,
                   const identity *id, pl__table *t, pl_err *err)
 {
@@ -271,9 +277,10 @@ static int create(pl_db *db, const pl_graph *g, int io_mode, const char *base,
     flock(fd, LOCK_EX);
     int rc = pl__shm_reserve(fd, tpath, lay.total_bytes, err);
     if (rc == 0 && link(tpath, path) < 0)
-        rc = errno == EEXIST ? -EEXIST
-                             : pl__err(err, -errno, "cannot link %s to %s: %s", tpath, path,
-                                       strerror(errno));
+        rc = errno == EEXIST   ? -EEXIST
+             : errno == ENOENT ? -EAGAIN /* the temporary name was removed: again */
+                               : pl__err(err, -errno, "cannot link %s to %s: %s", tpath,
+                                         path, strerror(errno));
     shm_unlink(tshm);
     unsigned char *map = MAP_FAILED;
     if (rc == 0) {
@@ -289,7 +296,7 @@ static int create(pl_db *db, const pl_graph *g, int io_mode, const char *base,
     if (rc < 0) {
         if (map != MAP_FAILED)
             munmap(map, lay.total_bytes);
-        if (rc != -EEXIST) {
+        if (rc != -EEXIST && rc != -EAGAIN) {
             struct stat st;
             if (fstat(fd, &st) == 0)
                 pl__shm_unlink_same(shm, path, &st);
@@ -336,7 +343,7 @@ int pl__table_load_shared(pl_db *db, const pl_graph *g, int io_mode, pl__table *
         if (rc == 2)
             continue;
         rc = create(db, g, io_mode, base, &id, t, err);
-        if (rc != -EEXIST)
+        if (rc != -EEXIST && rc != -EAGAIN)
             return rc;
     }
     return pl__err(err, PL_EBUSY, "%s/%s: the sample table's creators keep failing or "

@@ -13,6 +13,7 @@
  *     its database, and removed when another database's table is built. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -514,4 +515,33 @@ Test(table_shared, leftovers_are_reused_or_removed)
     free(log);
     free(db);
     free(other);
+}
+
+/* A creator's temporary name is unlocked for a moment between its creation
+ * and the creator's lock: a table built meanwhile for another database must
+ * not take it for an unused leftover (found with 16 ranks of two databases
+ * starting at once: "cannot link ...-new-... : No such file or directory"). */
+Test(table_shared, fresh_temporary_name_of_another_creator_is_kept)
+{
+    char *db = pl_test_path(base, "db");
+    make_db(db, 3000, 11);
+    char tmp[200], ring[64];
+    snprintf(tmp, sizeof tmp, "/dev/shm/pertload-table-%u-%016llx-new-%016llx",
+             (unsigned)geteuid(), 0x5eedULL + (unsigned long long)getpid(),
+             0xfeedULL + (unsigned long long)getpid());
+    int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    cr_assert(fd >= 0, "%s: %s", tmp, strerror(errno));
+    snprintf(ring, sizeof ring, "tfresh-%d", (int)getpid());
+    pid_t pid = serve_alone(db, ring, NULL);
+    wait_ring(ring);
+    uint32_t *seen = calloc(3000, sizeof *seen);
+    cr_assert_eq(consume(ring, seen, 3000), 3000);
+    check_once(seen, 3000);
+    wait_ok(pid, "rank");
+    int kept = exists(tmp);
+    unlink(tmp);
+    close(fd);
+    cr_assert(kept, "a fresh temporary name of another creator was removed as unused");
+    free(seen);
+    free(db);
 }
