@@ -85,17 +85,12 @@ static int organism_ok(const pl_src *src, const pl_imp_opts *o, const pl__field 
 static int read_biogrid(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void *ctx,
                         pl_imp_stats *st, pl_err *err)
 {
-    const char *line;
-    size_t len;
     pl__field f[MAX_COLS + 1];
     PL_TRY(check(o, err));
-    int rc = pl__src_line(src, &line, &len, err);
-    if (rc < 0)
-        return rc;
-    if (rc == 0)
-        return pl__err(err, PL_EPARSE, "%s:1: empty file (expected the BioGRID header "
-                       "'#BioGRID Interaction ID ...')", pl__src_path(src));
-    int ncols = pl__src_split(line, len, '\t', f, MAX_COLS + 1);
+    int ncols = pl__imp_header(src, f, MAX_COLS, "the BioGRID header '#BioGRID Interaction ID "
+                               "...'", err);
+    if (ncols < 0)
+        return ncols;
     if (ncols > MAX_COLS || !field_is(&f[0], "#BioGRID Interaction ID"))
         return pl__src_fail(src, 0, err, "not a BioGRID TAB 3.0 header (expected '#BioGRID "
                             "Interaction ID' and tab-separated column names)");
@@ -118,14 +113,8 @@ static int read_biogrid(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, voi
                             "columns");
     const char *tp = !o->throughput ? NULL
                      : !strcmp(o->throughput, "high") ? "High Throughput" : "Low Throughput";
-    while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
-        if (len == 0)
-            continue;
-        int n = pl__src_split(line, len, '\t', f, MAX_COLS + 1);
-        if (n != ncols)
-            return pl__src_fail(src, 0, err, "expected %d tab-separated fields as in the "
-                                "header, found %d%s", ncols, n,
-                                n < ncols ? " (missing column)" : "");
+    int rc;
+    while ((rc = pl__imp_row(src, f, MAX_COLS, ncols, err)) > 0) {
         st->rows++;
         int ok = 1;
         if (o->system_type)

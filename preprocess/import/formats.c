@@ -63,6 +63,37 @@ int pl__imp_need(const pl_src *src, int n, int need, pl_err *err)
     return 0;
 }
 
+int pl__imp_header(pl_src *src, pl__field *f, int max, const char *expected, pl_err *err)
+{
+    const char *line;
+    size_t len;
+    int rc = pl__src_line(src, &line, &len, err);
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return pl__err(err, PL_EPARSE, "%s:1: empty file (expected %s)", pl__src_path(src),
+                       expected);
+    return pl__src_split(line, len, '\t', f, max + 1);
+}
+
+int pl__imp_row(pl_src *src, pl__field *f, int max, int ncols, pl_err *err)
+{
+    const char *line;
+    size_t len;
+    int rc;
+    while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
+        if (len == 0)
+            continue;
+        int n = pl__src_split(line, len, '\t', f, max + 1);
+        if (n != ncols)
+            return pl__src_fail(src, 0, err, "expected %d tab-separated fields as in the "
+                                "header, found %d%s", ncols, n,
+                                n < ncols ? " (missing column)" : "");
+        return 1;
+    }
+    return rc;
+}
+
 int pl__imp_nonempty(const pl_src *src, const pl__field *f, const char *what, pl_err *err)
 {
     if (f->len == 0)

@@ -144,6 +144,18 @@ int pl__imp_score(const pl_src *src, const pl__field *f, const char *what, doubl
 /** Fail with "file:line: expected N fields, found M" unless n >= need. */
 int pl__imp_need(const pl_src *src, int n, int need, pl_err *err);
 
+/** Read the header line of a tab-separated table with named columns into
+ *  f[0..max] (room for max + 1 fields); an empty file fails with
+ *  "file:1: empty file (expected <expected>)".
+ *  @return the header's field count (max + 1: more than max columns), or a
+ *  negative code. */
+int pl__imp_header(pl_src *src, pl__field *f, int max, const char *expected, pl_err *err);
+
+/** The next non-blank row of such a table, split at tabs into f[0..max]; a
+ *  row without exactly `ncols` fields fails naming file:line and both counts.
+ *  @return 1 a row, 0 at the end, or a negative code. */
+int pl__imp_row(pl_src *src, pl__field *f, int max, int ncols, pl_err *err);
+
 /** Fail with "file:line:col: empty <what>" when the field is empty. */
 int pl__imp_nonempty(const pl_src *src, const pl__field *f, const char *what, pl_err *err);
 

@@ -39,17 +39,12 @@ static int check(const pl_imp_opts *o, pl_err *err)
 static int read_tflink(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void *ctx,
                        pl_imp_stats *st, pl_err *err)
 {
-    const char *line;
-    size_t len;
     pl__field f[MAX_COLS + 1];
     PL_TRY(check(o, err));
-    int rc = pl__src_line(src, &line, &len, err);
-    if (rc < 0)
-        return rc;
-    if (rc == 0)
-        return pl__err(err, PL_EPARSE, "%s:1: empty file (expected a TFLink header "
-                       "'UniprotID.TF\\tUniprotID.Target\\t...')", pl__src_path(src));
-    int ncols = pl__src_split(line, len, '\t', f, MAX_COLS + 1);
+    int ncols = pl__imp_header(src, f, MAX_COLS, "a TFLink header 'UniprotID.TF\\tUniprotID."
+                               "Target\\t...'", err);
+    if (ncols < 0)
+        return ncols;
     if (ncols > MAX_COLS || pl__imp_col(f, ncols, "UniprotID.TF") != 0)
         return pl__src_fail(src, 0, err, "not a TFLink header (expected 'UniprotID.TF' first "
                             "and tab-separated column names)");
@@ -61,14 +56,8 @@ static int read_tflink(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
     int css = pl__imp_col(f, ncols, "Small-scale.evidence");
     if (o->small_scale && css < 0)
         return pl__src_fail(src, 0, err, "the header has no 'Small-scale.evidence' column");
-    while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
-        if (len == 0)
-            continue;
-        int n = pl__src_split(line, len, '\t', f, MAX_COLS + 1);
-        if (n != ncols)
-            return pl__src_fail(src, 0, err, "expected %d tab-separated fields as in the "
-                                "header, found %d%s", ncols, n,
-                                n < ncols ? " (missing column)" : "");
+    int rc;
+    while ((rc = pl__imp_row(src, f, MAX_COLS, ncols, err)) > 0) {
         st->rows++;
         if (o->small_scale) {
             const pl__field *s = &f[css];
