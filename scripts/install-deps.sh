@@ -2,7 +2,7 @@
 # Install pertload's build and test dependencies from Debian's packages.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config liblmdb-dev liburing-dev libzstd-dev
-      libroaring-dev libcriterion-dev zlib1g-dev libyaml-dev libsbml5-dev python3 python3-numpy python3-pytest python3-torch
+      libroaring-dev libcriterion-dev zlib1g-dev libyaml-dev libsbml5-dev libxml2-dev python3 python3-numpy python3-pytest python3-torch
       python3-matplotlib
       python3-cobra python3-venv python3-mesonpy patchelf
       valgrind clang libclang-rt-14-dev libfuzzer-14-dev)

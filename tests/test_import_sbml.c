@@ -281,6 +281,51 @@ Test(import_sbml, empty_association)
                PL_TEST_PLAIN, 13, 19, "reaction 'r_1': an empty fbc:and");
 }
 
+/* libsbml 5.19 dereferences NULL on any element after a geneProductAssociation's
+ * association (found by fuzz_models): such files are refused before libsbml
+ * reads them, naming the element's line; notes and annotation before the
+ * association are SBML and read. */
+#define GPA_CASE(inner)                                                                    \
+    SBML_HEAD "    <listOfSpecies>\n" SPECIES("m_a") "    </listOfSpecies>\n"              \
+              "    <listOfReactions>\n" RXN("r_1")                                         \
+              "        <fbc:geneProductAssociation>\n" inner                               \
+              "        </fbc:geneProductAssociation>\n"                                    \
+              "      </reaction>\n    </listOfReactions>\n"                                \
+              "    <fbc:listOfGeneProducts>\n" GENE("G_G1", "fbc:label=\"G1\"")             \
+              "    </fbc:listOfGeneProducts>\n" SBML_TAIL
+
+Test(import_sbml, element_after_the_association)
+{
+    expect_bad(GPA_CASE(GREF("G_G1") "          <annotation/>\n"), PL_TEST_PLAIN, 14, 0,
+               "<annotation> in an fbc:geneProductAssociation after its association");
+    expect_bad(GPA_CASE("          <fbc:and>\n" GREF("G_G1") GREF("G_G1")
+                        "          </fbc:and>\n          <listOfReactants/>\n"),
+               PL_TEST_PLAIN, 17, 0,
+               "<listOfReactants> in an fbc:geneProductAssociation after its association");
+    expect_bad(GPA_CASE(GREF("G_G1") GREF("G_G1")), PL_TEST_PLAIN, 14, 0,
+               "<geneProductRef> in an fbc:geneProductAssociation after its association");
+    expect_bad(GPA_CASE("          <reaction/>\n" GREF("G_G1")), PL_TEST_PLAIN, 13, 0,
+               "<reaction> in an fbc:geneProductAssociation is not an association");
+    /* the fuzzer's input: the document ends inside a second, nested association */
+    expect_bad(SBML_HEAD "    <listOfSpecies>\n" SPECIES("m_a") "    </listOfSpecies>\n"
+               "    <listOfReactions>\n" RXN("r_1")
+               "        <fbc:geneProductAssociation>\n"
+               "          <fbc:or>\n" GREF("G_G1") "          </fbc:or>\n"
+               "        <fbc:geneProductAssociation>\n          <fbc:or><fbc:and><f",
+               PL_TEST_PLAIN, 16, 0, "after its association");
+}
+
+Test(import_sbml, notes_and_annotation_before_the_association)
+{
+    pl_err err;
+    int rc = read_sbml(GPA_CASE("          <notes><p xmlns=\"http://www.w3.org/1999/xhtml\">"
+                                "x</p></notes>\n          <annotation/>\n" GREF("G_G1")),
+                       PL_TEST_PLAIN, &err);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(m.n_gpr, 1);
+    cr_assert_eq(m.rules.n, 1);
+}
+
 /* RMR entries of `m` as sorted "rxn met stoich" lines. */
 static char *rmr_sorted(const pl_metab *x, const char *name)
 {

@@ -17,6 +17,12 @@
  *
  * The file goes through the line source (source.h), so gzip and zstd files
  * are read as downloaded; libsbml parses the decompressed text from memory.
+ *
+ * Before libsbml sees the text, libxml2's reader checks the shape of every
+ * fbc:geneProductAssociation: notes and annotation, then one association
+ * (fbc:and, fbc:or, fbc:geneProductRef), then nothing. libsbml 5.19 crashes
+ * (a NULL dereference in GeneProductAssociation::createObject) on any element
+ * after the association, so such a file is refused here, naming the line.
  */
 #include <errno.h>
 #include <math.h>
@@ -25,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libxml/xmlreader.h>
 #include <sbml/SBMLTypes.h>
 #include <sbml/packages/fbc/common/FbcExtensionTypes.h>
 
@@ -286,10 +293,57 @@ static int model(sb *s, SBMLDocument_t *doc)
     return pl__metab_done(s->m, s->path, s->err);
 }
 
+/* The element children of each fbc:geneProductAssociation: notes and
+ * annotation, then one association, then nothing (see the top). A text
+ * that is not well-formed XML is left to libsbml, which stops at the same
+ * place and reports it. @return 0 or PL_EPARSE. */
+static int gpa_shape(const char *path, const char *text, size_t len, pl_err *err)
+{
+    xmlTextReaderPtr r = xmlReaderForMemory(text, (int)len, path, NULL,
+                                            XML_PARSE_NONET | XML_PARSE_NOERROR |
+                                                XML_PARSE_NOWARNING);
+    PL_FAIL_IF(!r, err, -ENOMEM, "%s: out of memory", path);
+    int gpa_depth = -1, assoc = 0, rc = 0, more;
+    while (rc == 0 && (more = xmlTextReaderRead(r)) == 1) {
+        if (xmlTextReaderNodeType(r) != XML_READER_TYPE_ELEMENT)
+            continue;
+        int depth = xmlTextReaderDepth(r);
+        const char *name = (const char *)xmlTextReaderConstLocalName(r);
+        if (gpa_depth >= 0 && depth <= gpa_depth)
+            gpa_depth = -1;
+        if (gpa_depth < 0) {
+            if (name && !strcmp(name, "geneProductAssociation") &&
+                !xmlTextReaderIsEmptyElement(r)) {
+                gpa_depth = depth;
+                assoc = 0;
+            }
+            continue;
+        }
+        if (depth != gpa_depth + 1)
+            continue;
+        int is_assoc = name && (!strcmp(name, "and") || !strcmp(name, "or") ||
+                                !strcmp(name, "geneProductRef"));
+        if (assoc || (!is_assoc && name && strcmp(name, "notes") && strcmp(name, "annotation")))
+            rc = pl__err(err, PL_EPARSE, "%s:%ld: <%s> in an fbc:geneProductAssociation %s "
+                         "(it holds notes, annotation and one association: fbc:and, fbc:or "
+                         "or fbc:geneProductRef)", path,
+                         xmlGetLineNo(xmlTextReaderCurrentNode(r)), name ? name : "?",
+                         assoc ? "after its association" : "is not an association");
+        assoc |= is_assoc;
+    }
+    xmlFreeTextReader(r);
+    return rc;
+}
+
 int pl__metab_read_sbml(pl_metab *m, const char *path, pl_err *err)
 {
     char *text;
     PL_TRY(slurp(path, &text, err));
+    int rc0 = gpa_shape(path, text, strlen(text), err);
+    if (rc0 < 0) {
+        free(text);
+        return rc0;
+    }
     SBMLDocument_t *doc = readSBMLFromString(text);
     free(text);
     PL_FAIL_IF(!doc, err, -ENOMEM, "%s: out of memory", path);
