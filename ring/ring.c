@@ -160,6 +160,8 @@ static int check_header(const pl__ring_hdr *h, uint64_t file_bytes, const char *
         snprintf(why, cap, "%s", bad);
         return -1;
     }
+    memset(l.source.edge_fingerprint + l.source.n_types, 0,
+           (PL_MAX_TYPES - l.source.n_types) * sizeof l.source.edge_fingerprint[0]);
     *out = l;
     return 0;
 }
@@ -246,7 +248,8 @@ PL_API int pl_ring_create_for(const char *name, uint32_t n_slots, uint64_t slot_
     PL_FAIL_IF(consumer_pid < 0, err, PL_EUSAGE, "ring '%s': consumer pid %d", name,
                (int)consumer_pid);
     PL_FAIL_IF(db && db->n_types > PL_MAX_TYPES, err, PL_EUSAGE,
-               "ring '%s': %u edge types; at most %d", name, (unsigned)db->n_types, PL_MAX_TYPES);
+               "ring '%s': %u edge types; at most %d", name, (unsigned)db->n_types,
+               PL_MAX_TYPES);
     uint64_t hdr_bytes = pl__ring_header_bytes(n_slots);
     uint64_t stride = (slot_bytes + PL__RING_PAGE - 1) / PL__RING_PAGE * PL__RING_PAGE;
     uint64_t total = pl_ring_bytes(n_slots, slot_bytes);
