@@ -471,6 +471,24 @@ enum { PL_RING_RUNNING = 0, PL_RING_DONE = 1, PL_RING_FAILED = 2 };
 PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_bytes,
                           int32_t consumer_pid, pl_ring **out, pl_err *err);
 
+/** The database a ring's producer serves, as recorded in the ring's header:
+ *  its pl_db_info fingerprints. */
+typedef struct pl_ring_source {
+    uint32_t known;           /**< 1 when the producer recorded its database */
+    uint32_t n_types;         /**< edge fingerprints recorded, 0..PL_MAX_TYPES */
+    uint64_t gene_fingerprint;                /**< pl_db_info.gene_fingerprint */
+    uint64_t edge_fingerprint[PL_MAX_TYPES];  /**< [n_types] pl_db_info.edge_fingerprint */
+} pl_ring_source;
+
+/** Producer: pl_ring_create() that also records, in the header before the
+ *  ring is ready, the fingerprints of the database `db` it serves (NULL
+ *  records none), for consumers to compare with their own
+ *  (pl_ring_source_get()). `pertload serve` records the database it opened.
+ *  @return as pl_ring_create(). */
+PL_API int pl_ring_create_for(const char *name, uint32_t n_slots, uint64_t slot_bytes,
+                              int32_t consumer_pid, const pl_db_info *db, pl_ring **out,
+                              pl_err *err);
+
 /** Largest ring pl_ring_create() accepts. */
 #define PL_RING_MAX_BYTES ((uint64_t)16 << 30)
 
@@ -570,6 +588,11 @@ PL_API void pl_ring_release(pl_ring *r, uint64_t batch, uint32_t n_samples);
 /** Consumer: unmap; NULL accepted. A producer waiting for a free slot then
  *  gets PL_EPEER. */
 PL_API void pl_ring_detach(pl_ring *r);
+
+/** Either side: the database the producer recorded (pl_ring_create_for()),
+ *  as copied and checked when the ring was created or attached; known is 0
+ *  when it recorded none. */
+PL_API void pl_ring_source_get(const pl_ring *r, pl_ring_source *out);
 
 /** Either side: a snapshot of the shared counters. */
 PL_API void pl_ring_stats_get(const pl_ring *r, pl_ring_stats *st);

@@ -80,7 +80,8 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
     sigaddset(&term, SIGINT);
     sigaddset(&term, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &term, &old);
-    int rc = pl_ring_create(o->ring, n_slots, p->slot_bytes, o->consumer_pid, ring, err);
+    int rc = pl_ring_create_for(o->ring, n_slots, p->slot_bytes, o->consumer_pid,
+                                pl_db_info_get(p->db), ring, err);
     if (rc == 0)
         snprintf(abort_name, sizeof abort_name, "/pertload-%s", o->ring);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -52,6 +52,7 @@ struct pl_ring {
     int32_t producer_pid;    /* consumer side: the process to watch */
     uint64_t producer_start;
     wait_clock clock;
+    pl_ring_source source;   /* the database served; the consumer's copy at attach */
     char name[PL_RING_NAME_MAX + 1];
 };
 
@@ -109,6 +110,7 @@ typedef struct layout {
     uint64_t slot_bytes, stride, header_bytes, total_bytes;
     int32_t producer_pid;
     uint64_t producer_start;
+    pl_ring_source source;
 } layout;
 
 /* Validate a complete header (`init` already seen as 1 with acquire) against
@@ -129,6 +131,7 @@ static int check_header(const pl__ring_hdr *h, uint64_t file_bytes, const char *
         .producer_pid = h->producer_pid,
         .producer_start = h->producer_start,
     };
+    memcpy(&l.source, &h->source, sizeof l.source);
     const char *bad = NULL;
     if (memcmp(h->magic, PL__RING_MAGIC, 8) != 0)
         bad = "magic is not " PL__RING_MAGIC;
@@ -150,10 +153,15 @@ static int check_header(const pl__ring_hdr *h, uint64_t file_bytes, const char *
         bad = "total size differs from the segment's size";
     else if (name && strcmp(nm, name) != 0)
         bad = "name differs from the segment's name";
+    else if (l.source.known > 1 || l.source.n_types > PL_MAX_TYPES ||
+             (!l.source.known && l.source.n_types))
+        bad = "database fingerprints malformed";
     if (bad) {
         snprintf(why, cap, "%s", bad);
         return -1;
     }
+    memset(l.source.edge_fingerprint + l.source.n_types, 0,
+           (PL_MAX_TYPES - l.source.n_types) * sizeof l.source.edge_fingerprint[0]);
     *out = l;
     return 0;
 }
@@ -224,6 +232,13 @@ PL_API uint64_t pl_ring_bytes(uint32_t n_slots, uint64_t slot_bytes)
 PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_bytes,
                           int32_t consumer_pid, pl_ring **out, pl_err *err)
 {
+    return pl_ring_create_for(name, n_slots, slot_bytes, consumer_pid, NULL, out, err);
+}
+
+PL_API int pl_ring_create_for(const char *name, uint32_t n_slots, uint64_t slot_bytes,
+                              int32_t consumer_pid, const pl_db_info *db, pl_ring **out,
+                              pl_err *err)
+{
     *out = NULL;
     PL_TRY(pl__shm_check_name(name, PL_RING_NAME_MAX, WHAT, err));
     PL_FAIL_IF(n_slots < 1 || n_slots > PL__RING_MAX_SLOTS, err, PL_EUSAGE,
@@ -232,6 +247,9 @@ PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_byte
     PL_FAIL_IF(slot_bytes < 1, err, PL_EUSAGE, "ring '%s': slot size is 0", name);
     PL_FAIL_IF(consumer_pid < 0, err, PL_EUSAGE, "ring '%s': consumer pid %d", name,
                (int)consumer_pid);
+    PL_FAIL_IF(db && db->n_types > PL_MAX_TYPES, err, PL_EUSAGE,
+               "ring '%s': %u edge types; at most %d", name, (unsigned)db->n_types,
+               PL_MAX_TYPES);
     uint64_t hdr_bytes = pl__ring_header_bytes(n_slots);
     uint64_t stride = (slot_bytes + PL__RING_PAGE - 1) / PL__RING_PAGE * PL__RING_PAGE;
     uint64_t total = pl_ring_bytes(n_slots, slot_bytes);
@@ -295,6 +313,13 @@ PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_byte
     h->producer_pid = (int32_t)getpid();
     h->producer_start = pl__shm_pid_start(h->producer_pid);
     memcpy(h->name, name, strlen(name) + 1);
+    if (db) {
+        h->source.known = 1;
+        h->source.gene_fingerprint = db->gene_fingerprint;
+        h->source.n_types = (uint32_t)db->n_types;
+        memcpy(h->source.edge_fingerprint, db->edge_fingerprint,
+               db->n_types * sizeof db->edge_fingerprint[0]);
+    }
     atomic_store_explicit(&h->consumer_start, pl__shm_pid_start(consumer_pid),
                           memory_order_relaxed);
     atomic_store_explicit(&h->consumer_pid, consumer_pid, memory_order_relaxed);
@@ -314,6 +339,7 @@ PL_API int pl_ring_create(const char *name, uint32_t n_slots, uint64_t slot_byte
     r->producer = 1;
     r->producer_pid = h->producer_pid;
     r->producer_start = h->producer_start;
+    r->source = h->source;
     pthread_mutex_init(&r->clock.mu, NULL);
     r->clock.total = &h->producer_wait_ns;
     memcpy(r->name, name, strlen(name) + 1);
@@ -501,6 +527,7 @@ static int open_existing(const char *name, pl_ring *r, pl_err *err)
     r->fd = fd;
     r->producer_pid = l.producer_pid;
     r->producer_start = l.producer_start;
+    r->source = l.source;
     return 0;
 }
 
@@ -727,6 +754,11 @@ static void fill_stats(const pl__ring_hdr *h, const layout *l, pl_ring_stats *st
     st->state = atomic_load_explicit(&h->state, memory_order_relaxed);
     memcpy(st->name, h->name, sizeof st->name);
     st->name[PL_RING_NAME_MAX] = '\0';
+}
+
+PL_API void pl_ring_source_get(const pl_ring *r, pl_ring_source *out)
+{
+    *out = r->source;
 }
 
 PL_API void pl_ring_stats_get(const pl_ring *r, pl_ring_stats *st)

@@ -37,7 +37,7 @@
 #include "shm.h"
 
 #define PL__RING_MAGIC "PLRING01"     /* 8 bytes, no NUL stored */
-#define PL__RING_VERSION 1u
+#define PL__RING_VERSION 2u
 #define PL__RING_PAGE 4096u
 #define PL__RING_MSG_MAX 1024         /* producer failure message, NUL included */
 #define PL__RING_MAX_SLOTS 65536u
@@ -62,6 +62,7 @@ typedef struct pl__ring_hdr {
     int32_t producer_pid;
     uint32_t reserved0;
     char name[PL_RING_NAME_MAX + 1];
+    pl_ring_source source;          /* the database served (pl_ring_create_for) */
 
     /* Lifecycle words. */
     alignas(64) _Atomic uint32_t init;        /* 1 once the header is complete */

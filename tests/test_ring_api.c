@@ -202,6 +202,8 @@ Test(ring, attach_rejects_malformed_headers)
         {"total size", offsetof(pl__ring_hdr, total_bytes), 8, 4096 * 4},
         {"header size", offsetof(pl__ring_hdr, header_bytes), 8, 0},
         {"name", offsetof(pl__ring_hdr, name), 1, 'Q'},
+        {"database record", offsetof(pl__ring_hdr, source.known), 4, 2},
+        {"database record", offsetof(pl__ring_hdr, source.n_types), 4, 1},
     };
     for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
         unsigned char *p = (unsigned char *)h + damage[i].off, saved[8];
@@ -222,6 +224,51 @@ Test(ring, attach_rejects_malformed_headers)
     pl_ring_detach(c);
     munmap(h, 4096);
     pl_ring_destroy(r);
+}
+
+Test(ring, records_the_database_it_serves)
+{
+    const char *name = ring_name("source");
+    pl_db_info db = {.n_types = 3, .gene_fingerprint = 0x1122334455667788ULL};
+    for (int t = 0; t < 3; t++)
+        db.edge_fingerprint[t] = WORD_MIX * (uint64_t)(t + 1);
+    pl_ring *p, *c;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_create_for(name, 2, 4096, 0, &db, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_attach(name, 0, &c, &err), 0, "%s", err.msg);
+    pl_ring_source src;
+    pl_ring_source_get(c, &src);
+    cr_assert_eq(src.known, 1);
+    cr_assert_eq(src.n_types, 3);
+    cr_assert_eq(src.gene_fingerprint, db.gene_fingerprint);
+    for (int t = 0; t < 3; t++)
+        cr_assert_eq(src.edge_fingerprint[t], db.edge_fingerprint[t], "type %d", t);
+    /* The consumer's copy, taken at attach: the shared header rewritten
+     * later changes nothing. */
+    char shm[128];
+    snprintf(shm, sizeof shm, "/pertload-%s", name);
+    int fd = shm_open(shm, O_RDWR, 0);
+    cr_assert_geq(fd, 0);
+    pl__ring_hdr *h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    cr_assert_neq(h, MAP_FAILED);
+    h->source.gene_fingerprint = 1;
+    pl_ring_source_get(c, &src);
+    cr_assert_eq(src.gene_fingerprint, db.gene_fingerprint);
+    munmap(h, 4096);
+    pl_ring_detach(c);
+    pl_ring_destroy(p);
+    /* pl_ring_create() records none. */
+    cr_assert_eq(pl_ring_create(name, 2, 4096, 0, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_attach(name, 0, &c, &err), 0, "%s", err.msg);
+    pl_ring_source_get(c, &src);
+    cr_assert_eq(src.known, 0);
+    cr_assert_eq(src.n_types, 0);
+    pl_ring_detach(c);
+    pl_ring_destroy(p);
+    db.n_types = PL_MAX_TYPES + 1;
+    cr_assert_eq(pl_ring_create_for(name, 2, 4096, 0, &db, &p, &err), PL_EUSAGE);
+    cr_assert_null(p);
 }
 
 Test(ring, next_refuses_batches_outside_the_window)

@@ -135,6 +135,17 @@ class RingStats(ctypes.Structure):
         return d
 
 
+class RingSource(ctypes.Structure):
+    """struct pl_ring_source."""
+
+    _fields_ = [
+        ("known", ctypes.c_uint32),
+        ("n_types", ctypes.c_uint32),
+        ("gene_fingerprint", ctypes.c_uint64),
+        ("edge_fingerprint", ctypes.c_uint64 * PL_MAX_TYPES),
+    ]
+
+
 _vp = ctypes.c_void_p
 _err_p = ctypes.POINTER(PlErr)
 _u32p = ctypes.POINTER(ctypes.c_uint32)
@@ -181,6 +192,7 @@ _PROTOTYPES = {
     "pl_ring_release": (None, [_vp, ctypes.c_uint64, ctypes.c_uint32]),
     "pl_ring_detach": (None, [_vp]),
     "pl_ring_stats_get": (None, [_vp, ctypes.POINTER(RingStats)]),
+    "pl_ring_source_get": (None, [_vp, ctypes.POINTER(RingSource)]),
     "pl_slot_check": (ctypes.c_int, [_vp, ctypes.c_uint64, _err_p]),
     "pl_pyg_edges": (ctypes.c_int, [_vp, _vp, ctypes.c_uint64, _vp, _vp, ctypes.c_uint32,
                                     ctypes.c_int64, ctypes.c_int64, _vp, _vp, _vp, _err_p]),

@@ -99,6 +99,17 @@ class _Mapping:
         _lib.lib().pl_ring_stats_get(self.handle, ctypes.byref(st))
         return st.as_dict()
 
+    def source(self):
+        """The fingerprints of the database the producer opened, as (gene
+        fingerprint, [edge fingerprints in type order]), copied from the
+        header at attach; None when the producer recorded none."""
+        src = _lib.RingSource()
+        _lib.lib().pl_ring_source_get(self.handle, ctypes.byref(src))
+        if not src.known:
+            return None
+        return (int(src.gene_fingerprint),
+                [int(src.edge_fingerprint[k]) for k in range(src.n_types)])
+
     def buffer(self, addr):
         """The slot at `addr` as a ctypes array that keeps this mapping alive
         (numpy views made from it hold it)."""

@@ -52,6 +52,23 @@ def _mark_released(batch):
                   "batch.copy() or batch.to_torch() to use a batch past its step)")
 
 
+def _fps(gene, edges):
+    return f"gene {gene:016x}, edges [{', '.join(f'{e:016x}' for e in edges)}]"
+
+
+def _source_changed(loader, source):
+    """What differs between the database `loader` opened and the one its
+    serve process opened (the ring's record, Mapping.source()), or ""."""
+    gene, edges = loader._fingerprints
+    edges = list(edges.values())
+    if source is None:
+        return "pertload serve recorded no database fingerprints in its ring"
+    if source == (gene, edges):
+        return ""
+    return (f"the Loader's fingerprints are {_fps(gene, edges)}, pertload serve opened "
+            f"{_fps(*source)}")
+
+
 class _Epoch:
     """Iterator over the batches of one run of the producer.
 
@@ -75,6 +92,11 @@ class _Epoch:
                 self.close()
                 raise LoaderError(f"pertload serve announced {p.n_batches} batches, "
                                   f"{n_batches - start} expected")
+            changed = _source_changed(loader, p.mapping.source())
+            if changed:
+                self.close()
+                raise LoaderError(f"database at {loader.db} changed since the Loader opened "
+                                  f"it: {changed}; make a new Loader to use it")
 
     @property
     def process(self):

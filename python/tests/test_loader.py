@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -210,6 +211,54 @@ def test_database_path_may_start_with_a_dash(small, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rows = [r for batch in pertload.Loader("-db", batch_size=64) for r in batch.row.tolist()]
     assert rows == list(range(small.n))
+
+
+def _rebuild(small, root, change):
+    """A database from `small`'s inputs with one change: "edges" drops the
+    first edge of the first type, "types" drops the last edge type."""
+    args = list(small.build_args)
+    if change == "edges":
+        k = next(k for k, a in enumerate(args) if "/edges/" in a)
+        name, path = args[k].split("=", 1)
+        lines = Path(path).read_text().splitlines(keepends=True)
+        first = next(i for i, ln in enumerate(lines) if ln.strip() and not ln.startswith("#"))
+        (root / "fewer.tsv").write_text("".join(lines[:first] + lines[first + 1:]))
+        args[k] = f"{name}={root / 'fewer.tsv'}"
+    else:
+        k = max(k for k, a in enumerate(args) if "/edges/" in a)
+        del args[k - 1:k + 1]
+    db = root / "new"
+    subprocess.run([pertload_bin(), "build", "-o", db, *args], check=True, capture_output=True)
+    return db
+
+
+@pytest.mark.parametrize("change", ["edges", "types"])
+def test_database_replaced_after_the_loader_opened_it_is_refused(small, tmp_path, change):
+    db = tmp_path / "db"
+    shutil.copytree(small.db, db)
+    loader = pertload.Loader(db, batch_size=64)
+    mine = loader._fingerprints
+    new = _rebuild(small, tmp_path, change)
+    theirs = pertload.Loader(new, batch_size=64)._fingerprints
+    assert theirs != mine
+    # Replace the directory under the Loader's path, each step a rename.
+    os.rename(db, tmp_path / "old")
+    os.rename(new, db)
+    got = []
+    with pytest.raises(pertload.LoaderError) as e:
+        for b in loader:
+            got.append(b.index)
+    assert got == []
+    msg = str(e.value)
+    assert f"database at {db} changed since the Loader opened it" in msg
+    assert f"gene {mine[0]:016x}" in msg and f"gene {theirs[0]:016x}" in msg
+    changed = [t for t in mine[1] if mine[1][t] != theirs[1].get(t)]
+    for t in changed:
+        assert f"{mine[1][t]:016x}" in msg and (t not in theirs[1] or
+                                                f"{theirs[1][t]:016x}" in msg)
+    assert changed
+    # A Loader opened on the new database uses it.
+    assert sum(len(b) for b in pertload.Loader(db, batch_size=64)) == small.n
 
 
 def test_signals_handled_during_waits_lose_no_batch(small):
