@@ -342,6 +342,27 @@ static void insertion_sort(uint32_t *a, uint64_t n)
     }
 }
 
+/* in[0..n) (below `limit`) written ascending to out (which may be
+ * in) through the zeroed bitmap `bits` of limit bits, left zero: every input
+ * is read before the first output is written, and the words between the
+ * least and the greatest are read once. */
+static void bitmap_sort(const uint32_t *in, uint64_t n, uint64_t *bits, uint32_t *out)
+{
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t w = in[i] >> 6;
+        bits[w] |= UINT64_C(1) << (in[i] & 63);
+        lo = w < lo ? w : lo;
+        hi = w > hi ? w : hi;
+    }
+    uint64_t k = 0;
+    for (uint32_t w = lo; w <= hi; w++) {
+        for (uint64_t b = bits[w]; b; b &= b - 1)
+            out[k++] = (w << 6) + (uint32_t)__builtin_ctzll(b);
+        bits[w] = 0;
+    }
+}
+
 /* S, queued in q[0..n), written ascending to out; the bitmap is left zero. */
 static void sort_set(pl__khop_ctx *x, const uint32_t *q, uint32_t n, uint32_t *out)
 {
@@ -350,20 +371,7 @@ static void sort_set(pl__khop_ctx *x, const uint32_t *q, uint32_t n, uint32_t *o
         insertion_sort(out, n);
         return;
     }
-    uint64_t *bits = x->bits;
-    uint32_t lo = UINT32_MAX, hi = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t w = q[i] >> 6;
-        bits[w] |= UINT64_C(1) << (q[i] & 63);
-        lo = w < lo ? w : lo;
-        hi = w > hi ? w : hi;
-    }
-    uint32_t k = 0;
-    for (uint32_t w = lo; w <= hi; w++) {
-        for (uint64_t b = bits[w]; b; b &= b - 1)
-            out[k++] = (w << 6) + (uint32_t)__builtin_ctzll(b);
-        bits[w] = 0;
-    }
+    bitmap_sort(q, n, x->bits, out);
 }
 
 uint32_t pl__khop_genes(pl__khop_ctx *x, const int32_t *pert, uint32_t n, int32_t *out,
@@ -435,26 +443,6 @@ static void radix_sort(uint32_t *a, uint32_t *tmp, uint64_t n, uint32_t max)
         memcpy(a, src, n * sizeof *a);
 }
 
-/* a[0..n) (below `limit`) ascending through the zeroed bitmap `bits` of
- * limit bits, left zero: the words between the least and the greatest are
- * read once. */
-static void bitmap_sort(uint32_t *a, uint64_t n, uint64_t *bits)
-{
-    uint32_t lo = UINT32_MAX, hi = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t w = a[i] >> 6;
-        bits[w] |= UINT64_C(1) << (a[i] & 63);
-        lo = w < lo ? w : lo;
-        hi = w > hi ? w : hi;
-    }
-    uint64_t k = 0;
-    for (uint32_t w = lo; w <= hi; w++) {
-        for (uint64_t b = bits[w]; b; b &= b - 1)
-            a[k++] = (w << 6) + (uint32_t)__builtin_ctzll(b);
-        bits[w] = 0;
-    }
-}
-
 int64_t pl__khop_edges(pl__khop_ctx *x, uint32_t j, const int32_t *set, uint32_t n,
                        int32_t *out)
 {
@@ -487,7 +475,7 @@ int64_t pl__khop_edges(pl__khop_ctx *x, uint32_t j, const int32_t *set, uint32_t
         return (int64_t)m;
     }
     if (how == PL__KHOP_SORT_BITMAP) {
-        bitmap_sort(o, m, x->ebits);
+        bitmap_sort(o, m, x->ebits, o);
         return (int64_t)m;
     }
     if (pl__grow(&x->tmp, &x->tmp_cap, m, sizeof *x->tmp) < 0)
