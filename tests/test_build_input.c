@@ -233,15 +233,6 @@ Test(build_input, rules_in_memory_equal_rules_file)
     free(g), free(p), free(r), free(rx), free(ru), free(rm), free(s), free(a), free(b);
 }
 
-static int64_t find_listed(void *ctx, const char *s, size_t len)
-{
-    (void)ctx;
-    for (int64_t g = 0; g < 5; g++)
-        if (strlen(gene_names[g]) == len && !memcmp(gene_names[g], s, len))
-            return g;
-    return -1;
-}
-
 /* A built ontology handed over in memory gives the database the ontology
  * files give; one built over another number of genes is refused. */
 Test(build_input, ontology_in_memory_equals_ontology_file)
@@ -266,7 +257,7 @@ Test(build_input, ontology_in_memory_equals_ontology_file)
     pl_build_stats st;
     cr_assert_eq(pl_build(&fo, &st, &err), 0, "%s", err.msg);
     cr_assert_eq(st.unknown_term_genes, 1);
-    pl_onto_input oi = {.dcell = dc, .resolve = find_listed};
+    pl_onto_input oi = {.dcell = dc, .resolve = resolve_gene};
     pl_onto on;
     pl_onto_stats os = {0};
     cr_assert_eq(pl__onto_read(&oi, 5, &on, &os, &err), 0, "%s", err.msg);
