@@ -17,17 +17,6 @@
 
 /* ----------------------------------------------------------------- samples */
 
-static int is_missing(const pl__field *f)
-{
-    static const char *const na[] = {"NA", "NaN", "nan"};
-    if (f->len == 0)
-        return 1;
-    for (int i = 0; i < 3; i++)
-        if (f->len == strlen(na[i]) && !memcmp(f->s, na[i], f->len))
-            return 1;
-    return 0;
-}
-
 /* The samples TSV as a row provider (build_input.h). */
 struct pl__samples_tsv {
     pl__text tx;
@@ -139,7 +128,7 @@ static int tsv_next(void *ctx, pl__sample_row *r, pl_err *err)
     for (uint32_t l = 0; l < t->n_labels; l++) {
         const pl__field *lf = &f[t->label_col[l]];
         int pr = 0;
-        if (is_missing(lf)) {
+        if (pl__field_missing(lf)) {
             t->labels[l] = NAN;
         } else if ((pr = pl__parse_float(lf, &t->labels[l])) < 0) {
             return pl__text_fail(tx, lf->col, err,

@@ -276,6 +276,17 @@ static int number_cstr(const pl__field *f, char *buf, size_t cap)
     return 0;
 }
 
+int pl__field_missing(const pl__field *f)
+{
+    static const char *const na[] = {"NA", "NaN", "nan"};
+    if (f->len == 0)
+        return 1;
+    for (int i = 0; i < 3; i++)
+        if (f->len == strlen(na[i]) && !memcmp(f->s, na[i], f->len))
+            return 1;
+    return 0;
+}
+
 int pl__parse_double(const pl__field *f, double *out)
 {
     char buf[64], *end;

@@ -64,6 +64,9 @@ int pl__text_fields(const pl__text *t, pl__field *f, int max);
 int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/** 1 when field `f` is a missing label: empty, "NA", "NaN" or "nan". */
+int pl__field_missing(const pl__field *f);
+
 /** Parse a whole field as a finite-or-infinite double (strtod's syntax, no
  *  leading blanks, no NaN, no overflow). @return 0 or -1. */
 int pl__parse_double(const pl__field *f, double *out);

@@ -157,20 +157,9 @@ int pl__smp_gene(pl_smp_rd *d, const pl__field *f)
     return 0;
 }
 
-static int is_missing(const pl__field *f)
-{
-    static const char *const na[] = {"NA", "NaN", "nan"};
-    if (f->len == 0)
-        return 1;
-    for (int i = 0; i < 3; i++)
-        if (f->len == strlen(na[i]) && !memcmp(f->s, na[i], f->len))
-            return 1;
-    return 0;
-}
-
 int pl__smp_label(pl_smp_rd *d, const pl__field *f, uint32_t l)
 {
-    if (is_missing(f)) {
+    if (pl__field_missing(f)) {
         d->labels[l] = NAN;
         return 0;
     }
