@@ -100,16 +100,7 @@ def main():
     terms, ids, alt = ref.read_obo(obo)
     rows, _ = ref.read_gaf(gaf, ids, alt, {n: i for i, n in enumerate(orfs)}, set())
     dcell = os.path.join(work, "go_bp_dcell.txt")
-    bp = {t["id"] for t in terms if t["ns"] == "biological_process" and not t["obsolete"]}
-    with open(dcell, "w") as f:
-        for t in terms:
-            if t["id"] in bp:
-                for rel, p in t["parents"]:
-                    if rel == "is_a" and p in bp:
-                        f.write("%s\t%s\tdefault\n" % (p, t["id"]))
-        for g, t in rows:
-            if t in bp and g < len(sgenes):
-                f.write("%s\t%s\tgene\n" % (t, sgenes[g]))
+    ref.write_bp_dcell(dcell, terms, rows, sgenes)
     with open(os.path.join(syn, "build-args.txt")) as f:
         args = f.read().split("\n")
     args = [a for a in args if a]
@@ -133,10 +124,9 @@ def main():
             r[name].append(cpu([exe, "masks", db, "--all"]) -
                            cpu([exe, "masks", db, "--genes", one]))
     us = {name: statistics.median(v) / samples * 1e6 for name, v in r.items()}
-    rates = {name: 1e6 / v for name, v in us.items()}
     extra_cost = us["onto"] / us["plain"] - 1
     # 3. the DCell-style peer: genes(T) as Python sets, a loop over terms
-    parents, children, direct = {}, {}, {}
+    children, direct = {}, {}
     order = []
     with open(dcell) as f:
         for line in f:

@@ -142,6 +142,23 @@ def oracle(terms, ids, rows, namespaces, relations, min_genes):
     return final, ann, kids, dgenes, stratum, gset
 
 
+def write_bp_dcell(path, terms, rows, genes):
+    """GO biological process (is_a edges between kept, non-obsolete terms)
+    with annotation rows (gene index, term) as a three-column `parent child
+    type` file; gene index g is named genes[g] (rows past the list are left
+    out)."""
+    bp = {t["id"] for t in terms if t["ns"] == "biological_process" and not t["obsolete"]}
+    with open(path, "w") as f:
+        for t in terms:
+            if t["id"] in bp:
+                for rel, p in t["parents"]:
+                    if rel == "is_a" and p in bp:
+                        f.write(f"{p}\t{t['id']}\tdefault\n")
+        for g, t in rows:
+            if t in bp and g < len(genes):
+                f.write(f"{t}\t{genes[g]}\tgene\n")
+
+
 def run(cmd):
     out = subprocess.run(cmd, capture_output=True, text=True)
     assert out.returncode == 0, (cmd, out.stdout, out.stderr)

@@ -41,16 +41,7 @@ def go_bp_dcell(path, genes):
     terms, ids, alt = ref.read_obo(os.path.join(go, "gene_ontology.1_2.obo.gz"))
     rows, _ = ref.read_gaf(os.path.join(go, "gene_association.sgd.gz"), ids, alt,
                            {n: i for i, n in enumerate(orfs)}, set())
-    bp = {t["id"] for t in terms if t["ns"] == "biological_process" and not t["obsolete"]}
-    with open(path, "w") as f:
-        for t in terms:
-            if t["id"] in bp:
-                for rel, p in t["parents"]:
-                    if rel == "is_a" and p in bp:
-                        f.write(f"{p}\t{t['id']}\tdefault\n")
-        for g, t in rows:
-            if t in bp and g < len(genes):
-                f.write(f"{t}\t{genes[g]}\tgene\n")
+    ref.write_bp_dcell(path, terms, rows, genes)
 
 
 class Onto:
