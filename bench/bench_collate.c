@@ -19,7 +19,7 @@
 #include "loader/plan.h"
 #include "loader/table.h"
 #include "masks/masks.h"
-#include "src/cli/cli.h"
+#include "cli/cli.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
 

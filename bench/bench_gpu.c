@@ -19,7 +19,7 @@
 #include "loader/loader.h"
 #include "loader/upload.h"
 #include "pl_config.h"
-#include "src/cli/cli.h"
+#include "cli/cli.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
 

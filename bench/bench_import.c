@@ -21,7 +21,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "preprocess/import/import.h"
+#include "preprocess/import/edges/import.h"
 #include "src/core/progress.h"
 
 enum { N_GENES = 6600 };

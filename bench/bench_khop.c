@@ -16,7 +16,7 @@
 #include "json.h"
 #include "masks/khop.h"
 #include "masks/masks.h"
-#include "src/cli/cli.h"
+#include "cli/cli.h"
 #include "src/core/progress.h"
 #include "src/core/vec.h"
 

@@ -21,7 +21,7 @@
 #include "json.h"
 #include "loader/plan.h"
 #include "masks/masks.h"
-#include "src/cli/cli.h"
+#include "cli/cli.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"

@@ -8,7 +8,7 @@
 
 #include "bench.h"
 #include "json.h"
-#include "src/cli/cli.h"
+#include "cli/cli.h"
 #include "src/core/progress.h"
 
 int pl_bench_memory(int argc, char **argv)

@@ -22,7 +22,7 @@
 #include "bench.h"
 #include "json.h"
 #include "loader/produce.h"
-#include "src/cli/cli.h"
+#include "cli/cli.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "fuzzutil.h"
-#include "preprocess/import/reader.h"
+#include "preprocess/import/edges/reader.h"
 
 static int check_edge(void *ctx, const pl_imp_edge *e, const pl_src *src, pl_err *err)
 {

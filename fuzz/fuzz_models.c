@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "fuzzutil.h"
-#include "preprocess/import/metab.h"
-#include "preprocess/import/samples.h"
+#include "preprocess/import/metab/metab.h"
+#include "preprocess/import/samples/samples.h"
 #include "src/core/rule.h"
 
 static pl_names *genes(void)

@@ -5,7 +5,7 @@ values extracted from a small database that `pertload synth` + `pertload
 build` make, blocks of its sample store, and real ring slots taken from the
 Python client. Run from a build directory's environment:
 
-    PYTHONPATH=BUILD/python PERTLOAD_BIN=BUILD/src/cli/pertload \\
+    PYTHONPATH=BUILD/python PERTLOAD_BIN=BUILD/cli/pertload \\
     PERTLOAD_LIB=BUILD/libpertload.so python3 fuzz/make_seeds.py fuzz/corpus
 
 It needs numpy and mdb_dump (Debian's lmdb-utils). Existing seeds of the same

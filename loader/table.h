@@ -21,7 +21,7 @@
  *     kernel drops the lock of a dead process); a header that is still not
  *     complete once the lock is granted is a creator that died halfway, and
  *     that process removes the name and builds the table again;
- *   - is used only when it is this user's, mode 0600 or 0400 (ring/shm.h), its
+ *   - is used only when it is this user's, mode 0600 or 0400 (src/core/shm.h), its
  *     size is the header's, and the header's magic, version, identity, layout
  *     and XXH64 checksum hold, and the data's XXH64 matches: a truncated or
  *     altered segment is an error (PL_ECORRUPT), never a SIGBUS;

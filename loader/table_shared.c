@@ -1,5 +1,5 @@
 /* The sample table in shared memory, one per database and node (rules in
- * table.h; the segment helpers are ring/shm.h's).
+ * table.h; the segment helpers are src/core/shm.h's).
  *
  * Segment layout: a 4096-byte header (struct shared_hdr), then ids [n],
  * gptr [n+1], genes [refs], labels [n*n_labels], weight [n], each at a
@@ -21,11 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ring/shm.h"
 #include "src/core/checksum.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
+#include "src/core/shm.h"
 
 #define MAGIC "PLTABL01" /* 8 bytes, no NUL stored */
 #define VERSION 1u

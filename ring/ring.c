@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shm.h"
 #include "src/core/error.h"
+#include "src/core/shm.h"
 
 #define WHAT "ring"     /* segment kind in messages */
 #define SLICE_NS 100000000LL /* futex wait slice between two checks of the peer */

@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "pertload.h"
-#include "shm.h"
+#include "src/core/shm.h"
 
 #define PL__RING_MAGIC "PLRING01"     /* 8 bytes, no NUL stored */
 #define PL__RING_VERSION 2u

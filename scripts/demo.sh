@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 "$(dirname "$0")/install-deps.sh"
 [ -f build/build.ninja ] || meson setup build
 ninja -C build
-pl=build/src/cli/pertload
+pl=build/cli/pertload
 samples=${PERTLOAD_DEMO_SAMPLES:-1000000}
 if [ ! -f demo/data/build-args.txt ]; then
     $pl synth demo/data --samples "$samples"

@@ -110,7 +110,7 @@ run_asan() {
     # library reaches the log even when it ends the interpreter mid-test.
     local wrapper=$PWD/$b/pertload-leakcheck
     printf '#!/bin/sh\nASAN_OPTIONS="%s" exec "%s" "$@"\n' "$asan" \
-        "$PWD/$b/src/cli/pertload" > "$wrapper"
+        "$PWD/$b/cli/pertload" > "$wrapper"
     chmod +x "$wrapper"
     # `pertload bench` runs its report in Python: leak checking off there too.
     local pywrap=$PWD/$b/python-noleakcheck
@@ -129,7 +129,7 @@ run_asan() {
 
 run_tsan() {
     local b=build-tsan logs
-    setup "$b" thread "" tests/threads_check src/cli/pertload
+    setup "$b" thread "" tests/threads_check cli/pertload
     logs=$PWD/$b/san-logs
     fresh_logs "$logs"
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$logs/tsan"

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "preprocess/import/reader.h"
+#include "preprocess/import/edges/reader.h"
 #include "testutil.h"
 
 /** Codecs of pl_test_write_codec(). */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "importutil.h"
-#include "preprocess/import/metab.h"
+#include "preprocess/import/metab/metab.h"
 #include "src/core/rule.h"
 
 static char *dir, *path;

@@ -1,4 +1,4 @@
-/* Gene-name resolution (preprocess/import/names.h): gene list, alias tables
+/* Gene-name resolution (preprocess/import/names/names.h): gene list, alias tables
  * with precedence and ambiguity, the case policy, unresolved-name counts,
  * the unordered-pair set, and the pair policy and strict mode of a run. */
 #include <criterion/criterion.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "importutil.h"
-#include "preprocess/import/import.h"
-#include "preprocess/import/names.h"
+#include "preprocess/import/edges/import.h"
+#include "preprocess/import/names/names.h"
 
 static char *dir;
 static pl_names *nm;

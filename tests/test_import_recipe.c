@@ -1,4 +1,4 @@
-/* Dataset recipes (preprocess/import/recipe.h) and `pertload recipe check`:
+/* Dataset recipes (preprocess/import/recipe/recipe.h) and `pertload recipe check`:
  * a recipe using every key, malformed recipes named by recipe:line:col, and
  * the command's report, --unresolved list and --strict mode on small files. */
 #include <criterion/criterion.h>
@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include "importutil.h"
-#include "preprocess/import/recipe.h"
+#include "preprocess/import/recipe/recipe.h"
 
 static char *dir;
 static void setup(void)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "importutil.h"
-#include "preprocess/import/samples.h"
+#include "preprocess/import/samples/samples.h"
 
 static char *dir, *path;
 static pl_names *nm;

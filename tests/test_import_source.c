@@ -1,4 +1,4 @@
-/* The import line source (preprocess/import/source.h): the same lines from
+/* The import line source (preprocess/import/source/source.h): the same lines from
  * plain, gzip, zstd, a FIFO and standard input; several gzip members and
  * zstd frames; truncated and corrupt streams, NUL bytes and invalid UTF-8
  * named by file and line; real downloaded files against zcat. */
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "importutil.h"
-#include "preprocess/import/source.h"
+#include "preprocess/import/source/source.h"
 
 static char *dir;
 

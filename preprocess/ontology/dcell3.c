@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ontology.h"
-#include "preprocess/import/source.h"
+#include "preprocess/import/source/source.h"
 #include "src/core/error.h"
 
 static int define(pl_onto_raw *r, const pl__field *f, uint32_t *t)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "ontology.h"
-#include "preprocess/import/source.h"
+#include "preprocess/import/source/source.h"
 #include "src/core/error.h"
 
 enum { GAF_MIN = 15, GAF_MAX = 17 };

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ontology.h"
-#include "preprocess/import/source.h"
+#include "preprocess/import/source/source.h"
 #include "src/core/error.h"
 #include "src/core/vec.h"
 

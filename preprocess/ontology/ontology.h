@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "pertload.h"
-#include "preprocess/import/names.h"
+#include "preprocess/import/names/names.h"
 #include "src/core/strtab.h"
 
 /** Resolve a gene name `s[0..len)` to its index, or -1. */

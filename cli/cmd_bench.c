@@ -31,7 +31,7 @@ static int is_file(const char *path) { return access(path, R_OK) == 0; }
 
 /* Run bench/report.py with this program and its Python client: in a build
  * tree they are BUILD/bench and BUILD/python (this program is
- * BUILD/src/cli/pertload); installed, PREFIX/share/pertload/bench. The
+ * BUILD/cli/pertload); installed, PREFIX/share/pertload/bench. The
  * interpreter is the one the build found, or $PERTLOAD_PYTHON when set. */
 static int report(int argc, char **argv)
 {

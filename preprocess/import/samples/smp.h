@@ -4,7 +4,7 @@
 #define PL_IMPORT_SMP_H
 
 #include "samples.h"
-#include "source.h"
+#include "preprocess/import/source/source.h"
 
 struct pl_smp_rd {
     const pl_smp_spec *s;

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "names.h"
+#include "preprocess/import/names/names.h"
 #include "preprocess/ruleset.h"
 #include "src/core/strtab.h"
 

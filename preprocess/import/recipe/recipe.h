@@ -69,11 +69,11 @@
 
 #include <stdint.h>
 
-#include "import.h"
-#include "metab.h"
+#include "preprocess/import/edges/import.h"
+#include "preprocess/import/metab/metab.h"
 #include "preprocess/ontology/ontology.h"
-#include "names.h"
-#include "samples.h"
+#include "preprocess/import/names/names.h"
+#include "preprocess/import/samples/samples.h"
 
 enum { PL_RECIPE_MAX_ALIASES = 16, PL_RECIPE_MAX_SAMPLES = 16 };
 

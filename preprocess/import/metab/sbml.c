@@ -36,7 +36,7 @@
 #include <sbml/packages/fbc/common/FbcExtensionTypes.h>
 
 #include "metab.h"
-#include "source.h"
+#include "preprocess/import/source/source.h"
 #include "src/core/error.h"
 #include "src/core/vec.h"
 

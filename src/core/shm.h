@@ -1,6 +1,7 @@
 /* POSIX shared-memory segments of one user under /dev/shm: the ring
  * (ring/ring.c) and the shared sample table (loader/table_shared.c) name,
- * open, check, size and remove their segments here, with one set of rules:
+ * open, check, size and remove their segments here, in the core below both
+ * stages, with one set of rules:
  *   - a segment is used only when it is a regular file of this user closed to
  *     group and others (0600, or 0400 once read-only), checked with fstat() on
  *     the open file, so that the name cannot be swapped between check and use;
@@ -10,8 +11,8 @@
  *     (st_dev/st_ino), never one a racing creator just made;
  *   - a process's liveness is its pid and its start time, so that a recycled
  *     pid does not pass for the original process. */
-#ifndef PL_RING_SHM_H
-#define PL_RING_SHM_H
+#ifndef PL_CORE_SHM_H
+#define PL_CORE_SHM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "names.h"
+#include "preprocess/import/names/names.h"
 #include "reader.h"
 
 /** One edge source of a recipe. */

@@ -35,7 +35,7 @@
 #include <yaml.h>
 
 #include "metab.h"
-#include "source.h"
+#include "preprocess/import/source/source.h"
 #include "src/core/error.h"
 #include "src/core/vec.h"
 

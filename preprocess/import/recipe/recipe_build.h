@@ -13,7 +13,7 @@
 #ifndef PL_IMPORT_RECIPE_BUILD_H
 #define PL_IMPORT_RECIPE_BUILD_H
 
-#include "import.h"
+#include "preprocess/import/edges/import.h"
 #include "pertload.h"
 #include "recipe.h"
 

@@ -38,8 +38,8 @@
 
 #include <stdint.h>
 
-#include "names.h"
-#include "reader.h"
+#include "preprocess/import/names/names.h"
+#include "preprocess/import/edges/reader.h"
 #include "src/core/strtab.h"
 
 typedef enum pl_smp_format {

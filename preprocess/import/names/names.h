@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "pertload.h"
-#include "source.h"
+#include "preprocess/import/source/source.h"
 
 typedef struct pl_names pl_names;
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "preprocess/import/recipe_build.h"
+#include "preprocess/import/recipe/recipe_build.h"
 #include "src/core/error.h"
 
 static const char usage[] =

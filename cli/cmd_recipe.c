@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "preprocess/import/recipe.h"
+#include "preprocess/import/recipe/recipe.h"
 #include "src/core/error.h"
 
 static const char *usage_text =

@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "source.h"
+#include "preprocess/import/source/source.h"
 
 /** One edge as read: the names are views into the current line (valid during
  *  the `emit` call only); `score` is NAN where the format has none. */
