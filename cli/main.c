@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "pl_config.h"
-#include "preprocess/text.h"
+#include "src/core/parse.h"
 
 static const struct {
     const char *name;

@@ -16,12 +16,7 @@
 #include <stdint.h>
 
 #include "pertload.h"
-
-typedef struct pl__field {
-    const char *s;
-    uint32_t len;
-    uint32_t col; /* 1-based column of the first byte */
-} pl__field;
+#include "src/core/parse.h"
 
 typedef struct pl__text {
     const char *path;
@@ -63,24 +58,6 @@ int pl__text_fields(const pl__text *t, pl__field *f, int max);
 /** Fail with PL_EPARSE: "path:line:col: reason". */
 int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-
-/** 1 when field `f` is a missing label: empty, "NA", "NaN" or "nan". */
-int pl__field_missing(const pl__field *f);
-
-/** Parse a whole field as a finite-or-infinite double (strtod's syntax, no
- *  leading blanks, no NaN, no overflow). @return 0 or -1. */
-int pl__parse_double(const pl__field *f, double *out);
-
-/** Parse a whole field as a float32, correctly rounded: a decimal or
- *  hexadecimal number, or an infinity spelt as strtof() reads it ("inf",
- *  "-Infinity"). Magnitudes below the smallest float32 become subnormal or 0.
- *  @return 0; -1 when the field is not a number (or a NaN); PL_ERANGE when it
- *  is a finite number too large for float32 (beyond +-3.4028235e38). */
-int pl__parse_float(const pl__field *f, float *out);
-
-/** Parse a whole field as an unsigned 64-bit decimal: digits only (no blanks,
- *  sign or base prefix). @return 0 or -1 (also on overflow). */
-int pl__parse_u64(const pl__field *f, uint64_t *out);
 
 /** 1 when the n bytes at s contain the word w, ignoring ASCII case (header
  *  recognition), else 0. */
