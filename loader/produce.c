@@ -17,6 +17,7 @@
 #include "src/core/db.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
+#include "table_shared.h"
 
 typedef struct pl__worker {
     pl__producer *p;

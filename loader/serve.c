@@ -15,6 +15,7 @@
 #include "produce.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
+#include "table_shared.h"
 
 static char abort_name[PL_RING_NAME_MAX + 16];
 static const pl__table *abort_table; /* a shared table, set once it is loaded */

@@ -210,8 +210,8 @@ void pl__table_free(pl__table *t)
 {
     if (!t)
         return;
-    if (t->shm_base) {
-        pl__table_shared_release(t);
+    if (t->release) {
+        t->release(t);
         memset(t, 0, sizeof *t);
         return;
     }

@@ -3,7 +3,7 @@
  * at random at memory speed.
  *
  * Private or shared: pl__table_load() decodes into this process's heap;
- * pl__table_load_shared() (table_shared.c, the default of `pertload serve`)
+ * pl__table_load_shared() (table_shared.h, the default of `pertload serve`)
  * decodes once per node into a read-only POSIX shared-memory segment that
  * every later process over the same database maps, so that the ranks of one
  * node hold one table between them. The segment:
@@ -60,7 +60,8 @@ typedef struct pl__table {
     const char *backend; /* "io_uring" or "pread" */
     int locked;          /* read buffers page-locked (mlock, or by the allocator) */
     int registered;      /* read buffers registered with io_uring */
-    /* Shared tables (table_shared.c); shm_base NULL for a private one. */
+    /* Shared tables (table_shared.h); shm_base NULL for a private one. */
+    void (*release)(struct pl__table *t); /* frees a shared table; NULL: private */
     void *shm_base;      /* the read-only mapping of the segment */
     size_t shm_bytes;
     int shm_fd;          /* holds LOCK_SH while mapped */
@@ -95,25 +96,6 @@ uint64_t pl__table_refs(const pl_db *db);
  *  not released on failure. */
 int pl__table_decode(pl_db *db, const pl_graph *g, int io_mode, const pl__table_mem *mem,
                      pl__table *t, pl_err *err);
-
-/** The table of `db` in shared memory: attach the segment of the same
- *  database when one is complete, else build it (rules above). Read-only.
- *  @return 0, PL_ECORRUPT (a segment under the name is truncated or altered),
- *  -EPERM (the name is held by a file of another user or with other modes),
- *  -ENOSPC (the table needs over half the free space of /dev/shm), or the
- *  codes of pl__table_load(). */
-int pl__table_load_shared(pl_db *db, const pl_graph *g, int io_mode, pl__table *t,
-                          pl_err *err);
-
-/** Unmap a shared table and drop its lock, removing the segment when this
- *  was its last user (pl__table_free() calls it). */
-void pl__table_shared_release(pl__table *t);
-
-/** Drop this process's lock on shared table `fd` (file `path`) and remove the
- *  segment when no other process holds one; the mapping stays. Only system
- *  calls: the signal handler of `pertload serve` calls it before the process
- *  dies. */
-void pl__table_shared_leave(int fd, const char *path);
 
 /** Release the table (safe on a zeroed struct). */
 void pl__table_free(pl__table *t);

@@ -4,7 +4,7 @@
  * Segment layout: a 4096-byte header (struct shared_hdr), then ids [n],
  * gptr [n+1], genes [refs], labels [n*n_labels], weight [n], each at a
  * 64-aligned offset; total_bytes is the file size. */
-#include "table.h"
+#include "table_shared.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -211,6 +211,7 @@ static int try_attach(const char *base, const identity *id, pl__table *t, pl_err
     }
     point(t, &hd, map);
     t->shm_base = map;
+    t->release = pl__table_shared_release;
     t->shm_bytes = hd.total_bytes;
     t->shm_fd = fd;
     snprintf(t->shm_path, sizeof t->shm_path, "%s", path);
@@ -321,6 +322,7 @@ static int create(pl_db *db, const pl_graph *g, int io_mode, const char *base,
     fchmod(fd, 0400);
     flock(fd, LOCK_SH); /* waiters attach now */
     t->shm_base = map;
+    t->release = pl__table_shared_release;
     t->shm_bytes = lay.total_bytes;
     t->shm_fd = fd;
     t->shm_created = 1;

@@ -1,5 +1,6 @@
 /* What the sample readers (smp_table.c, smp_sga.c) share: one row's genes,
- * labels and categories, and the result's names. */
+ * labels and categories, and the result's names (samples.c), and the
+ * readers' entry points that smp_read.c calls. */
 #ifndef PL_IMPORT_SMP_H
 #define PL_IMPORT_SMP_H
 
