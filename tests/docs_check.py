@@ -215,7 +215,12 @@ def main():
     try:
         demo = make_db(build, bin_path, base)
         env = dict(os.environ)
-        env["PATH"] = os.path.dirname(os.path.abspath(bin_path)) + os.pathsep + env["PATH"]
+        # The pages are written for Debian, where python3 is /usr/bin/python3.
+        shims = os.path.join(base, "bin")
+        os.makedirs(shims)
+        os.symlink("/usr/bin/python3", os.path.join(shims, "python3"))
+        env["PATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(bin_path)), shims,
+                                       env["PATH"]])
         env["PYTHONPATH"] = os.path.join(build, "python")
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["PERTLOAD_DEMO_SAMPLES"] = "3000"
