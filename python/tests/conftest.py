@@ -309,15 +309,21 @@ def pyg_dir(tmp_path_factory):
     return d
 
 
+_PYG_MODULES = {}
+
+
 @pytest.fixture(scope="module")
 def torch_geometric(pyg_dir):
-    """torch_geometric importable for one test module, then unloaded again
-    (the other modules see pertload without PyG)."""
+    """torch_geometric importable for one test module, then hidden again
+    (the other modules see pertload without PyG). Its modules are kept
+    aside and put back, not imported twice: PyG registers names with torch
+    once per process."""
     sys.path.insert(0, str(pyg_dir))
+    sys.modules.update(_PYG_MODULES)
     import torch_geometric as tg
 
     assert tg.__version__ == "2.4.0" and Path(tg.__file__).is_relative_to(pyg_dir)
     yield tg
     sys.path.remove(str(pyg_dir))
     for name in [m for m in sys.modules if m.split(".")[0] == "torch_geometric"]:
-        del sys.modules[name]
+        _PYG_MODULES[name] = sys.modules.pop(name)
