@@ -233,3 +233,36 @@ def test_without_torch_geometric_the_mapping(small, torch_geometric, monkeypatch
     assert m["gene"]["num_nodes"] == B * N
     torch.testing.assert_close(m["labels"], b.y, equal_nan=True)
     loader.close()
+
+
+def test_node_features_gathered_as_x(small, torch_geometric, tmp_path):
+    from torch_geometric.data import Batch
+
+    N, R = len(small.genes), len(small.reactions)
+    rng = np.random.default_rng(5)
+    fg = rng.standard_normal((N, 6)).astype(np.float16)
+    fr = rng.standard_normal((R, 3)).astype(np.float32)
+    np.save(tmp_path / "reaction.npy", fr)
+    loader = pertload.Loader(small.db, batch_size=20,
+                             features={"gene": fg, "reaction": tmp_path / "reaction.npy"})
+    batch = next(iter(loader))
+    rows = batch.row.tolist()
+    b = batch.to_torch("cpu", layout="pyg")
+    assert b["gene"].x.dtype == torch.float16 and b["gene"].x.shape == (len(rows) * N, 6)
+    graphs = [sample_graph(torch_geometric, small, r, x=torch.from_numpy(fg)) for r in rows]
+    for g in graphs:
+        g["reaction"].x = torch.from_numpy(fr)
+    assert_same(Batch.from_data_list(graphs, follow_batch=FOLLOW), b, "features")
+    assert_same(graphs[3], b.get_example(3), "features of sample 3")
+    lz = batch.to_torch("cpu", layout="lazy")
+    assert torch.equal(lz["reaction"].x, torch.from_numpy(fr).repeat(len(rows), 1))
+    assert "x" not in lz["metabolite"]
+    loader.close()
+    bad = {"rows": (np.zeros((N + 1, 4), np.float32), r"shape \(301, 4\), \[300, F\]"),
+           "dtype": (np.zeros((N, 4), np.float64), "dtype float64, float32 or float16"),
+           "rank": (np.zeros(N, np.float32), r"shape \(300,\)")}
+    for why, (a, msg) in bad.items():
+        with pytest.raises(ValueError, match="features of 'gene': " + msg):
+            pertload.Loader(small.db, features={"gene": a})
+    with pytest.raises(ValueError, match="the graph has no node type 'cell'"):
+        pertload.Loader(small.db, features={"cell": fg})
