@@ -308,27 +308,27 @@ class Batch:
         needed).
 
         layout="pyg": the disjoint union of the samples' graphs that PyG
-        models consume (pertload.pyg): "gene" {"num_nodes" B*N, "batch"
-        [B*N], "ptr" [B+1], "pert_mask" bool [B*N], "perturbed" (the deleted
-        genes' node indices)}; per edge type {"edge_index" [2, K] (every
-        sample's kept edges in graph order, nodes offset by sample * N),
-        "ptr" [B+1] (each sample's first edge)}; with metabolism "reaction"
-        (with "mask": kept reactions), "metabolite", ("gene", "gpr",
-        "reaction") and ("reaction", "rmr", "metabolite") (with
-        "stoichiometry") alike; with an ontology "term" (as "reaction": "mask"
-        = terms that see no deleted gene) and ("gene", "annotated", "term")
-        (the kept annotations); "labels", "sample_id", "row", "payload".
-        A torch_geometric HeteroData where PyG is importable, else that
-        mapping. It is built from the shared graph on the device (default
-        the loader's, uploaded once per device; or `graph`) with a few
-        vectorised ops per type, no dense masks.
+        models consume (pertload.pyg); layout="lazy": every sample's full
+        graph with boolean masks, TorchCell's lazy batch (pertload.lazy).
+        Where torch_geometric imports, a torch_geometric Batch of HeteroData
+        (num_graphs, get_example, to_data_list; node stores num_nodes,
+        batch, ptr, n_id, mask, pert_mask, x with features; gene
+        perturbation_indices with its _ptr and _batch; y, sample_id, row,
+        payload), else a mapping of the same stores with, in layout "pyg",
+        each edge type's "ptr" [B+1], the gene store's "perturbed" (deleted
+        genes' batch indices) and "labels" (docs/models.md). edge_types:
+        the relations to build (gene-gene types, "gpr", "rmr",
+        "annotated"; default all). Built from the shared graph on the
+        device (default the loader's, uploaded once per device; or
+        `graph`) with a few vectorised ops per type, no dense masks.
 
         With `graph` (a Graph), first checks that both come from the same
         database (gene list and edge arrays, by their fingerprints) and raises
         LoaderError when not: the batch's indices would address the wrong
         genes and edges; layout="pyg" then uses that graph's tensors (kept
         per device on the Graph). `graph` may also be the mapping
-        Graph.to_torch(device) returned (layout="pyg" only; not checked).
+        Graph.to_torch(device) returned (layouts "pyg" and "lazy"; not
+        checked).
 
         Returns {("gene", t, "gene"): {"mask" bool [B, E_t] (True = kept),
         "removed" int64, "ptr" int64}, "gene": {"pert_mask", "mask",

@@ -266,3 +266,42 @@ def test_node_features_gathered_as_x(small, torch_geometric, tmp_path):
             pertload.Loader(small.db, features={"gene": a})
     with pytest.raises(ValueError, match="the graph has no node type 'cell'"):
         pertload.Loader(small.db, features={"cell": fg})
+
+
+@pytest.mark.parametrize("layout", ["pyg", "lazy"])
+def test_khop_parts_in_the_batch(small, torch_geometric, layout):
+    """k-hop lists in a Batch: the gene mask flat, the genes local with
+    _ptr/_batch, each walked type's mask over the store's edges (the kept
+    ones in layout pyg), capped per sample; against the mapping (checked
+    against a BFS by test_khop) and through the to_data_list round trip."""
+    from torch_geometric.data import Batch
+
+    loader = pertload.Loader(small.db, batch_size=25, khop=1)
+    batch = next(iter(loader))
+    B, N = len(batch), len(small.genes)
+    b = batch.to_torch("cpu", layout=layout)
+    plain = batch.to_torch("cpu", layout="masks")
+    g, pg = b["gene"], plain["gene"]
+    assert torch.equal(g.khop_mask, pg["khop_mask"].reshape(-1))
+    assert torch.equal(g.khop_genes, pg["khop_genes"])
+    assert torch.equal(g.khop_genes_ptr, pg["khop_ptr"])
+    assert torch.equal(b.khop_capped, pg["khop_capped"])
+    walked = 0
+    for t in small.types:
+        key = ("gene", t, "gene")
+        if "khop_mask" not in plain[key]:
+            continue
+        walked += 1
+        want = plain[key]["khop_mask"].reshape(-1)
+        if layout == "pyg":
+            want = want[plain[key]["mask"].reshape(-1)]
+        assert torch.equal(b[key].khop_mask, want), t
+        assert "khop_edges" not in b[key] and "khop_ptr" not in b[key]
+    assert walked == len(small.types)
+    again = Batch.from_data_list(b.to_data_list(), follow_batch=FOLLOW + ["khop_genes"])
+    for store in b.stores:
+        for k, x in store.items():
+            if k.startswith("khop"):
+                y = again[store._key][k] if store._key else again[k]
+                assert torch.equal(x, y), (store._key, k)
+    loader.close()
