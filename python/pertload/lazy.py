@@ -26,16 +26,12 @@ HYPEREDGES = {"gpr", "rmr"}
 
 def tile(torch, ei, B, shift_src, shift_dst):
     """ei [2, E] repeated B times, copy i's nodes shifted by (i * shift_src,
-    i * shift_dst): [2, B * E]."""
+    i * shift_dst): [2, B * E], written in one broadcast add."""
     E = ei.shape[1]
-    out = ei.repeat(1, B)
-    step = torch.arange(B, device=ei.device).repeat_interleave(E)
-    if shift_src == shift_dst:
-        out.add_(step.mul_(shift_src))
-    else:
-        out[0].add_(step * shift_src)
-        out[1].add_(step.mul_(shift_dst))
-    return out
+    dev = ei.device
+    step = torch.tensor([shift_src, shift_dst], dtype=ei.dtype, device=dev).view(2, 1, 1)
+    offsets = torch.arange(B, dtype=ei.dtype, device=dev).view(1, B, 1) * step
+    return torch.add(ei.view(2, 1, E), offsets).view(2, B * E)
 
 
 def kept_mask(torch, pos, ptr, B, E, dev):

@@ -305,3 +305,44 @@ def test_khop_parts_in_the_batch(small, torch_geometric, layout):
                 y = again[store._key][k] if store._key else again[k]
                 assert torch.equal(x, y), (store._key, k)
     loader.close()
+
+
+def test_ontology_parts_in_the_batch(small, torch_geometric, tmp_path, monkeypatch):
+    """With an ontology: node store term (mask False = affected term,
+    pert_mask, n_id) and ("gene", "annotated", "term") edges, in both
+    layouts; equal to the masks layout (checked against a brute-force
+    closure by test_ontology_batches) and through the round trip."""
+    import random
+
+    from torch_geometric.data import Batch
+
+    from conftest import run_cli
+    from test_ontology import write_ontology
+
+    write_ontology(tmp_path / "onto.txt", small.genes, random.Random(11))
+    run_cli("build", "-o", tmp_path / "db", *small.build_args, "--ontology-dcell",
+            tmp_path / "onto.txt", "--quiet")
+    loader = pertload.Loader(tmp_path / "db", batch_size=21)
+    batch = next(iter(loader))
+    B, N = len(batch), len(small.genes)
+    masks = batch.to_torch("cpu")
+    ann = loader.graph.ontology.annotation_index
+    T = loader.graph.ontology.n_terms
+    key = ("gene", "annotated", "term")
+    tiled = torch.cat([torch.from_numpy(ann) + torch.tensor([[i * N], [i * T]])
+                       for i in range(B)], 1)
+    kept = masks[key]["mask"].reshape(-1)
+    for layout in ("pyg", "lazy"):
+        b = batch.to_torch("cpu", layout=layout)
+        assert torch.equal(b["term"].mask, masks["term"]["mask"].reshape(-1)), layout
+        assert torch.equal(b["term"].pert_mask, ~b["term"].mask)
+        assert torch.equal(b["term"].n_id, torch.arange(T).repeat(B))
+        if layout == "pyg":
+            assert torch.equal(b[key].edge_index, tiled[:, kept])
+        else:
+            assert torch.equal(b[key].edge_index, tiled) and torch.equal(b[key].mask, kept)
+        again = Batch.from_data_list(b.to_data_list(), follow_batch=FOLLOW)
+        for k in ("mask", "pert_mask", "n_id", "batch", "ptr"):
+            assert torch.equal(again["term"][k], b["term"][k]), (layout, k)
+        assert torch.equal(again[key].edge_index, b[key].edge_index), layout
+    loader.close()
