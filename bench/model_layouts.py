@@ -23,13 +23,13 @@ import argparse
 import sys
 import time
 
-import numpy as np
 import torch
 from torch_geometric.data import Batch, HeteroData
 from torch_geometric.nn import HeteroConv, SAGEConv, global_mean_pool
 from torch_geometric.utils import subgraph
 
 import pertload
+from pyg_layout import best  # the sibling bench: best of n runs
 
 
 def out_bytes(b):
@@ -40,15 +40,6 @@ def out_bytes(b):
             if isinstance(x, torch.Tensor):
                 n += x.numel() * x.element_size()
     return n
-
-
-def best(f, reps):
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def per_sample_pyg(batch, graph, ei, types):

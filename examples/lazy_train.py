@@ -20,7 +20,6 @@ usage: lazy_train.py [DB] [--epochs 2] [--batch-size 32] [--workers 0]
 Runs with or without torch_geometric (a Batch or a mapping, read alike).
 Without DB it builds the synthetic yeast-scale default (examples/train.py).
 """
-import argparse
 import sys
 import tempfile
 import time
@@ -77,13 +76,7 @@ class MaskedNet(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("db", nargs="?")
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--workers", type=int, default=0)
-    ap.add_argument("--samples", type=int, default=4000)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = train.model_arguments(__doc__)
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     t0 = time.perf_counter()

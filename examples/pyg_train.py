@@ -16,7 +16,6 @@ usage: pyg_train.py [DB] [--epochs 2] [--batch-size 32] [--workers 0]
 Needs torch_geometric. Without DB it builds the synthetic yeast-scale
 default (examples/train.py) with --samples samples (4,000 unless given).
 """
-import argparse
 import sys
 import tempfile
 import time
@@ -55,14 +54,8 @@ class HeteroNet(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("db", nargs="?")
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--workers", type=int, default=0)
-    ap.add_argument("--samples", type=int, default=4000)
+    ap = train.model_arguments(__doc__)
     ap.add_argument("--features", metavar="NPY", help="gene features [n_genes, F]")
-    ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     t0 = time.perf_counter()

@@ -128,6 +128,19 @@ def run_epoch(model, loader, opt=None, timing=None):
     return sq / max(n, 1), r
 
 
+def model_arguments(doc, samples=4000, batch_size=32):
+    """The command line of the model examples (pyg_train.py, lazy_train.py):
+    DB, --epochs, --batch-size, --workers, --samples, --seed."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("db", nargs="?")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=batch_size)
+    ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--samples", type=int, default=samples)
+    ap.add_argument("--seed", type=int, default=0)
+    return ap
+
+
 def datamodule_80_20(db, graph, **opts):
     """A DataModule over a random 80/20 split of the database's rows (by
     opts' seed)."""

@@ -278,7 +278,6 @@ def test_khop_parts_in_the_batch(small, torch_geometric, layout):
 
     loader = pertload.Loader(small.db, batch_size=25, khop=1)
     batch = next(iter(loader))
-    B, N = len(batch), len(small.genes)
     b = batch.to_torch("cpu", layout=layout)
     plain = batch.to_torch("cpu", layout="masks")
     g, pg = b["gene"], plain["gene"]
