@@ -29,17 +29,7 @@ from torch_geometric.nn import HeteroConv, SAGEConv, global_mean_pool
 from torch_geometric.utils import subgraph
 
 import pertload
-from pyg_layout import best  # the sibling bench: best of n runs
-
-
-def out_bytes(b):
-    """Bytes of every tensor of a Batch."""
-    n = 0
-    for store in b.stores:
-        for x in store.values():
-            if isinstance(x, torch.Tensor):
-                n += x.numel() * x.element_size()
-    return n
+from pyg_layout import best, out_bytes  # the sibling bench
 
 
 def per_sample_pyg(batch, graph, ei, types):
