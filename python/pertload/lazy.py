@@ -46,7 +46,7 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
     pyg.build): node stores (pyg.node_stores) and per chosen edge type
     {"edge_index" or "hyperedge_index" [2, B * E], "mask" bool [B * E],
     "num_edges" [E] * B}, RMR with "stoichiometry" [B * E]."""
-    out = pyg.node_stores(torch, lists, graph, B, kinds, dev)
+    out = pyg.node_stores(torch, lists, graph, B, dev)
     for key, slot_name in pyg.chosen(kinds, edge_types):
         g = graph.get(key)
         if g is None:

@@ -92,7 +92,7 @@ def rows_of(torch, ptr, n, dev):
                                    output_size=n)
 
 
-def node_stores(torch, lists, graph, B, kinds, dev):
+def node_stores(torch, lists, graph, B, dev):
     """The node stores of the pyg and lazy layouts (see _nodes): gene with
     the deleted genes (pert_mask True, mask False) and perturbation_indices
     (their rows in the shared graph, int64, every sample's in turn) with
@@ -142,7 +142,7 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
     mapping: node stores (node_stores) with, on gene, "perturbed" (the
     deleted genes' node indices in the batch); per edge type "edge_index"
     and "ptr" (each sample's first edge), RMR with "stoichiometry"."""
-    out = node_stores(torch, lists, graph, B, kinds, dev)
+    out = node_stores(torch, lists, graph, B, dev)
     gene = out["gene"]
     gene["perturbed"] = torch.nonzero(gene["pert_mask"]).squeeze(1)
     for key, slot_name in chosen(kinds, edge_types):
