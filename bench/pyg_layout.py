@@ -18,10 +18,13 @@ import pertload
 
 
 def out_bytes(t):
-    """Bytes of every tensor of a layout."""
+    """Bytes of every tensor of a layout (a torch_geometric Batch or the
+    mapping)."""
+    stores = t.stores if hasattr(t, "stores") else [
+        v if isinstance(v, dict) else {None: v} for v in t.values()]
     n = 0
-    for v in t.values():
-        for x in (v.values() if isinstance(v, dict) else [v]):
+    for store in stores:
+        for x in store.values():
             if isinstance(x, torch.Tensor):
                 n += x.numel() * x.element_size()
     return n

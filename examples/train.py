@@ -87,18 +87,28 @@ class GNNModel(nn.Module):
         deg = torch.zeros(len(x)).index_add_(0, dst, torch.ones(len(dst))).clamp(min=1)
         h = torch.relu(self.lin(torch.cat([x, agg / deg.unsqueeze(1)], 1)))
         # The deleted genes' states, averaged per sample.
-        who = g["perturbed"]
+        who = torch.nonzero(g["pert_mask"]).squeeze(1)
         sample = g["batch"][who]
         pooled = torch.zeros(B, h.shape[1]).index_add_(0, sample, h[who])
         count = torch.zeros(B).index_add_(0, sample, torch.ones(len(who))).clamp(min=1)
         return self.out(pooled / count.unsqueeze(1)).squeeze(1)
 
 
-def run_epoch(model, loader, opt=None):
-    """One pass; returns (mean squared error, Pearson r) over labelled samples."""
+def run_epoch(model, loader, opt=None, timing=None):
+    """One pass; returns (mean squared error, Pearson r) over labelled samples.
+    With a dict `timing`, sets its "wait" (seconds spent waiting for
+    batches: the data stall) and "total" (seconds of the pass)."""
     sq, n, preds, ys = 0.0, 0, [], []
-    for t in loader:
-        y = t["labels"][:, 0]
+    wait, t0 = 0.0, time.perf_counter()
+    it = iter(loader)
+    while True:
+        w0 = time.perf_counter()
+        t = next(it, None)
+        wait += time.perf_counter() - w0
+        if t is None:
+            break
+        # labels: "labels" of a mapping, y of a torch_geometric Batch
+        y = (t["labels"] if isinstance(t, dict) else t.y)[:, 0]
         keep = ~torch.isnan(y)
         with torch.set_grad_enabled(opt is not None):
             p = model(t)
@@ -111,9 +121,44 @@ def run_epoch(model, loader, opt=None):
         n += int(keep.sum())
         preds.append(p.detach()[keep])
         ys.append(y[keep])
+    if timing is not None:
+        timing.update(wait=wait, total=time.perf_counter() - t0)
     p, y = torch.cat(preds).numpy(), torch.cat(ys).numpy()
     r = float(np.corrcoef(p, y)[0, 1]) if len(p) > 1 and p.std() > 0 else float("nan")
     return sq / max(n, 1), r
+
+
+def model_arguments(doc, samples=4000, batch_size=32):
+    """The command line of the model examples (pyg_train.py, lazy_train.py):
+    DB, --epochs, --batch-size, --workers, --samples, --seed."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("db", nargs="?")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=batch_size)
+    ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--samples", type=int, default=samples)
+    ap.add_argument("--seed", type=int, default=0)
+    return ap
+
+
+def datamodule_80_20(db, graph, **opts):
+    """A DataModule over a random 80/20 split of the database's rows (by
+    opts' seed)."""
+    rows = np.random.default_rng(opts.get("seed", 0)).permutation(graph.n_samples)
+    cut = len(rows) * 8 // 10
+    return pertload.DataModule(db, {"train": rows[:cut], "test": rows[cut:]}, **opts)
+
+
+def fit(model, opt, train, test, epochs):
+    """Train and evaluate `epochs` times, a line per epoch with the share of
+    the training pass spent waiting for batches (the data stall)."""
+    for epoch in range(epochs):
+        timing = {}
+        mse, r = run_epoch(model, train, opt, timing)
+        test_mse, test_r = run_epoch(model, test)
+        print(f"epoch {epoch}: train loss (MSE) {mse:.4f}, r {r:.3f}; held-out MSE "
+              f"{test_mse:.4f}, r {test_r:.3f} ({timing['total']:.1f} s, data stall "
+              f"{timing['wait'] / max(timing['total'], 1e-9):.0%})", flush=True)
 
 
 def main():
@@ -143,9 +188,7 @@ def main():
             how = f"split column {a.split_column!r}: {dm.splits['train'][1]!r} and " \
                   f"{dm.splits[held][1]!r}"
         else:
-            rows = np.random.default_rng(a.seed).permutation(graph.n_samples)
-            cut = len(rows) * 8 // 10
-            dm = pertload.DataModule(db, {"train": rows[:cut], "test": rows[cut:]}, **opts)
+            dm = datamodule_80_20(db, graph, **opts)
             held, how = "test", "rows 80/20"
         model = GNNModel(graph, a.gnn) if a.gnn else ListsModel(graph)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
@@ -155,13 +198,7 @@ def main():
               f"{dm.datasets[held].n_samples} test; {how}), "
               f"{graph.n_genes} genes, {len(graph.type_names)} edge types; "
               f"model {type(model).__name__}, layout {layout!r}", flush=True)
-        for epoch in range(a.epochs):
-            e0 = time.perf_counter()
-            mse, r = run_epoch(model, train, opt)
-            test_mse, test_r = run_epoch(model, test)
-            print(f"epoch {epoch}: train loss (MSE) {mse:.4f}, r {r:.3f}; held-out MSE "
-                  f"{test_mse:.4f}, r {test_r:.3f} ({time.perf_counter() - e0:.1f} s)",
-                  flush=True)
+        fit(model, opt, train, test, a.epochs)
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -4,6 +4,8 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config liblmdb-dev liburing-dev libzstd-dev
       libroaring-dev libcriterion-dev zlib1g-dev libyaml-dev libsbml5-dev libxml2-dev python3 python3-numpy python3-pytest python3-torch
       python3-matplotlib
+      python3-jinja2 python3-tqdm python3-sklearn python3-scipy python3-psutil python3-requests
+      python3-pyparsing
       python3-cobra python3-venv python3-mesonpy patchelf
       valgrind clang libclang-rt-14-dev libfuzzer-14-dev)
 missing=()

@@ -13,7 +13,7 @@ import struct
 
 import numpy as np
 
-from . import _lib, pyg
+from . import _lib, lazy, pyg
 from ._lib import LoaderError
 from .graph import check_same_database
 
@@ -308,27 +308,27 @@ class Batch:
         needed).
 
         layout="pyg": the disjoint union of the samples' graphs that PyG
-        models consume (pertload.pyg): "gene" {"num_nodes" B*N, "batch"
-        [B*N], "ptr" [B+1], "pert_mask" bool [B*N], "perturbed" (the deleted
-        genes' node indices)}; per edge type {"edge_index" [2, K] (every
-        sample's kept edges in graph order, nodes offset by sample * N),
-        "ptr" [B+1] (each sample's first edge)}; with metabolism "reaction"
-        (with "mask": kept reactions), "metabolite", ("gene", "gpr",
-        "reaction") and ("reaction", "rmr", "metabolite") (with
-        "stoichiometry") alike; with an ontology "term" (as "reaction": "mask"
-        = terms that see no deleted gene) and ("gene", "annotated", "term")
-        (the kept annotations); "labels", "sample_id", "row", "payload".
-        A torch_geometric HeteroData where PyG is importable, else that
-        mapping. It is built from the shared graph on the device (default
-        the loader's, uploaded once per device; or `graph`) with a few
-        vectorised ops per type, no dense masks.
+        models consume (pertload.pyg); layout="lazy": every sample's full
+        graph with boolean masks, TorchCell's lazy batch (pertload.lazy).
+        Where torch_geometric imports, a torch_geometric Batch of HeteroData
+        (num_graphs, get_example, to_data_list; node stores num_nodes,
+        batch, ptr, n_id, mask, pert_mask, x with features; gene
+        perturbation_indices with its _ptr and _batch; y, sample_id, row,
+        payload), else a mapping of the same stores with, in layout "pyg",
+        each edge type's "ptr" [B+1], the gene store's "perturbed" (deleted
+        genes' batch indices) and "labels" (docs/models.md). edge_types:
+        the relations to build (gene-gene types, "gpr", "rmr",
+        "annotated"; default all). Built from the shared graph on the
+        device (default the loader's, uploaded once per device; or
+        `graph`) with a few vectorised ops per type, no dense masks.
 
         With `graph` (a Graph), first checks that both come from the same
         database (gene list and edge arrays, by their fingerprints) and raises
         LoaderError when not: the batch's indices would address the wrong
         genes and edges; layout="pyg" then uses that graph's tensors (kept
         per device on the Graph). `graph` may also be the mapping
-        Graph.to_torch(device) returned (layout="pyg" only; not checked).
+        Graph.to_torch(device) returned (layouts "pyg" and "lazy"; not
+        checked).
 
         Returns {("gene", t, "gene"): {"mask" bool [B, E_t] (True = kept),
         "removed" int64, "ptr" int64}, "gene": {"pert_mask", "mask",
@@ -363,27 +363,27 @@ class Batch:
         import torch
 
         self._live()
-        if layout not in ("masks", "lists", "pyg"):
-            raise ValueError(f"layout is 'masks', 'lists' or 'pyg', not {layout!r}")
-        pyg_lists = {} if layout == "pyg" else None
+        if layout not in ("masks", "lists", "pyg", "lazy"):
+            raise ValueError(f"layout is 'masks', 'lists', 'pyg' or 'lazy', not {layout!r}")
+        pyg_lists = {} if layout in ("pyg", "lazy") else None
         dev = torch.device(device)
         if edge_types is not None:
             if pyg_lists is None:
-                raise ValueError("edge_types is an option of layout='pyg'")
+                raise ValueError("edge_types is an option of layout='pyg' and layout='lazy'")
             edge_types = set(edge_types)
-            unknown = edge_types - {k[6:] for _, k, _ in self._kinds if k.startswith("edges/")}
+            unknown = edge_types - {k[1] for k, _, _ in self._kinds if isinstance(k, tuple)}
             if unknown:
                 raise ValueError(f"edge_types: no edge type {sorted(unknown)[0]!r}")
         if graph_tensors is not None and pyg_lists is None:
-            raise ValueError("graph as tensors (Graph.to_torch()) is for layout='pyg'; pass "
-                             "the Graph for a check of the database")
+            raise ValueError("graph as tensors (Graph.to_torch()) is for layout='pyg' or "
+                             "'lazy'; pass the Graph for a check of the database")
         if pyg_lists is not None and graph_tensors is None:
             if graph is not None:
                 graph_tensors = graph.tensors_on(dev)
             elif self._graph_source is not None:
                 graph_tensors = self._graph_source(dev)
             else:
-                raise ValueError("layout='pyg' needs graph= (a Graph) for a batch made "
+                raise ValueError(f"layout={layout!r} needs graph= (a Graph) for a batch made "
                                  "outside a Loader")
         cuda = dev.type == "cuda"
         if cuda and self._ring is not None:
@@ -435,8 +435,8 @@ class Batch:
                 else:
                     out[key] = {"mask": mask, "removed": pos_t, "ptr": ptr_t}
             if pyg_lists is not None:
-                out = pyg.build(torch, pyg_lists, graph_tensors, B, self._kinds, dev,
-                                edge_types)
+                out = (lazy if layout == "lazy" else pyg).build(
+                    torch, pyg_lists, graph_tensors, B, self._kinds, dev, edge_types)
             if self.khop is not None:
                 self._khop_torch(torch, out, up, up_long, cuda, dev)
             out["labels"] = up(self.labels)
@@ -452,7 +452,7 @@ class Batch:
             self._copy_done = done
             for t in _tensors(out):
                 t.record_stream(current)
-        return out if pyg_lists is None else pyg.as_hetero_data(out)
+        return out if pyg_lists is None else pyg.finish(torch, out, B, layout, pyg_lists)
 
     def _khop_torch(self, torch, out, up, up_long, cuda, dev):
         """The k-hop lists and their masks (True = in the neighbourhood)."""
@@ -561,10 +561,9 @@ def _signed(a):
 
 def _tensors(d):
     for v in d.values():
-        if isinstance(v, dict):
-            yield from v.values()
-        else:
-            yield v
+        for t in (v.values() if isinstance(v, dict) else [v]):
+            if not isinstance(t, list):  # a lazy edge type's num_edges
+                yield t
 
 
 _streams = {}

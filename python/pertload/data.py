@@ -14,7 +14,7 @@ from .loader import Loader, _rank_world
 SPLIT_LEVELS = {"train": ("train",), "val": ("val", "validation", "valid", "dev"),
                 "test": ("test",)}
 
-_LAYOUTS = ("masks", "lists", "pyg")
+_LAYOUTS = ("masks", "lists", "pyg", "lazy")
 
 
 class Dataset(tud.IterableDataset):

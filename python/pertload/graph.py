@@ -1,5 +1,7 @@
 """The shared graph of a database, read once (numpy) and uploaded once (torch)."""
 
+import os
+
 import numpy as np
 
 from . import _lib
@@ -68,6 +70,9 @@ class Graph:
     recipe            the recipe text of `build --recipe` ("" otherwise)
     label_levels      {label: [level names]} of category labels (their values
                       are codes 0, 1, ... into the list); {} when none
+    features          {node type: float32 or float16 [n_nodes, F]}: the node
+                      features that layouts "pyg" and "lazy" gather as x
+                      (set_features); {} when none
     """
 
     def __init__(self, db):
@@ -109,6 +114,7 @@ class Graph:
             self.rmr = pairs(_lib.PL_ARRAY_RMR, self.n_rmr)
             self.rmr_stoich = db.graph_array(_lib.PL_ARRAY_RMR_STOICH,
                                              np.empty(self.n_rmr, np.float32))
+        self.features = {}
         onto = db.ontology()
         self.ontology = OntologyGraph(onto) if onto is not None else None
         for t, ei in self.edge_index.items():
@@ -121,6 +127,42 @@ class Graph:
         return (f"<pertload.Graph: {self.n_genes} genes, {sum(self.n_edges.values())} edges in "
                 f"{len(self.type_names)} types, {self.n_reactions} reactions, "
                 f"{self.n_metabolites} metabolites>")
+
+    def node_counts(self):
+        """{node type: node count} of the graph's node types."""
+        out = {"gene": self.n_genes}
+        if self.has_metabolism:
+            out.update(reaction=self.n_reactions, metabolite=self.n_metabolites)
+        if self.ontology is not None:
+            out["term"] = self.ontology.n_terms
+        return out
+
+    def set_features(self, features):
+        """Node features: {node type: array [n_nodes, F] of float32 or
+        float16, or the path of such a .npy file (memory-mapped)}. Layouts
+        "pyg" and "lazy" then give each node store x [B * n_nodes, F],
+        gathered by n_id on the device from the matrix uploaded once per
+        device. A node type the graph lacks, another row count, another
+        dtype or another rank is a ValueError naming them."""
+        counts = self.node_counts()
+        checked = {}
+        for node, a in features.items():
+            what = f"features of {node!r}"
+            if node not in counts:
+                raise ValueError(f"{what}: the graph has no node type {node!r} (it has "
+                                 f"{', '.join(counts)})")
+            if isinstance(a, (str, os.PathLike)):
+                what += f" ({os.fspath(a)})"
+                a = np.load(a, mmap_mode="r", allow_pickle=False)
+            a = np.asarray(a)
+            if a.dtype not in (np.float32, np.float16):
+                raise ValueError(f"{what}: dtype {a.dtype}, float32 or float16 expected")
+            if a.ndim != 2 or a.shape[0] != counts[node]:
+                raise ValueError(f"{what}: shape {a.shape}, [{counts[node]}, F] expected "
+                                 f"({counts[node]} {node} nodes)")
+            checked[node] = a
+        self.features = checked
+        self.__dict__.pop("_tensors", None)
 
     def tensors_on(self, device):
         """to_torch(device), made once per device and kept (the shared graph
@@ -144,16 +186,18 @@ class Graph:
             return torch.from_numpy(a).to(device)
 
         out = {"gene": {"num_nodes": self.n_genes}}
+        for node, a in self.features.items():
+            out.setdefault(node, {})["x"] = up(np.array(a))  # a copy: a may be a read-only map
         for t, ei in self.edge_index.items():
             out[("gene", t, "gene")] = {"edge_index": up(ei)}
         if self.has_metabolism:
-            out["reaction"] = {"num_nodes": self.n_reactions}
-            out["metabolite"] = {"num_nodes": self.n_metabolites}
+            out.setdefault("reaction", {})["num_nodes"] = self.n_reactions
+            out.setdefault("metabolite", {})["num_nodes"] = self.n_metabolites
             out[("gene", "gpr", "reaction")] = {"edge_index": up(self.gpr)}
             out[("reaction", "rmr", "metabolite")] = {"edge_index": up(self.rmr),
                                                       "stoichiometry": up(self.rmr_stoich)}
         if self.ontology is not None:
-            out["term"] = {"num_nodes": self.ontology.n_terms}
+            out.setdefault("term", {})["num_nodes"] = self.ontology.n_terms
             out[("gene", "annotated", "term")] = {
                 "edge_index": up(self.ontology.annotation_index)}
         return out

@@ -323,6 +323,10 @@ class Loader:
     here, so every batch still has its batch_size samples (Batch.parts says
     how many slots it took).
 
+    features={node type: float32/float16 array [n_nodes, F] or .npy path}:
+    node features that to_torch(layout="pyg" or "lazy") gathers as each
+    node store's x on the device (Graph.set_features; checked here).
+
     state_dict() saves the position in the epoch; load_state_dict() makes the
     next iteration yield exactly the remaining batches. A producer failure or
     death raises LoaderError.
@@ -337,7 +341,7 @@ class Loader:
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
                  budget=None, rank_weights=None, ontology=None,
-                 split=None):
+                 split=None, features=None):
         rank, world_size = _rank_world(rank, world_size)
         if budget is not None and rows is not None:
             raise ValueError("rows and budget cannot be combined")
@@ -419,6 +423,9 @@ class Loader:
         self._consumed = 0   # batches of this epoch consumed
         self._epoch_it = None
         self._graph = None
+        self._features = features
+        if features:
+            self.graph  # noqa: B018 (read now: the features are checked against it)
         self._last_stats = None
         database = _lib.Database(self.db)
         try:
@@ -530,7 +537,10 @@ class Loader:
         if self._graph is None:
             database = _lib.Database(self.db)
             try:
-                self._graph = Graph(database)
+                graph = Graph(database)
+                if self._features:
+                    graph.set_features(self._features)
+                self._graph = graph
             finally:
                 database.close()
         return self._graph

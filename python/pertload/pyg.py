@@ -69,77 +69,220 @@ def _union_torch(torch, ei, pos, ptr, B, shift_src, shift_dst):
     return out, eptr
 
 
-def _nodes(torch, B, n, dev):
-    """A node type's batch vector [B * n] and ptr [B + 1]."""
+def _nodes(torch, B, n, dev, graph_node=None):
+    """A node type's store: num_nodes B * n, batch [B * n], ptr [B + 1], n_id
+    [B * n] (each node's row in the shared graph), mask (True = kept) and
+    pert_mask (its negation), nothing removed yet; x [B * n, F] gathered
+    from the shared graph's features when it has them."""
     ar = torch.arange(B, device=dev)
-    return {"num_nodes": B * n, "batch": ar.repeat_interleave(n),
-            "ptr": torch.arange(B + 1, device=dev) * n}
+    n_id = torch.arange(n, device=dev).repeat(B)
+    store = {"num_nodes": B * n, "batch": ar.repeat_interleave(n),
+             "ptr": torch.arange(B + 1, device=dev) * n, "n_id": n_id,
+             "mask": torch.ones(B * n, dtype=torch.bool, device=dev),
+             "pert_mask": torch.zeros(B * n, dtype=torch.bool, device=dev)}
+    if graph_node is not None and "x" in graph_node:
+        store["x"] = graph_node["x"].index_select(0, n_id)
+    return store
+
+
+def rows_of(torch, ptr, n, dev):
+    """The sample of each of the n entries of a list with ptr [B + 1]."""
+    B = len(ptr) - 1
+    return torch.repeat_interleave(torch.arange(B, device=dev), ptr[1:] - ptr[:-1],
+                                   output_size=n)
+
+
+def node_stores(torch, lists, graph, B, dev):
+    """The node stores of the pyg and lazy layouts (see _nodes): gene with
+    the deleted genes (pert_mask True, mask False) and perturbation_indices
+    (their rows in the shared graph, int64, every sample's in turn) with
+    perturbation_indices_ptr [B + 1] and perturbation_indices_batch; with
+    metabolism reaction (mask False: removed reaction) and metabolite; with
+    an ontology term (mask False: affected term)."""
+    out = {}
+    n_genes = graph["gene"]["num_nodes"]
+    gene = out["gene"] = _nodes(torch, B, n_genes, dev, graph["gene"])
+    pert, pptr = lists["gene"]
+    rows = rows_of(torch, pptr, len(pert), dev)
+    gene["mask"][pert + rows * n_genes] = False
+    gene["pert_mask"] = ~gene["mask"]
+    gene.update(perturbation_indices=pert, perturbation_indices_ptr=pptr,
+                perturbation_indices_batch=rows)
+    for node, slot_name in (("reaction", "reaction"), ("metabolite", None),
+                            ("term", "ontology/term")):
+        if node not in graph or (slot_name is not None and slot_name not in lists):
+            continue
+        n = graph[node]["num_nodes"]
+        store = out[node] = _nodes(torch, B, n, dev, graph[node])
+        if slot_name is not None:
+            pos, ptr = lists[slot_name]
+            store["mask"][pos + rows_of(torch, ptr, len(pos), dev) * n] = False
+            store["pert_mask"] = ~store["mask"]
+    return out
+
+
+def shifts(graph, key):
+    """(source, destination) node counts of an edge key: each sample's
+    offsets."""
+    return graph[key[0]]["num_nodes"], graph[key[2]]["num_nodes"]
+
+
+def chosen(kinds, edge_types):
+    """(key, slot name) of the edge kinds to build: every edge kind, or
+    those whose relation (the middle of the key: a gene-gene type, "gpr",
+    "rmr", "annotated") is in edge_types."""
+    return [(key, slot_name) for key, slot_name, _ in kinds
+            if isinstance(key, tuple) and (edge_types is None or key[1] in edge_types)]
 
 
 def build(torch, lists, graph, B, kinds, dev, edge_types=None):
     """The PyG layout from the removed lists already on `dev`: lists maps a
     slot name to (positions int64, ptr int64); graph is Graph.to_torch(dev);
-    edge_types: the gene-gene types to build (None: all)."""
-    n_genes = graph["gene"]["num_nodes"]
-    out = {"gene": _nodes(torch, B, n_genes, dev)}
-    pert, pptr = lists["gene"]
-    rows = torch.repeat_interleave(torch.arange(B, device=dev), pptr[1:] - pptr[:-1],
-                                   output_size=len(pert))
-    glob = pert + rows * n_genes
-    pert_mask = torch.zeros(B * n_genes, dtype=torch.bool, device=dev)
-    pert_mask[glob] = True
-    out["gene"].update(pert_mask=pert_mask, perturbed=glob)
-    n_react = graph["reaction"]["num_nodes"] if "reaction" in graph else 0
-    n_met = graph["metabolite"]["num_nodes"] if "metabolite" in graph else 0
-    n_terms = graph["term"]["num_nodes"] if "term" in graph else 0
-    for key, slot_name, n in kinds:
-        if slot_name == "gene" or (edge_types is not None and slot_name.startswith("edges/")
-                                   and slot_name[6:] not in edge_types):
-            continue
+    edge_types: the relations of the edge types to build (None: all). The
+    mapping: node stores (node_stores) with, on gene, "perturbed" (the
+    deleted genes' node indices in the batch); per edge type "edge_index"
+    and "ptr" (each sample's first edge), RMR with "stoichiometry"."""
+    out = node_stores(torch, lists, graph, B, dev)
+    gene = out["gene"]
+    gene["perturbed"] = torch.nonzero(gene["pert_mask"]).squeeze(1)
+    for key, slot_name in chosen(kinds, edge_types):
         pos, ptr = lists[slot_name]
-        if slot_name in ("reaction", "ontology/term"):
-            # node types with a kept mask (False: removed reaction, affected term)
-            n_nodes = n_react if slot_name == "reaction" else n_terms
-            node = _nodes(torch, B, n_nodes, dev)
-            mask = torch.ones(B * n_nodes, dtype=torch.bool, device=dev)
-            r = torch.repeat_interleave(torch.arange(B, device=dev), ptr[1:] - ptr[:-1],
-                                        output_size=len(pos))
-            mask[pos + r * n_nodes] = False
-            node["mask"] = mask
-            out[key] = node
-            continue
         g = graph.get(key)
         if g is None:
             raise LoaderError(f"layout='pyg': the graph has no {key!r}")
-        if slot_name == "gpr":
-            shifts = (n_genes, n_react)
-        elif slot_name == "rmr":
-            shifts = (n_react, n_met)
-        elif slot_name == "ontology/annotation":
-            shifts = (n_genes, n_terms)
-        else:
-            shifts = (n_genes, n_genes)
-        edge_index, eptr = _union(torch, g["edge_index"], pos, ptr, B, *shifts)
+        edge_index, eptr = _union(torch, g["edge_index"], pos, ptr, B, *shifts(graph, key))
         store = {"edge_index": edge_index, "ptr": eptr}
         if slot_name == "rmr":
             # The kept edges' stoichiometries: the same gather, by edge.
             E = g["edge_index"].shape[1]
             keep = torch.ones(B * E, dtype=torch.bool, device=dev)
-            r = torch.repeat_interleave(torch.arange(B, device=dev), ptr[1:] - ptr[:-1],
-                                        output_size=len(pos))
-            keep[pos + r * E] = False
+            keep[pos + rows_of(torch, ptr, len(pos), dev) * E] = False
             store["stoichiometry"] = g["stoichiometry"].repeat(B)[keep]
         out[key] = store
-    if n_met:
-        out["metabolite"] = _nodes(torch, B, n_met, dev)
     return out
 
 
-def as_hetero_data(mapping):
-    """torch_geometric's HeteroData of the mapping where PyG is importable,
-    else the mapping itself (the same keys)."""
+# Node store entries the Batch derives (not sliced per sample): PyG's
+# from_data_list rebuilds batch and ptr, and the _ptr/_batch pair of
+# perturbation_indices with follow_batch=["perturbation_indices"].
+_DERIVED = {"num_nodes", "batch", "ptr", "perturbed", "perturbation_indices_ptr",
+            "perturbation_indices_batch", "khop_ptr", "khop_genes_ptr", "khop_genes_batch",
+            "khop_capped"}
+# Per-sample values of the whole batch: mapping key, Batch attribute.
+GLOBALS = (("labels", "y"), ("sample_id", "sample_id"), ("row", "row"), ("payload", "payload"))
+
+
+def torch_geometric():
+    """(Batch, HeteroData) of torch_geometric, or None where it does not
+    import (pertload does not need it)."""
     try:
-        from torch_geometric.data import HeteroData
+        from torch_geometric.data import Batch, HeteroData
     except ImportError:
-        return mapping
-    return HeteroData(mapping)
+        return None
+    return Batch, HeteroData
+
+
+def finish(torch, out, B, layout, lists):
+    """The mapping of layout "pyg" or "lazy" (and its k-hop entries) as
+    as_batch makes it a Batch: the k-hop gene mask flat [B * N], the k-hop
+    genes' ptr and batch as khop_genes_ptr / khop_genes_batch, per walked
+    edge type khop_mask over the store's edges (the kept ones in the pyg
+    layout, all B * E in the lazy one; khop_edges and khop_ptr, positions in
+    the graph's arrays, left out). Without torch_geometric, `out` as it is."""
+    if torch_geometric() is None:
+        return out
+    from . import lazy
+
+    dev = out["gene"]["batch"].device
+    gene = out["gene"]
+    if "khop_mask" in gene:
+        gene["khop_mask"] = gene["khop_mask"].reshape(-1)
+        gene["khop_genes_ptr"] = gene.pop("khop_ptr")
+        gene["khop_genes_batch"] = rows_of(torch, gene["khop_genes_ptr"],
+                                           len(gene["khop_genes"]), dev)
+    if layout == "lazy":
+        slices = lazy.edge_slices(torch, out, B, dev)
+    else:
+        slices = {k: ("edge_index", v.pop("ptr")) for k, v in out.items()
+                  if isinstance(k, tuple)}
+    for key in slices:
+        v = out[key]
+        if "khop_mask" not in v:
+            continue
+        del v["khop_edges"], v["khop_ptr"]
+        mask = v["khop_mask"]
+        E = mask.shape[1]
+        mask = mask.reshape(-1)
+        if layout == "pyg":
+            pos, ptr = lists["edges/" + key[1]]
+            mask = mask[lazy.kept_mask(torch, pos, ptr, B, E, dev)]
+        v["khop_mask"] = mask
+    return as_batch(torch, out, B, slices)
+
+
+def as_batch(torch, out, B, edge_slices):
+    """The mapping `out` of a layout (pyg or lazy) as a torch_geometric
+    Batch of HeteroData where PyG imports, else `out` itself.
+
+    edge_slices: {edge key: (attribute of the node pairs, each sample's
+    first edge [B + 1])}. Node stores keep their entries but those that are
+    derived (batch, ptr, perturbation_indices_ptr/_batch: rebuilt by
+    Batch.from_data_list with follow_batch=["perturbation_indices"]); edge
+    stores keep theirs but "ptr" (each sample's first edge is in
+    _slice_dict); labels become y [B, L]. _slice_dict and _inc_dict are those
+    Batch.from_data_list would make from the samples' graphs, so
+    get_example(i) / to_data_list() give them back."""
+    pyg = torch_geometric()
+    if pyg is None:
+        return out
+    Batch, HeteroData = pyg
+    b = Batch(_base_cls=HeteroData)
+    dev = out["gene"]["batch"].device
+    zeros = torch.zeros(B, dtype=torch.int64, device=dev)
+    per_sample = torch.arange(B + 1, device=dev)
+    slices, incs = {}, {}
+    for key, v in out.items():
+        if isinstance(key, tuple) or not isinstance(v, dict):
+            continue
+        n = v["num_nodes"] // B if B else 0
+        store = b[key]
+        store.num_nodes = v["num_nodes"]
+        store._num_nodes = [n] * B
+        sl, inc = slices[key], incs[key] = {}, {}
+        for attr, t in v.items():
+            if attr in _DERIVED:
+                continue
+            store[attr] = t
+            sl[attr] = v[attr + "_ptr"] if attr + "_ptr" in v else per_sample * n
+            inc[attr] = zeros
+        store.batch, store.ptr = v["batch"], v["ptr"]
+        for attr in ("perturbation_indices", "khop_genes"):
+            if attr in v:
+                store[attr + "_ptr"] = v[attr + "_ptr"]
+                store[attr + "_batch"] = v[attr + "_batch"]
+    for key, (index, eptr) in edge_slices.items():
+        v = out[key]
+        store = b[key]
+        sl, inc = slices[key], incs[key] = {}, {}
+        src, dst = b[key[0]]._num_nodes[:1] or [0], b[key[2]]._num_nodes[:1] or [0]
+        step = torch.tensor([[src[0]], [dst[0]]], dtype=torch.int64, device=dev)
+        for attr, t in v.items():
+            if attr == "ptr":
+                continue
+            store[attr] = t
+            sl[attr] = eptr
+            inc[attr] = zeros
+            if attr == index:
+                inc[attr] = torch.arange(B, device=dev).view(B, 1, 1) * step
+            elif not isinstance(t, torch.Tensor):
+                sl[attr], inc[attr] = per_sample, None
+    for key, attr in GLOBALS:
+        if key in out:
+            setattr(b, attr, out[key])
+            slices[attr], incs[attr] = per_sample, zeros
+    if "khop_capped" in out.get("gene", {}):
+        b.khop_capped = out["gene"]["khop_capped"]
+        slices["khop_capped"], incs["khop_capped"] = per_sample, zeros
+    b._num_graphs = B
+    b._slice_dict, b._inc_dict = slices, incs
+    return b

@@ -7,6 +7,8 @@ import math
 import os
 import random
 import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,9 @@ import pytest
 import pertload
 
 SHM = Path("/dev/shm")
+# PyTorch Geometric 2.4.0 as published (shared/deps beside the checkout).
+PYG_TARBALL = (Path(__file__).resolve().parents[3] / "shared" / "deps" /
+               "torch_geometric-2.4.0.tar.gz")
 
 
 def pertload_bin():
@@ -289,3 +294,36 @@ def no_leaks():
     yield
     left = [r for r in rings() if r.startswith(mine)]
     assert not left, f"ring segments left in /dev/shm: {left}"
+
+
+@pytest.fixture(scope="session")
+def pyg_dir(tmp_path_factory):
+    """PyTorch Geometric 2.4.0 unpacked into the test run's tmp dir (the
+    tests that use it fail, not skip, without it)."""
+    if not PYG_TARBALL.is_file():
+        pytest.fail(f"PyTorch Geometric 2.4.0 is missing: {PYG_TARBALL} (shared/deps "
+                    "beside the checkout)")
+    d = tmp_path_factory.mktemp("pyg")
+    with tarfile.open(PYG_TARBALL) as t:
+        t.extractall(d)
+    return d
+
+
+_PYG_MODULES = {}
+
+
+@pytest.fixture(scope="module")
+def torch_geometric(pyg_dir):
+    """torch_geometric importable for one test module, then hidden again
+    (the other modules see pertload without PyG). Its modules are kept
+    aside and put back, not imported twice: PyG registers names with torch
+    once per process."""
+    sys.path.insert(0, str(pyg_dir))
+    sys.modules.update(_PYG_MODULES)
+    import torch_geometric as tg
+
+    assert tg.__version__ == "2.4.0" and Path(tg.__file__).is_relative_to(pyg_dir)
+    yield tg
+    sys.path.remove(str(pyg_dir))
+    for name in [m for m in sys.modules if m.split(".")[0] == "torch_geometric"]:
+        _PYG_MODULES[name] = sys.modules.pop(name)

@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""The batches PyG and TorchCell-style models consume, on the CPU:
+layout="pyg" (a torch_geometric Batch) and layout="lazy" (full graphs with
+masks) against what a user's pipeline does per sample, each against a
+memset of its own output bytes (a fresh zeroed buffer of the same size, in
+the same run), and one end-to-end epoch (Loader + layout="pyg" + a
+one-layer HeteroConv(SAGEConv) step) with the share of time spent waiting
+for data.
+
+Per-sample pipelines (written here, on the same batches):
+- from_data_list: each sample's HeteroData built with PyG's subgraph (the
+  kept genes' edges), then Batch.from_data_list;
+- TorchCell-style lazy: per sample a kept-edge mask from a gene -> edge
+  positions incidence table (built once, not timed) over the full graph's
+  edges, then a lazy collate (each sample's edges copied with node offsets,
+  masks concatenated).
+
+usage: model_layouts.py DB [--batch-size 64] [--batches 3] [--types T1,T2]
+                           [--epoch-batches 10]
+Needs torch_geometric importable (e.g. PyG 2.4.0 unpacked on PYTHONPATH).
+"""
+import argparse
+import sys
+import time
+
+import torch
+from torch_geometric.data import Batch, HeteroData
+from torch_geometric.nn import HeteroConv, SAGEConv, global_mean_pool
+from torch_geometric.utils import subgraph
+
+import pertload
+from pyg_layout import best, out_bytes  # the sibling bench
+
+
+def per_sample_pyg(batch, graph, ei, types):
+    """Each sample's HeteroData by PyG's subgraph, then from_data_list."""
+    N = graph.n_genes
+    pert, pptr = batch.perturbation_indices, batch.perturbation_ptr
+    data = []
+    for i in range(len(batch)):
+        keep = torch.ones(N, dtype=torch.bool)
+        keep[torch.from_numpy(pert[pptr[i]:pptr[i + 1]]).long()] = False
+        d = HeteroData()
+        d["gene"].num_nodes = N
+        d["gene"].n_id = torch.arange(N)
+        for t in types:
+            d["gene", t, "gene"].edge_index = subgraph(keep, ei[t], num_nodes=N)[0]
+        data.append(d)
+    return Batch.from_data_list(data)
+
+
+def incidence(ei, N):
+    """gene -> positions of the edges it touches (both ends), as (ptr, idx)."""
+    E = ei.shape[1]
+    ends = torch.cat([ei[0], ei[1]])
+    pos = torch.arange(E).repeat(2)
+    loop = torch.cat([torch.zeros(E, dtype=torch.bool), ei[0] == ei[1]])
+    ends, pos = ends[~loop], pos[~loop]
+    order = torch.argsort(ends, stable=True)
+    ptr = torch.zeros(N + 1, dtype=torch.int64)
+    ptr[1:] = torch.bincount(ends, minlength=N).cumsum(0)
+    return ptr, pos[order]
+
+
+def per_sample_lazy(batch, graph, ei, inc, types):
+    """TorchCell-style: per sample a mask from the incidence table, then a
+    lazy collate (edges copied with offsets, masks concatenated)."""
+    N = graph.n_genes
+    pert, pptr = batch.perturbation_indices, batch.perturbation_ptr
+    out = HeteroData()
+    for t in types:
+        ptr, idx = inc[t]
+        E = ei[t].shape[1]
+        edges, masks = [], []
+        for i in range(len(batch)):
+            mask = torch.ones(E, dtype=torch.bool)
+            for g in pert[pptr[i]:pptr[i + 1]].tolist():
+                mask[idx[ptr[g]:ptr[g + 1]]] = False
+            edges.append(ei[t] + i * N)
+            masks.append(mask)
+        out["gene", t, "gene"].edge_index = torch.cat(edges, 1)
+        out["gene", t, "gene"].mask = torch.cat(masks)
+    out["gene"].num_nodes = N * len(batch)
+    out["gene"].batch = torch.arange(len(batch)).repeat_interleave(N)
+    return out
+
+
+class OneLayer(torch.nn.Module):
+    def __init__(self, n_genes, types, dim=16):
+        super().__init__()
+        self.emb = torch.nn.Embedding(n_genes, dim)
+        self.conv = HeteroConv({("gene", t, "gene"): SAGEConv(dim, dim) for t in types})
+        self.out = torch.nn.Linear(dim, 1)
+
+    def forward(self, b):
+        h = self.conv({"gene": self.emb(b["gene"].n_id)}, b.edge_index_dict)["gene"]
+        return self.out(global_mean_pool(h, b["gene"].batch, size=b.num_graphs)).squeeze(1)
+
+
+def epoch(db, types, batch_size, n_batches):
+    """One epoch of n_batches: (seconds, seconds waiting for data)."""
+    loader = pertload.Loader(db, batch_size=batch_size, shuffle=True, seed=2,
+                             rows=range(batch_size * n_batches))
+    model = OneLayer(loader.graph.n_genes, types)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    t0 = time.perf_counter()
+    it = iter(loader)  # starts the serve process: counted as waiting
+    wait = time.perf_counter() - t0
+    while True:
+        w0 = time.perf_counter()
+        batch = next(it, None)
+        if batch is None:
+            break
+        b = batch.to_torch("cpu", layout="pyg", edge_types=types)
+        wait += time.perf_counter() - w0
+        y = b.y[:, 0].nan_to_num()
+        loss = ((model(b) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return time.perf_counter() - t0, wait
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("db")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--batches", type=int, default=3)
+    ap.add_argument("--types", help="edge types (default: all)")
+    ap.add_argument("--epoch-batches", type=int, default=10)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    loader = pertload.Loader(a.db, batch_size=a.batch_size, shuffle=True, seed=1)
+    graph = loader.graph
+    types = a.types.split(",") if a.types else graph.type_names
+    g = graph.to_torch("cpu")
+    ei = {t: g[("gene", t, "gene")]["edge_index"] for t in types}
+    inc = {t: incidence(ei[t], graph.n_genes) for t in types}
+    batches = []
+    for batch in loader:
+        batches.append(batch.copy())
+        if len(batches) == a.batches:
+            break
+    loader.close()
+    rows = {k: [0.0, 0.0, 0] for k in ("pyg", "lazy", "from_data_list", "torchcell")}
+    for b in batches:
+        for name, f in (("pyg", lambda: b.to_torch("cpu", layout="pyg", graph=g,
+                                                   edge_types=types)),
+                        ("lazy", lambda: b.to_torch("cpu", layout="lazy", graph=g,
+                                                    edge_types=types)),
+                        ("from_data_list", lambda: per_sample_pyg(b, graph, ei, types)),
+                        ("torchcell", lambda: per_sample_lazy(b, graph, ei, inc, types))):
+            out = f()
+            n = out_bytes(out)
+            r = rows[name]
+            r[0] += best(f, 2 if name in ("pyg", "lazy") else 1)
+            r[1] += best(lambda: torch.zeros(n, dtype=torch.uint8), 3)
+            r[2] += n
+    k = len(batches)
+    print(f"{k} batches of {a.batch_size}, {len(types)} edge types "
+          f"({sum(e.shape[1] for e in ei.values()) / 1e6:.2f}M edges in the graph); "
+          "one thread")
+    print("| pipeline | ms a batch | MiB out | x memset of its bytes | vs pertload |")
+    print("|---|---|---|---|---|")
+    for name, base in (("pyg", "pyg"), ("from_data_list", "pyg"), ("lazy", "lazy"),
+                       ("torchcell", "lazy")):
+        t, tm, n = rows[name]
+        vs = "" if name == base else f"{t / rows[base][0]:.1f}x slower than {base}"
+        print(f"| {name} | {t / k * 1e3:.0f} | {n / k / 2**20:.0f} | {t / tm:.2f} | {vs} |")
+    if a.epoch_batches:
+        total, wait = epoch(a.db, types, a.batch_size, a.epoch_batches)
+        print(f"epoch of {a.epoch_batches} batches (Loader + layout='pyg' + one-layer "
+              f"HeteroConv step): {total:.1f} s, {total / a.epoch_batches * 1e3:.0f} ms a "
+              f"step, data stall {wait / total:.0%} (waiting for the batch and its layout)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

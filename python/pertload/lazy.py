@@ -1,0 +1,74 @@
+"""The lazy batch layout: every sample's full graph with masks, as masked
+message-passing models (TorchCell's lazy models) consume it.
+
+Sample i of a batch of B is the whole shared graph, its nodes shifted by i
+times the node count of their type, with a boolean mask per edge (True =
+kept: the sample's deletions do not remove it). Per edge type the graph's
+edges are tiled B times, sample-major (sample i's copy is edges i*E ..
+(i+1)*E - 1, in the graph's order), so the mask of an edge is the negation
+of the removed lists at the same position. Gene-gene types carry
+"edge_index"; GPR (gene -> reaction) and RMR (reaction -> metabolite) carry
+"hyperedge_index", RMR also "stoichiometry"; the ontology's annotations
+"edge_index". Every edge store has "num_edges", the graph's edge count per
+sample (a list). Node stores are those of the pyg layout (pertload.pyg).
+
+It is built on the device from the shared graph already there and the
+batch's removed lists: one tiling and one indexed store per type, no loop
+over samples.
+"""
+
+from . import pyg
+from ._lib import LoaderError
+
+# Edge kinds whose node pairs are hyperedges in TorchCell's graphs.
+HYPEREDGES = {"gpr", "rmr"}
+
+
+def tile(torch, ei, B, shift_src, shift_dst):
+    """ei [2, E] repeated B times, copy i's nodes shifted by (i * shift_src,
+    i * shift_dst): [2, B * E], written in one broadcast add."""
+    E = ei.shape[1]
+    dev = ei.device
+    step = torch.tensor([shift_src, shift_dst], dtype=ei.dtype, device=dev).view(2, 1, 1)
+    offsets = torch.arange(B, dtype=ei.dtype, device=dev).view(1, B, 1) * step
+    return torch.add(ei.view(2, 1, E), offsets).view(2, B * E)
+
+
+def kept_mask(torch, pos, ptr, B, E, dev):
+    """bool [B * E]: False at each sample's removed positions (sample-major)."""
+    keep = torch.ones(B * E, dtype=torch.bool, device=dev)
+    keep[pos + pyg.rows_of(torch, ptr, len(pos), dev) * E] = False
+    return keep
+
+
+def build(torch, lists, graph, B, kinds, dev, edge_types=None):
+    """The lazy layout from the removed lists already on `dev` (as
+    pyg.build): node stores (pyg.node_stores) and per chosen edge type
+    {"edge_index" or "hyperedge_index" [2, B * E], "mask" bool [B * E],
+    "num_edges" [E] * B}, RMR with "stoichiometry" [B * E]."""
+    out = pyg.node_stores(torch, lists, graph, B, dev)
+    for key, slot_name in pyg.chosen(kinds, edge_types):
+        g = graph.get(key)
+        if g is None:
+            raise LoaderError(f"layout='lazy': the graph has no {key!r}")
+        pos, ptr = lists[slot_name]
+        E = g["edge_index"].shape[1]
+        name = "hyperedge_index" if key[1] in HYPEREDGES else "edge_index"
+        store = {name: tile(torch, g["edge_index"], B, *pyg.shifts(graph, key)),
+                 "mask": kept_mask(torch, pos, ptr, B, E, dev), "num_edges": [E] * B}
+        if "stoichiometry" in g:
+            store["stoichiometry"] = g["stoichiometry"].repeat(B)
+        out[key] = store
+    return out
+
+
+def edge_slices(torch, out, B, dev):
+    """{edge key: (attribute of the node pairs, each sample's first edge)}
+    of a lazy mapping, for pyg.as_batch."""
+    res = {}
+    for key, v in out.items():
+        if isinstance(key, tuple):
+            name = "hyperedge_index" if "hyperedge_index" in v else "edge_index"
+            E = v[name].shape[1] // B if B else 0
+            res[key] = (name, torch.arange(B + 1, device=dev) * E)
+    return res
