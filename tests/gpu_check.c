@@ -464,6 +464,7 @@ int main(int argc, char **argv)
     const char *backend = "cuda";
     uint64_t genes = 400, samples = 3000, dim = 3;
     double scale = 0.004;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows in a log as it comes */
     if (argc == 2 && !strcmp(argv[1], "--probe"))
         return probe();
     for (int i = 1; i < argc; i += 2) {
