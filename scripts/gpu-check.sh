@@ -103,6 +103,7 @@ EOF
 
 declare -a STEPS=()
 FAILED=0
+work=""
 
 # step NAME TIMEOUT_S LOG COMMAND...: run, append to LOG, print and keep the status.
 step() {
@@ -149,7 +150,6 @@ run() {
     rm -f "$out"/{summary.txt,gpu_check.txt,memcheck.txt,synccheck.txt,pytest.txt} \
           "$out"/{bench_gpu.txt,bench_gpu.json}
     local py=${PYTHON:-python3}
-    local work
     work=$(mktemp -d "${TMPDIR:-/tmp}/pertload-gpu-check.XXXXXX") || exit 1
     trap 'rm -rf "$work"' EXIT
     # lib/common's libraries only where the machine has none of that name
@@ -192,7 +192,7 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
     step device 20 "$out/gpu_check.txt" "$bundle/bin/gpu_check" --probe
     # 2. gpu_check on a yeast-scale database with 4 KiB payload rows
     local samples=${GPU_CHECK_SAMPLES:-4096}
-    step gpu_check 150 "$out/gpu_check.txt" "$bundle/bin/gpu_check" --backend cuda \
+    step gpu_check 140 "$out/gpu_check.txt" "$bundle/bin/gpu_check" --backend cuda \
         --genes 6607 --samples "$samples" --scale 1 --payload-dim 1024
     # 3, 4. compute-sanitizer on the small default database
     local cs
@@ -211,14 +211,14 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
     # 5. the CUDA cases of the Python client
     local tests="$bundle/tests"
     if "$py" -c 'import pytest' 2>/dev/null; then
-        step pytest 130 "$out/pytest.txt" "$py" -m pytest -q -p no:cacheprovider -rs \
+        step pytest 150 "$out/pytest.txt" "$py" -m pytest -q -p no:cacheprovider -rs \
             "$tests/test_cuda_device.py" "$tests/test_cuda_paths.py" \
             "$tests/test_loader.py::test_to_torch_cuda_equals_cpu" \
             "$tests/test_pyg.py::test_pyg_layout_equals_per_sample_construction" \
             "$tests/test_pyg.py::test_pyg_layout_refuses_lists_that_are_not_sets" \
             "$tests/test_dataset.py::test_pin_memory"
     else
-        step pytest 130 "$out/pytest.txt" "$py" "$bundle/minitest.py" \
+        step pytest 150 "$out/pytest.txt" "$py" "$bundle/minitest.py" \
             "$tests/test_cuda_device.py" "$tests/test_cuda_paths.py"
     fi
     # 6. the GPU bench on a yeast-scale database
