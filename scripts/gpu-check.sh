@@ -18,7 +18,7 @@
 # Run mode environment: PYTHON (default python3), CUDA_HOME (for
 # compute-sanitizer, default /usr/local/cuda), GPU_CHECK_SAMPLES and
 # GPU_CHECK_BENCH_SAMPLES (samples of gpu_check's and the bench's
-# yeast-scale databases, default 4096 and 8192).
+# yeast-scale databases, default 512 and 8192).
 set -uo pipefail
 
 usage() {
@@ -191,7 +191,7 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
     # 1. a device is visible to the CUDA runtime of pertload (not only torch's)
     step device 20 "$out/gpu_check.txt" "$bundle/bin/gpu_check" --probe
     # 2. gpu_check on a yeast-scale database with 4 KiB payload rows
-    local samples=${GPU_CHECK_SAMPLES:-4096}
+    local samples=${GPU_CHECK_SAMPLES:-512}
     step gpu_check 140 "$out/gpu_check.txt" "$bundle/bin/gpu_check" --backend cuda \
         --genes 6607 --samples "$samples" --scale 1 --payload-dim 1024
     # 3, 4. compute-sanitizer on the small default database
