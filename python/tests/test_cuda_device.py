@@ -13,35 +13,12 @@ import torch
 
 import pertload
 from pertload import pyg
+from test_cuda_paths import assert_same
 
 HAVE = torch.cuda.is_available()
 REQUIRED = os.environ.get("PERTLOAD_REQUIRE_CUDA") == "1"
 needs_cuda = pytest.mark.skipif(not HAVE and not REQUIRED,
                                 reason="no CUDA device on this machine")
-
-
-def flat(x, prefix=()):
-    if hasattr(x, "to_dict"):  # a torch_geometric HeteroData
-        x = x.to_dict()
-    if isinstance(x, dict):
-        out = {}
-        for k, v in x.items():
-            out.update(flat(v, prefix + (k,)))
-        return out
-    return {prefix: x}
-
-
-def assert_same(dev, cpu):
-    g, w = flat(dev), flat(cpu)
-    assert g.keys() == w.keys()
-    for k, v in w.items():
-        if isinstance(v, torch.Tensor):
-            assert g[k].device.type == "cuda", k
-            assert g[k].dtype == v.dtype and g[k].shape == v.shape, k
-            torch.testing.assert_close(g[k].cpu(), v, rtol=0, atol=0, equal_nan=True,
-                                       msg=lambda m: f"{k}: {m}")
-        else:
-            assert g[k] == v, k
 
 
 @needs_cuda
@@ -56,7 +33,7 @@ def test_every_layout_on_the_device_equals_the_cpu(medium, opts):
             cpu = batch.to_torch("cpu", layout=lay)
             dev = batch.to_torch("cuda", layout=lay)
             torch.cuda.synchronize()
-            assert_same(dev, cpu)
+            assert_same(dev, cpu, "cuda")
             n += 1
     loader.close()
     assert n == 12 * len(layouts)
@@ -110,7 +87,7 @@ def test_copy_event_completes_and_batches_stay_right_across_reuse(medium):
         assert batch._copy_done is not None
     torch.cuda.synchronize()
     for dev, cpu in kept:
-        assert_same(dev, cpu)
+        assert_same(dev, cpu, "cuda")
     assert len(kept) == len(loader)
     loader.close()
 

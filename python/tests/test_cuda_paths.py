@@ -97,14 +97,16 @@ def flat(x, prefix=()):
     return {prefix: x}
 
 
-def assert_same(got, want):
+def assert_same(got, want, device="cpu"):
+    """Two to_torch results alike: the same keys, values, dtypes and shapes
+    (NaN labels equal), `got`'s tensors on `device` (a device type)."""
     g, w = flat(got), flat(want)
     assert g.keys() == w.keys()
     for k, v in w.items():
         if isinstance(v, torch.Tensor):
-            assert isinstance(g[k], torch.Tensor), k
+            assert isinstance(g[k], torch.Tensor) and g[k].device.type == device, k
             assert g[k].dtype == v.dtype and g[k].shape == v.shape, k
-            torch.testing.assert_close(g[k], v, rtol=0, atol=0, equal_nan=True,
+            torch.testing.assert_close(g[k].cpu(), v, rtol=0, atol=0, equal_nan=True,
                                        msg=lambda m: f"{k}: {m}")
         else:
             assert g[k] == v, k
