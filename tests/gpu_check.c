@@ -5,7 +5,8 @@
  *    database is copied back from the device and compared with the slot
  *    collated directly, its dense masks with a brute-force oracle; the copy
  *    back runs on a stream of this program that the loader is told about at
- *    release, so the reuse of a device buffer must wait for it;
+ *    release (with bits masks the legacy default stream, told as NULL), so
+ *    the reuse of a device buffer must wait for it;
  *  - split batches (a host buffer budget that a batch does not fit): every
  *    part's slot and masks, byte for byte, against a host-backend loader
  *    run in lock step over the same plan;
@@ -268,14 +269,17 @@ static uint64_t check_loader(pl_test_db *t, int backend)
             /* the slot and, with dense, every mask, copied back */
             void *host[MAX_FETCH];
             uint64_t lens[MAX_FETCH];
-            uint32_t nd = fetch_all(&b, cs, host, lens);
+            /* dense bits: the consumer reads on the legacy default stream and
+             * releases with a NULL consumer_stream (pertload.h) */
+            cudaStream_t use = m == 1 ? NULL : cs;
+            uint32_t nd = fetch_all(&b, use, host, lens);
             for (uint32_t i = 1; i < nd; i++)
                 mask_bytes += lens[i];
             pl_device_batch kept = b;
-            b.consumer_stream = use_cuda ? (void *)cs : NULL;
+            b.consumer_stream = use_cuda ? (void *)use : NULL;
             pl_loader_release(l, &b); /* before the copies back completed */
             if (use_cuda)
-                cuda_ok(cudaStreamSynchronize(cs), "cudaStreamSynchronize");
+                cuda_ok(cudaStreamSynchronize(use), "cudaStreamSynchronize");
             uint32_t n = pl_test_collate(t, plan, B, n_batches, 0, rows);
             char why[512];
             if (kept.index != n_batches || kept.n_samples != n)
@@ -302,10 +306,11 @@ static uint64_t check_loader(pl_test_db *t, int backend)
                  (unsigned long long)pl_plan_n_batches(plan));
         else
             printf("gpu_check: loader %s, dense %s: %llu batches of %u, %.0f bytes uploaded "
-                   "per batch (most %llu), %.0f mask bytes expanded per batch: OK\n",
+                   "per batch (most %llu), %.0f mask bytes expanded per batch%s: OK\n",
                    pl_loader_backend(l), m == 0 ? "none" : m == 1 ? "bits" : "bool",
                    (unsigned long long)n_batches, B, (double)bytes / (double)n_batches,
-                   (unsigned long long)most, (double)mask_bytes / (double)n_batches);
+                   (unsigned long long)most, (double)mask_bytes / (double)n_batches,
+                   m == 1 ? " (read on the default stream)" : "");
         if (m == 0)
             largest = most;
         if (m == 0 && t->payload_row_bytes)
