@@ -210,16 +210,15 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
     fi
     # 5. the CUDA cases of the Python client
     local tests="$bundle/tests"
+    local cases=("$tests/test_cuda_device.py" "$tests/test_cuda_paths.py"
+                 "$tests/test_loader.py::test_to_torch_cuda_equals_cpu"
+                 "$tests/test_pyg.py::test_pyg_layout_equals_per_sample_construction"
+                 "$tests/test_pyg.py::test_pyg_layout_refuses_lists_that_are_not_sets"
+                 "$tests/test_dataset.py::test_pin_memory")
     if "$py" -c 'import pytest' 2>/dev/null; then
-        step pytest 150 "$out/pytest.txt" "$py" -m pytest -q -p no:cacheprovider -rs \
-            "$tests/test_cuda_device.py" "$tests/test_cuda_paths.py" \
-            "$tests/test_loader.py::test_to_torch_cuda_equals_cpu" \
-            "$tests/test_pyg.py::test_pyg_layout_equals_per_sample_construction" \
-            "$tests/test_pyg.py::test_pyg_layout_refuses_lists_that_are_not_sets" \
-            "$tests/test_dataset.py::test_pin_memory"
+        step pytest 150 "$out/pytest.txt" "$py" -m pytest -q -p no:cacheprovider -rs "${cases[@]}"
     else
-        step pytest 150 "$out/pytest.txt" "$py" "$bundle/minitest.py" \
-            "$tests/test_cuda_device.py" "$tests/test_cuda_paths.py"
+        step pytest 150 "$out/pytest.txt" "$py" "$bundle/minitest.py" "${cases[@]}"
     fi
     # 6. the GPU bench on a yeast-scale database
     step bench_gpu 100 "$out/bench_gpu.txt" bash -c '

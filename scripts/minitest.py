@@ -4,7 +4,9 @@ the part of pytest they use (fixtures with session and function scope,
 autouse and yield fixtures, tmp_path, tmp_path_factory, monkeypatch,
 mark.parametrize, mark.skipif, raises, fail, skip).
 
-usage: python3 minitest.py TEST_FILE... [-k SUBSTRING]
+usage: python3 minitest.py TEST_FILE[::TEST_NAME]... [-k SUBSTRING]
+(TEST_FILE::TEST_NAME: that test of the file, every parametrisation; a file
+named alone: all its tests)
 Prints one line per test (PASSED, FAILED with the error, SKIPPED) and a
 count; exits 1 when a test failed, 0 otherwise.
 """
@@ -220,7 +222,15 @@ def main(argv):
         i = argv.index("-k")
         k, argv = argv[i + 1], argv[:i] + argv[i + 2:]
     _install_fake()
-    files = [Path(a).resolve() for a in argv]
+    chosen = {}  # file -> the test names asked for (empty: all)
+    for a in argv:
+        path, _, name = a.partition("::")
+        names = chosen.setdefault(Path(path).resolve(), set())
+        if name:
+            names.add(name)
+        elif names:
+            names.clear()
+    files = list(chosen)
     if not files:
         print(__doc__)
         return 2
@@ -240,6 +250,8 @@ def main(argv):
             runner.add_fixtures(mod)
             for name, f in list(vars(mod).items()):
                 if not name.startswith("test_") or not callable(f):
+                    continue
+                if chosen[path] and name not in chosen[path]:
                     continue
                 for cid, params in cases(f):
                     node = f"{path.name}::{name}" + (f"[{cid}]" if cid else "")
