@@ -221,6 +221,7 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
         step pytest 150 "$out/pytest.txt" "$py" "$bundle/minitest.py" "${cases[@]}"
     fi
     # 6. the GPU bench on a yeast-scale database
+    # shellcheck disable=SC2016  # the script expands its own arguments
     step bench_gpu 100 "$out/bench_gpu.txt" bash -c '
         set -e
         "$1" synth "$2/in" --samples "$4" --payload-dim 1024 --seed 3 --quiet

@@ -7,7 +7,6 @@ device fails them. test_cuda_paths.py runs the same branches on the CPU."""
 import itertools
 import os
 
-import numpy as np
 import pytest
 import torch
 
