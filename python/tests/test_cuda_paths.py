@@ -112,7 +112,7 @@ def assert_same(got, want, device="cpu"):
             assert g[k] == v, k
 
 
-BATCHES = 8  # of a shuffled epoch: enough to meet every branch
+BATCHES = 4  # of a shuffled epoch: enough to meet every branch
 
 
 def cpu_results(db, layouts, **opts):
