@@ -37,7 +37,9 @@ pack() {
         exit 1
     }
     bundle="$root/.gpu-bundle"
-    local need=("$build/src/cli/pertload" "$build/libpertload.so" "$build/tests/gpu_check"
+    local prog="$build/cli/pertload"       # the program's folder: cli/ or src/cli/
+    [ -e "$prog" ] || prog="$build/src/cli/pertload"
+    local need=("$prog" "$build/libpertload.so" "$build/tests/gpu_check"
                 "$build/python/pertload/__init__.py")
     for f in "${need[@]}"; do
         if [ ! -e "$f" ]; then
@@ -48,12 +50,12 @@ pack() {
     done
     rm -rf "$bundle"
     mkdir -p "$bundle/bin" "$bundle/lib/common" "$bundle/python/pertload" "$bundle/tests"
-    cp "$build/src/cli/pertload" "$build/tests/gpu_check" "$bundle/bin/"
+    cp "$prog" "$build/tests/gpu_check" "$bundle/bin/"
     cp -L "$build/libpertload.so" "$bundle/lib/"
     local so
     so=$(readlink -f "$build/libpertload.so")
     # the names the programs ask for (libpertload.so.N)
-    for n in $(ldd "$build/src/cli/pertload" "$build/tests/gpu_check" |
+    for n in $(ldd "$prog" "$build/tests/gpu_check" |
                awk '/libpertload/ {print $1}' | sort -u); do
         cp "$so" "$bundle/lib/$n"
     done
@@ -62,7 +64,7 @@ pack() {
     # Libraries every distribution ships, which torch loads too, go to
     # lib/common: the run uses them only where the machine lacks them (an
     # older copy first on the search path would break torch).
-    ldd "$build/src/cli/pertload" "$build/tests/gpu_check" "$so" |
+    ldd "$prog" "$build/tests/gpu_check" "$so" |
         awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
         while read -r name path; do
             case "$name" in
