@@ -689,9 +689,14 @@ typedef struct pl_device_batch {
     /** Set by the consumer before pl_loader_release(), CUDA only: the stream
      *  (cudaStream_t) on which it queued the work that reads this batch; the
      *  loader then reuses the buffer only after that work. NULL (as
-     *  pl_loader_next() leaves it): that work is complete, or was queued on
-     *  `stream`. The host backend has no streams: a non-NULL value there
-     *  fails the loader with PL_EUSAGE. */
+     *  pl_loader_next() leaves it) is CUDA's NULL stream, the legacy default
+     *  stream (cudaStreamLegacy): the reuse waits for the work queued there
+     *  (and, as that stream orders it, on the blocking streams) before the
+     *  release; work on `stream` is ordered anyway. A consumer that reads
+     *  the batch on a non-blocking stream, or on the per-thread default
+     *  stream, names it here (cudaStreamPerThread for the latter). The host
+     *  backend has no streams: a non-NULL value there fails the loader with
+     *  PL_EUSAGE. */
     void *consumer_stream;
 } pl_device_batch;
 

@@ -65,6 +65,20 @@ PL__HD static inline uint64_t pl__expand_grid(const pl__expand_job *j)
     return (uint64_t)j->n * j->tiles;
 }
 
+/** Blocks of the launch of `grid` tiles (grid >= 1): `gx` by `gy`, gx at
+ *  most 65,535 (so that grids past it run the 2-D indexing the tests reach)
+ *  and the rows balanced, so fewer than gy blocks idle. 0 when gy would pass
+ *  its own limit of 65,535. */
+PL__HD static inline int pl__expand_shape(uint64_t grid, uint32_t *gx, uint32_t *gy)
+{
+    uint64_t rows = (grid + 65534) / 65535;
+    if (rows > 65535)
+        return 0;
+    *gy = (uint32_t)rows;
+    *gx = (uint32_t)((grid + rows - 1) / rows);
+    return 1;
+}
+
 /** The piece of work one tile does. */
 typedef struct pl__expand_tile {
     unsigned char *row; /**< the row's first byte */

@@ -500,7 +500,9 @@ PL_API void pl_loader_release(pl_loader *l, pl_device_batch *b)
     uint64_t index = b->index;
     uint32_t part = b->part;
     int pending = 0;
-    if (b->consumer_stream) {
+    /* CUDA: NULL is the legacy default stream, which the loader's
+     * non-blocking stream does not wait on by itself (pertload.h). */
+    if (b->consumer_stream || l->ops->consumer_waits) {
         pl_err e = {0};
         int rc = l->ops->record_on(l->up, d->released, b->consumer_stream, &e);
         if (rc < 0) {

@@ -60,6 +60,36 @@ static int fail(pl_err *err, cudaError_t e, const char *what)
             return fail(err, pl__e, what);                                     \
     } while (0)
 
+/* The backend's device made current for one operation and the caller's
+ * current device restored after it: the loader is called on the user's
+ * threads, whose current device is theirs. */
+struct device_scope {
+    int prev = -1;
+    cudaError_t e;
+    explicit device_scope(int device)
+    {
+        int cur = -1;
+        e = cudaGetDevice(&cur);
+        if (e == cudaSuccess && cur != device) {
+            e = cudaSetDevice(device);
+            if (e == cudaSuccess)
+                prev = cur;
+        }
+    }
+    ~device_scope()
+    {
+        if (prev >= 0)
+            cudaSetDevice(prev);
+    }
+    device_scope(const device_scope &) = delete;
+    device_scope &operator=(const device_scope &) = delete;
+};
+
+/* The backend's device for the rest of the enclosing block. */
+#define CU_DEVICE(u)                                                           \
+    device_scope pl__scope((u)->device);                                       \
+    CU_TRY(pl__scope.e, "cudaSetDevice")
+
 static int cu_devices(char *why, size_t cap)
 {
     int n = 0;
@@ -82,7 +112,7 @@ static void cu_close(pl__upload *u)
 {
     if (!u)
         return;
-    cudaSetDevice(u->device);
+    device_scope on(u->device);
     if (u->stream)
         cudaStreamDestroy(u->stream);
     free(u);
@@ -94,7 +124,8 @@ static int cu_open(int device, pl__upload **out, pl_err *err)
     pl__upload *u = (pl__upload *)calloc(1, sizeof *u);
     PL_FAIL_IF(!u, err, -ENOMEM, "out of memory");
     u->device = device;
-    cudaError_t e = cudaSetDevice(device);
+    device_scope on(device);
+    cudaError_t e = on.e;
     if (e == cudaSuccess)
         e = cudaStreamCreateWithFlags(&u->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
@@ -107,7 +138,7 @@ static int cu_open(int device, pl__upload **out, pl_err *err)
 
 static int cu_host_alloc(pl__upload *u, size_t bytes, void **p, pl_err *err)
 {
-    CU_TRY(cudaSetDevice(u->device), "cudaSetDevice");
+    CU_DEVICE(u);
     CU_TRY(cudaHostAlloc(p, bytes, cudaHostAllocPortable), "cudaHostAlloc");
     return 0;
 }
@@ -120,14 +151,14 @@ static void cu_host_free(pl__upload *u, void *p)
 
 static int cu_dev_alloc(pl__upload *u, size_t bytes, void **p, pl_err *err)
 {
-    CU_TRY(cudaSetDevice(u->device), "cudaSetDevice");
+    CU_DEVICE(u);
     CU_TRY(cudaMalloc(p, bytes), "cudaMalloc");
     return 0;
 }
 
 static void cu_dev_free(pl__upload *u, void *p)
 {
-    cudaSetDevice(u->device);
+    device_scope on(u->device);
     cudaFree(p);
 }
 
@@ -135,10 +166,13 @@ static int cu_event_new(pl__upload *u, int timing, pl__upload_event **ev, pl_err
 {
     *ev = (pl__upload_event *)calloc(1, sizeof **ev);
     PL_FAIL_IF(!*ev, err, -ENOMEM, "out of memory");
-    cudaError_t e = cudaSetDevice(u->device);
+    /* Blocking sync: a thread that waits for the event sleeps instead of
+     * spinning on a core that the workers need. */
+    device_scope on(u->device);
+    cudaError_t e = on.e;
     if (e == cudaSuccess)
-        e = cudaEventCreateWithFlags(&(*ev)->ev, timing ? cudaEventDefault
-                                                        : cudaEventDisableTiming);
+        e = cudaEventCreateWithFlags(&(*ev)->ev, cudaEventBlockingSync |
+                                                     (timing ? 0 : cudaEventDisableTiming));
     if (e != cudaSuccess) {
         free(*ev);
         *ev = NULL;
@@ -149,14 +183,14 @@ static int cu_event_new(pl__upload *u, int timing, pl__upload_event **ev, pl_err
 
 static void cu_event_free(pl__upload *u, pl__upload_event *ev)
 {
-    cudaSetDevice(u->device);
+    device_scope on(u->device);
     cudaEventDestroy(ev->ev);
     free(ev);
 }
 
 static int cu_copy(pl__upload *u, void *dev, const void *host, size_t bytes, pl_err *err)
 {
-    CU_TRY(cudaSetDevice(u->device), "cudaSetDevice");
+    CU_DEVICE(u);
     CU_TRY(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, u->stream),
            "cudaMemcpyAsync");
     return 0;
@@ -168,55 +202,66 @@ static int cu_expand(pl__upload *u, const pl__expand_job *job, const void *dev_s
     uint64_t grid = pl__expand_grid(job);
     if (grid == 0)
         return 0;
-    /* x up to 65535 blocks so that y stays within its own limit too */
-    unsigned gx = grid < 65535 ? (unsigned)grid : 65535u;
-    unsigned gy = (unsigned)((grid + gx - 1) / gx);
-    PL_FAIL_IF(gy > 65535, err, PL_ERANGE, "expansion of %llu tiles", (unsigned long long)grid);
-    CU_TRY(cudaSetDevice(u->device), "cudaSetDevice");
-    expand_kernel<<<dim3(gx, gy), THREADS, 0, u->stream>>>(
-        *job, (const unsigned char *)dev_slot, (unsigned char *)dev_masks);
-    CU_TRY(cudaGetLastError(), "launching the mask expansion");
+    uint32_t gx, gy;
+    PL_FAIL_IF(!pl__expand_shape(grid, &gx, &gy), err, PL_ERANGE, "expansion of %llu tiles",
+               (unsigned long long)grid);
+    CU_DEVICE(u);
+    /* cudaLaunchKernel returns this launch's own error; cudaGetLastError
+     * after a <<<>>> launch could return an earlier call's. A fault while
+     * the kernel runs shows at a later synchronisation (a worker's wait, or
+     * the consumer's own CUDA calls), not here. */
+    const unsigned char *slot = (const unsigned char *)dev_slot;
+    unsigned char *masks = (unsigned char *)dev_masks;
+    void *args[] = {const_cast<pl__expand_job *>(job), (void *)&slot, (void *)&masks};
+    cudaError_t e = cudaLaunchKernel((const void *)expand_kernel, dim3(gx, gy), dim3(THREADS),
+                                     args, 0, u->stream);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* this launch's error, reported here: not left behind */
+        return fail(err, e, "launching the mask expansion");
+    }
     return 0;
 }
 
 static int cu_record(pl__upload *u, pl__upload_event *ev, pl_err *err)
 {
-    CU_TRY(cudaSetDevice(u->device), "cudaSetDevice");
+    CU_DEVICE(u);
     CU_TRY(cudaEventRecord(ev->ev, u->stream), "cudaEventRecord");
     return 0;
 }
 
 static int cu_record_on(pl__upload *u, pl__upload_event *ev, void *stream, pl_err *err)
 {
-    CU_TRY(cudaSetDevice(u->device), "cudaSetDevice");
-    CU_TRY(cudaEventRecord(ev->ev, (cudaStream_t)stream), "cudaEventRecord (consumer stream)");
+    CU_DEVICE(u);
+    /* NULL: the legacy default stream, even in a per-thread build */
+    cudaStream_t s = stream ? (cudaStream_t)stream : cudaStreamLegacy;
+    CU_TRY(cudaEventRecord(ev->ev, s), "cudaEventRecord (consumer stream)");
     return 0;
 }
 
 static int cu_wait_event(pl__upload *u, pl__upload_event *ev, pl_err *err)
 {
-    CU_TRY(cudaSetDevice(u->device), "cudaSetDevice");
+    CU_DEVICE(u);
     CU_TRY(cudaStreamWaitEvent(u->stream, ev->ev, 0), "cudaStreamWaitEvent");
     return 0;
 }
 
 static int cu_sync(pl__upload *u, pl__upload_event *ev, pl_err *err)
 {
-    CU_TRY(cudaSetDevice(u->device), "cudaSetDevice");
+    CU_DEVICE(u);
     CU_TRY(cudaEventSynchronize(ev->ev), "cudaEventSynchronize");
     return 0;
 }
 
 static int cu_drain(pl__upload *u, pl_err *err)
 {
-    CU_TRY(cudaSetDevice(u->device), "cudaSetDevice");
+    CU_DEVICE(u);
     CU_TRY(cudaStreamSynchronize(u->stream), "cudaStreamSynchronize");
     return 0;
 }
 
 static int cu_download(pl__upload *u, void *host, const void *dev, size_t bytes, pl_err *err)
 {
-    CU_TRY(cudaSetDevice(u->device), "cudaSetDevice");
+    CU_DEVICE(u);
     CU_TRY(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, u->stream),
            "cudaMemcpyAsync (device to host)");
     CU_TRY(cudaStreamSynchronize(u->stream), "cudaStreamSynchronize");
@@ -226,7 +271,7 @@ static int cu_download(pl__upload *u, void *host, const void *dev, size_t bytes,
 static double cu_elapsed(pl__upload *u, pl__upload_event *a, pl__upload_event *b)
 {
     float ms = 0;
-    cudaSetDevice(u->device);
+    device_scope on(u->device);
     if (cudaEventElapsedTime(&ms, a->ev, b->ev) != cudaSuccess)
         return 0;
     return ms;

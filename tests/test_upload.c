@@ -449,3 +449,59 @@ Test(upload, expansion_of_awkward_lengths)
         pl_test_expand_case_free(&c);
     }
 }
+
+/* The launch shape (pl__expand_shape) within CUDA's limits, covering every
+ * tile with the fewest rows and fewer than a row's count of idle blocks; and
+ * the kernel's 2-D indexing, early return of idle blocks included, run on
+ * the host over a grid of two rows, against the expected masks. */
+Test(upload, grid_shape_and_two_row_expansion)
+{
+    static const uint64_t grids[] = {1,      2,      65534,   65535,   65536,
+                                     65537,  131070, 131071,  131072,  1000003,
+                                     70119,  65535ull * 65535};
+    for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) {
+        uint64_t g = grids[i];
+        uint32_t gx = 0, gy = 0;
+        cr_assert(pl__expand_shape(g, &gx, &gy), "grid %llu", (unsigned long long)g);
+        cr_expect(gx >= 1 && gx <= 65535 && gy >= 1 && gy <= 65535, "grid %llu: %u x %u",
+                  (unsigned long long)g, gx, gy);
+        cr_expect((uint64_t)gx * gy >= g, "grid %llu: %u x %u misses tiles",
+                  (unsigned long long)g, gx, gy);
+        cr_expect((uint64_t)gx * gy - g < gy, "grid %llu: %u x %u idles a row's worth",
+                  (unsigned long long)g, gx, gy);
+        cr_expect_eq(gy, (g + 65534) / 65535, "grid %llu: not the fewest rows",
+                     (unsigned long long)g);
+    }
+    uint32_t gx, gy;
+    cr_expect(!pl__expand_shape(65535ull * 65535 + 1, &gx, &gy), "past the rows' limit");
+
+    for (uint32_t dense = PL_MASK_BITS; dense <= PL_MASK_BOOL; dense++) {
+        pl_test_expand_case c;
+        pl_test_expand_case_make_wide(&c, dense, 3);
+        uint64_t grid = pl__expand_grid(&c.job), idle = 0;
+        cr_assert(pl__expand_shape(grid, &gx, &gy));
+        cr_assert_eq(gy, 2, "%llu tiles: two rows", (unsigned long long)grid);
+        unsigned char *got = malloc(c.mask_bytes + 1);
+        cr_assert_not_null(got);
+        memset(got, 0x5A, c.mask_bytes + 1);
+        for (uint32_t by = 0; by < gy; by++)
+            for (uint32_t bx = 0; bx < gx; bx++) {
+                uint64_t t = (uint64_t)by * gx + bx; /* as expand_kernel */
+                if (t >= grid) {
+                    idle++;
+                    continue;
+                }
+                pl__expand_tile w = pl__expand_locate(&c.job, t, c.slot, got);
+                for (uint32_t th = 0; th < 256; th++)
+                    pl__expand_fill(&c.job, &w, th, 256);
+                for (uint32_t th = 0; th < 256; th++)
+                    pl__expand_scatter(&c.job, &w, th, 256);
+            }
+        cr_expect_eq(idle, 1, "one idle block, %llu found", (unsigned long long)idle);
+        cr_expect(!memcmp(got, c.want, c.mask_bytes), "dense %u: two-row expansion differs",
+                  dense);
+        cr_expect_eq(got[c.mask_bytes], 0x5A, "written past the masks");
+        free(got);
+        pl_test_expand_case_free(&c);
+    }
+}

@@ -21,6 +21,8 @@ static void *xmalloc(size_t n)
     return p;
 }
 
+uint32_t pl_test_db_types;
+
 /* Build from build-args.txt: option lines each followed by their value.
  * Returns the rules file named there (malloc'd), or NULL. */
 static char *build(pl_test_db *t, const char *in)
@@ -62,6 +64,14 @@ static char *build(pl_test_db *t, const char *in)
         } else {
             pl_test_die("build-args.txt: unknown option %s", opt);
         }
+    }
+    /* pl_test_db_types: more edge types, each a copy of the first's file */
+    char extra[PL_MAX_TYPES][16];
+    for (uint32_t k = 0; o.n_types && o.n_types < pl_test_db_types && o.n_types < PL_MAX_TYPES;
+         k++) {
+        snprintf(extra[k], sizeof extra[k], "copy%u", k);
+        names[o.n_types] = extra[k];
+        files[o.n_types++] = files[0];
     }
     o.out = t->path;
     pl_err err = {0};
@@ -477,11 +487,12 @@ int pl_test_masks_diff(pl_test_db *t, uint32_t dense, uint32_t n, const uint64_t
     return 0;
 }
 
-void pl_test_expand_case_make(pl_test_expand_case *c, uint32_t dense, uint64_t seed)
+static void expand_case(pl_test_expand_case *c, uint32_t dense, uint64_t seed,
+                        const uint32_t *lens, uint32_t L, uint32_t n)
 {
-    static const uint32_t lens[] = {0, 1, 63, 64, 65, 3 * 8 * PL__EXPAND_TILE + 5,
-                                    2 * PL__EXPAND_TILE + 1, 7};
-    const uint32_t L = sizeof lens / sizeof lens[0], n = 5;
+    uint32_t longest = 0;
+    for (uint32_t k = 0; k < L; k++)
+        longest = lens[k] > longest ? lens[k] : longest;
     memset(c, 0, sizeof *c);
     c->job.dense = dense;
     c->job.n = n;
@@ -493,7 +504,7 @@ void pl_test_expand_case_make(pl_test_expand_case *c, uint32_t dense, uint64_t s
     }
     c->slot = calloc(1, cap);
     c->want = xmalloc(want_bytes);
-    unsigned char *kept = xmalloc(lens[5] + 1);
+    unsigned char *kept = xmalloc(longest + 1);
     if (!c->slot)
         pl_test_die("out of memory");
     for (uint32_t k = 0; k < L; k++) {
@@ -542,6 +553,33 @@ void pl_test_expand_case_make(pl_test_expand_case *c, uint32_t dense, uint64_t s
     free(kept);
     c->slot_bytes = at;
     c->mask_bytes = want_bytes;
+}
+
+void pl_test_expand_case_make(pl_test_expand_case *c, uint32_t dense, uint64_t seed)
+{
+    static const uint32_t lens[] = {0, 1, 63, 64, 65, 3 * 8 * PL__EXPAND_TILE + 5,
+                                    2 * PL__EXPAND_TILE + 1, 7};
+    expand_case(c, dense, seed, lens, sizeof lens / sizeof lens[0], 5);
+}
+
+void pl_test_expand_case_make_wide(pl_test_expand_case *c, uint32_t dense, uint64_t seed)
+{
+    /* Lists of one tile or none, an odd number of tiles a sample and an odd
+     * number of samples, over 70,000 tiles: two rows of a grid at most
+     * 65,535 wide, one block of the second idle. */
+    enum { L = PL__EXPAND_MAX - 1 };
+    uint32_t lens[L];
+    static const uint32_t some[] = {0, 1, 63, 64, 65, 127, 200, 7};
+    for (uint32_t k = 0; k < L; k++)
+        lens[k] = some[k % (sizeof some / sizeof some[0])] + 64 * (k / 8 % 3);
+    uint32_t tiles = 0;
+    for (uint32_t k = 0; k < L; k++)
+        tiles += lens[k] > 0;
+    if (tiles % 2 == 0) {
+        lens[1] = 0;
+        tiles--;
+    }
+    expand_case(c, dense, seed, lens, L, (70000 / tiles + 1) | 1);
 }
 
 void pl_test_expand_case_free(pl_test_expand_case *c)

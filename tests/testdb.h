@@ -35,6 +35,11 @@ typedef struct pl_test_db {
     unsigned char *P, *row;           /**< scratch of the mask checks */
 } pl_test_db;
 
+/** Edge types the next databases get at least (0: synth's): the types
+ *  past synth's reuse the first type's file under the names copy0, copy1...
+ *  (up to PL_MAX_TYPES, as many lists as a batch can hold). */
+extern uint32_t pl_test_db_types;
+
 /** Generate and build a database in a fresh temporary directory. */
 void pl_test_db_make(pl_test_db *t, uint64_t n_genes, uint64_t n_samples, double scale,
                      uint32_t payload_dim, uint64_t seed);
@@ -100,6 +105,10 @@ typedef struct pl_test_expand_case {
 } pl_test_expand_case;
 
 void pl_test_expand_case_make(pl_test_expand_case *c, uint32_t dense, uint64_t seed);
+/** The same over a grid of more than one row (loader/expand.h,
+ *  pl__expand_shape): over 70,000 tiles, an odd number, of short lists of
+ *  one tile each. */
+void pl_test_expand_case_make_wide(pl_test_expand_case *c, uint32_t dense, uint64_t seed);
 void pl_test_expand_case_free(pl_test_expand_case *c);
 
 /** Flip one byte in the middle of sample-store block `b` of the database. */

@@ -123,7 +123,9 @@ class _Mapping:
             return
         import torch
 
-        rc = torch.cuda.cudart().cudaHostRegister(addr, nbytes, 0)
+        # Portable (1): page-locked for every device's context, not only the
+        # current one's (a loader may feed batches to several devices).
+        rc = torch.cuda.cudart().cudaHostRegister(addr, nbytes, 1)
         if int(rc) != 0:
             raise LoaderError(f"cudaHostRegister of a ring slot failed ({rc})")
         self._registered.append((addr, torch))
@@ -173,7 +175,10 @@ def _restore_size(fd, total):
 def _detach(handle, registered, segment):
     if registered:
         torch = registered[0][1]
-        torch.cuda.synchronize()  # no copy from the mapping may still be in flight
+        # No copy from the mapping may still be in flight on any device (a
+        # batch may have gone to another device than the current one).
+        for d in range(torch.cuda.device_count()):
+            torch.cuda.synchronize(d)
     for addr, torch in registered:
         torch.cuda.cudart().cudaHostUnregister(addr)
     fd, total = segment

@@ -7,7 +7,6 @@ process, so the library checks every descriptor against the slot
 (pl_slot_check) before a view is made.
 """
 
-import contextlib
 import ctypes
 import struct
 
@@ -352,7 +351,8 @@ class Batch:
         in the slot, before the copy.
         On CUDA the slot's memory is page-locked once (cudaHostRegister) and
         copied asynchronously on a side stream that the current stream then
-        waits for; the loader waits for those copies before it lets the
+        waits for; everything else runs on the current stream. The loader
+        waits for the copies alone (wait_copies()) before it lets the
         producer reuse the slot.
         """
         graph_tensors = None
@@ -385,73 +385,76 @@ class Batch:
             else:
                 raise ValueError(f"layout={layout!r} needs graph= (a Graph) for a batch made "
                                  "outside a Loader")
-        cuda = dev.type == "cuda"
+        cuda = _on_cuda(dev)
         if cuda and self._ring is not None:
             self._ring.cuda_register(self._slot_addr, self._slot_bytes)
-        stream = _side_stream(torch, dev) if cuda else None
         B = self._n
-        with torch.cuda.stream(stream) if cuda else contextlib.nullcontext():
-            if cuda:
-                def up(a):
-                    return torch.from_numpy(a).to(dev, non_blocking=non_blocking)
-            else:
-                def up(a):
-                    return torch.from_numpy(a).clone()
-
-            def up_long(a):
-                t = torch.from_numpy(a)
-                return t.to(dev, non_blocking=non_blocking).long() if cuda else t.long()
-
-            out = {}
-            for key, slot_name, n in self._kinds:
-                pos, ptr = self._lists[slot_name]
-                if cuda:  # checked in the slot, then copied from it
-                    _check_positions(slot_name, pos, ptr, n)
-                pos_t, ptr_t = up_long(pos), up(ptr)
-                if not cuda:  # the copies are checked: the slot may change meanwhile
-                    _check_ptr(slot_name, pos_t.numpy(), ptr_t.numpy())
-                    _check_positions(slot_name, pos_t.numpy(), ptr_t.numpy(), n)
-                if pyg_lists is not None:
-                    if cuda:  # on the CPU pl_pyg_edges checks them
-                        _check_sets(torch, slot_name, pos_t, ptr_t)
-                    pyg_lists[slot_name] = (pos_t, ptr_t)
-                    continue
-                if layout == "lists":
-                    out[key] = ({"perturbation_indices": pos_t, "perturbation_ptr": ptr_t}
-                                if key == "gene" else {"removed": pos_t, "ptr": ptr_t})
-                    continue
-                if key in self.dense:
-                    mask = self._dense_mask(torch, up(_signed(self.dense[key])), n)
-                else:
-                    rows = torch.repeat_interleave(torch.arange(B, device=dev),
-                                                   ptr_t[1:] - ptr_t[:-1],
-                                                   output_size=len(pos))
-                    mask = torch.ones(B * n, dtype=torch.bool, device=dev)
-                    mask[pos_t + rows * n] = False
-                    mask = mask.view(B, n)
-                if key == "gene":
-                    out["gene"] = {"pert_mask": ~mask, "mask": mask,
-                                   "perturbation_indices": pos_t, "perturbation_ptr": ptr_t}
-                else:
-                    out[key] = {"mask": mask, "removed": pos_t, "ptr": ptr_t}
-            if pyg_lists is not None:
-                out = (lazy if layout == "lazy" else pyg).build(
-                    torch, pyg_lists, graph_tensors, B, self._kinds, dev, edge_types)
-            if self.khop is not None:
-                self._khop_torch(torch, out, up, up_long, cuda, dev)
-            out["labels"] = up(self.labels)
-            out["sample_id"] = up(_signed(self.sample_id))
-            out["row"] = up(_signed(self.row))
-            if self.payload is not None:
-                out["payload"] = up(self.payload)
         if cuda:
+            # Copies on the side stream, the rest on the current stream, which
+            # waits for each copy; the copy event completes with the copies
+            # alone (wait_copies() does not wait for the ops after them).
+            stream = _side_stream(torch, dev)
             current = torch.cuda.current_stream(dev)
-            current.wait_stream(stream)
+
+            def up(a):
+                with torch.cuda.stream(stream):
+                    t = torch.from_numpy(a).to(dev, non_blocking=non_blocking, copy=True)
+                current.wait_stream(stream)
+                t.record_stream(current)  # allocated on the side stream, used on this
+                return t
+        else:
+            def up(a):
+                return torch.from_numpy(a).clone()
+
+        def up_long(a):
+            return up(a).long() if cuda else torch.from_numpy(a).long()
+
+        out = {}
+        for key, slot_name, n in self._kinds:
+            pos, ptr = self._lists[slot_name]
+            if cuda:  # checked in the slot, then copied from it
+                _check_positions(slot_name, pos, ptr, n)
+            pos_t, ptr_t = up_long(pos), up(ptr)
+            if not cuda:  # the copies are checked: the slot may change meanwhile
+                _check_ptr(slot_name, pos_t.numpy(), ptr_t.numpy())
+                _check_positions(slot_name, pos_t.numpy(), ptr_t.numpy(), n)
+            if pyg_lists is not None:
+                if cuda:  # on the CPU pl_pyg_edges checks them
+                    _check_sets(torch, slot_name, pos_t, ptr_t)
+                pyg_lists[slot_name] = (pos_t, ptr_t)
+                continue
+            if layout == "lists":
+                out[key] = ({"perturbation_indices": pos_t, "perturbation_ptr": ptr_t}
+                            if key == "gene" else {"removed": pos_t, "ptr": ptr_t})
+                continue
+            if key in self.dense:
+                mask = self._dense_mask(torch, up(_signed(self.dense[key])), n)
+            else:
+                rows = torch.repeat_interleave(torch.arange(B, device=dev),
+                                               ptr_t[1:] - ptr_t[:-1],
+                                               output_size=len(pos))
+                mask = torch.ones(B * n, dtype=torch.bool, device=dev)
+                mask[pos_t + rows * n] = False
+                mask = mask.view(B, n)
+            if key == "gene":
+                out["gene"] = {"pert_mask": ~mask, "mask": mask,
+                               "perturbation_indices": pos_t, "perturbation_ptr": ptr_t}
+            else:
+                out[key] = {"mask": mask, "removed": pos_t, "ptr": ptr_t}
+        if pyg_lists is not None:
+            out = (lazy if layout == "lazy" else pyg).build(
+                torch, pyg_lists, graph_tensors, B, self._kinds, dev, edge_types)
+        if self.khop is not None:
+            self._khop_torch(torch, out, up, up_long, cuda, dev)
+        out["labels"] = up(self.labels)
+        out["sample_id"] = up(_signed(self.sample_id))
+        out["row"] = up(_signed(self.row))
+        if self.payload is not None:
+            out["payload"] = up(self.payload)
+        if cuda:
             done = torch.cuda.Event()
-            done.record(stream)
+            done.record(stream)  # after the last copy, before any later op
             self._copy_done = done
-            for t in _tensors(out):
-                t.record_stream(current)
         return out if pyg_lists is None else pyg.finish(torch, out, B, layout, pyg_lists)
 
     def _khop_torch(self, torch, out, up, up_long, cuda, dev):
@@ -559,11 +562,10 @@ def _signed(a):
     return a.view(np.int64) if a.dtype == np.uint64 else a
 
 
-def _tensors(d):
-    for v in d.values():
-        for t in (v.values() if isinstance(v, dict) else [v]):
-            if not isinstance(t, list):  # a lazy edge type's num_edges
-                yield t
+def _on_cuda(dev):
+    """True when to_torch() takes its CUDA path for `dev` (the tests' device
+    double runs that path on the CPU by replacing this)."""
+    return dev.type == "cuda"
 
 
 _streams = {}

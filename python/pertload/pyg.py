@@ -38,15 +38,55 @@ def _union(torch, ei, pos, ptr, B, shift_src, shift_dst):
     of each sample's first edge). ei: [2, E] int64 on the device; pos, ptr:
     the removed positions (int64, each sample's sorted and unique, in range)
     and their ptr (ptr[B] == len(pos))."""
-    if ei.device.type == "cpu":
+    if _use_library(ei):
         return _union_cpu(torch, ei, pos.contiguous(), ptr.contiguous(), B, shift_src,
                           shift_dst)
     return _union_torch(torch, ei, pos, ptr, B, shift_src, shift_dst)
 
 
-def _union_torch(torch, ei, pos, ptr, B, shift_src, shift_dst):
+def _use_library(ei):
+    """True when _union takes pl_pyg_edges (CPU tensors; the tests' device
+    double takes the torch path on the CPU by replacing this)."""
+    return ei.device.type == "cpu"
+
+
+# Bytes of temporaries _union_torch allows itself per chunk of samples: at
+# its peak, per edge position of the chunk, an index, its sample and their
+# product (8 bytes each; the kept mask, 1 byte, is freed before).
+UNION_BUDGET = 1 << 28
+_UNION_BYTES = 24
+
+
+def _union_torch(torch, ei, pos, ptr, B, shift_src, shift_dst, budget=None):
     """_union by vectorised torch ops (the GPU path; it runs on any device):
-    a kept mask, its nonzero positions, each one's sample, a gather."""
+    a kept mask, its nonzero positions, each one's sample, a gather. The
+    samples are taken in chunks whose temporaries fit `budget` bytes (default
+    UNION_BUDGET) and whose mask stays under 2^31 positions (torch.nonzero's
+    limit in older releases); besides them only the output is allocated.
+    More than one chunk reads ptr back to the host (one synchronisation)."""
+    dev = ei.device
+    E = ei.shape[1]
+    budget = UNION_BUDGET if budget is None else budget
+    step = max(1, min(B, budget // max(1, _UNION_BYTES * E), (1 << 31) // max(1, E) - 1))
+    if step >= B:
+        return _union_chunk(torch, ei, pos, ptr, B, shift_src, shift_dst)
+    host = ptr.cpu()
+    kept = E - (host[1:] - host[:-1])
+    eptr = torch.zeros(B + 1, dtype=torch.int64)
+    torch.cumsum(kept, 0, out=eptr[1:])
+    out = torch.empty((2, int(eptr[-1])), dtype=torch.int64, device=dev)
+    for b in range(0, B, step):
+        n = min(step, B - b)
+        p0, p1 = int(host[b]), int(host[b + n])
+        part, _ = _union_chunk(torch, ei, pos[p0:p1], ptr[b:b + n + 1] - p0, n,
+                               shift_src, shift_dst, first=b)
+        out[:, int(eptr[b]):int(eptr[b + n])] = part
+    return out, eptr.to(dev)
+
+
+def _union_chunk(torch, ei, pos, ptr, B, shift_src, shift_dst, first=0):
+    """_union_torch over B samples at once, the first of them sample `first`
+    of the batch (its nodes shifted by that many graphs)."""
     dev = ei.device
     E = ei.shape[1]
     keep = torch.ones(B * E, dtype=torch.bool, device=dev)
@@ -55,12 +95,15 @@ def _union_torch(torch, ei, pos, ptr, B, shift_src, shift_dst):
                                        output_size=len(pos))
         keep[pos + rows * E] = False
     idx = torch.nonzero(keep).squeeze(1)
+    del keep
     kept = E - (ptr[1:] - ptr[:-1])
     eptr = torch.zeros(B + 1, dtype=torch.int64, device=dev)
     torch.cumsum(kept, 0, out=eptr[1:])
     sample = torch.repeat_interleave(torch.arange(B, device=dev), kept, output_size=len(idx))
     e = idx.sub_(sample * E)
     out = ei[:, e]
+    if first:
+        sample.add_(first)
     if shift_src == shift_dst:
         out.add_(sample.mul_(shift_src))
     else:
