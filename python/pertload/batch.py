@@ -191,8 +191,10 @@ class Batch:
     """
 
     def __init__(self, arrays, head, kinds, ring=None, slot_addr=0, slot_bytes=0,
-                 fingerprints=(None, {}), graph_source=None):
+                 fingerprints=(None, {}), graph_source=None, owner=None):
         self._released = None  # why the arrays may no longer be read, once released
+        # The object every array of the slot is a view of (_slots.Windows).
+        self._owner = owner
         self._head = head
         self.gene_fingerprint, self.edge_fingerprints = fingerprints
         self.index = int(head["batch"])
@@ -277,6 +279,14 @@ class Batch:
         slot back): every later read of its arrays raises LoaderError(why)."""
         if self._ring is not None:
             self._released = why
+
+    def take_owner(self):
+        """Drop the batch's own references to its slot's arrays (it must be
+        released) and return (the owner of those views or None, the bytes of
+        the slot in use): what still holds the owner is the user's."""
+        owner, self._owner = self._owner, None
+        self._v = self._lists = None
+        return owner, int(self._head["used"])
 
     @property
     def released(self):

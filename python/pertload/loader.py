@@ -141,9 +141,12 @@ class _Epoch:
         self._i += 1
         try:
             m.check_size()
-            head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
-            batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes,
-                          self._loader._fingerprints, self._loader._graph_on)
+            buf = m.buffer(slot.value)
+            head, arrays = parse_slot(buf, m.slot_bytes)
+            batch = Batch(arrays, head, self._loader._kinds, m, ctypes.addressof(buf),
+                          m.slot_bytes, self._loader._fingerprints, self._loader._graph_on,
+                          owner=buf)
+            del buf, arrays
             want = self._start + self._b
             if batch.index != want or batch.epoch != self._loader.epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
@@ -156,16 +159,21 @@ class _Epoch:
             raise LoaderError(f"ring '{p.name}': batch {self._start + self._b}: {e!r}") from e
         return head, batch
 
-    def _release(self, batch, mark=True):
-        """Hand the slot of the last delivery taken back to the producer; the
-        batch's arrays may no longer be read from then on (`mark`: it is
-        marked released now, else the caller marks it before it returns to
-        user code)."""
+    def _release(self, batch):
+        """Hand the slot of the last delivery taken back to the producer. The
+        batch is released (its arrays may no longer be read through it) and
+        what the user still holds of it becomes a private copy first (DESIGN
+        section 15: kept data never changes), except for the epoch's last
+        delivery, whose slot is never refilled: it stays valid."""
         batch.wait_copies()
-        if mark:
-            _mark_released(batch)
         m = self._producer.mapping
-        self._check_size(m)  # the release touches the shared header
+        self._check_size(m)  # the copy reads the slot; the release touches the header
+        if self._i < self._producer.n_deliveries:
+            _mark_released(batch)
+            kept = m.hand_back(batch)
+            if kept:
+                self._loader.kept_batches += 1
+                self._loader.kept_bytes += kept
         _lib.lib().pl_ring_release(m.handle, self._i - 1, len(batch))
 
     def _gather(self, head, batch):
@@ -188,6 +196,7 @@ class _Epoch:
                 merged = Batch(arrays, merged_head, self._loader._kinds,
                                fingerprints=self._loader._fingerprints,
                                graph_source=self._loader._graph_on)
+                parts = arrays = None  # no view of the slot left: no copy on hand-back
                 self._release(batch)
                 return merged
             self._release(batch)
@@ -204,19 +213,12 @@ class _Epoch:
             raise StopIteration
         prev, self._prev = self._prev, None
         if prev is not None:
-            self._release(prev, mark=False)
-        try:
-            got = self._take()
-        except BaseException:
-            if prev is not None:
-                _mark_released(prev)
-            raise
+            self._release(prev)
+        got = self._take()
         if got is None:
             # The last batch stays valid: its slot is never refilled.
             self.close(finish=True)
             raise StopIteration
-        if prev is not None:
-            _mark_released(prev)
         head, batch = got
         if head["n_parts"] > 1:
             batch = self._gather(head, batch)
@@ -420,6 +422,9 @@ class Loader:
         self._epoch_it = None
         self._graph = None
         self._last_stats = None
+        # Batches copied when their slot was handed back, as something taken
+        # out of them was still held (DESIGN section 15), and their bytes.
+        self.kept_batches = self.kept_bytes = 0
         database = _lib.Database(self.db)
         try:
             self.db_samples = int(database.info.n_samples)
