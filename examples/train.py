@@ -7,7 +7,9 @@ column when it has one (a text column of the sample table stored as a
 category, `categories: [split]` in a recipe; pertload.DataModule over its
 train level, held out its test level, else its val level), otherwise an
 80/20 split of the rows (pertload.DataModule over row subsets). The
-DataLoaders run pertload.Dataset in worker processes.
+DataLoaders run pertload.Dataset in worker processes, which ship each batch's
+lists in one shared-memory buffer; the training step expands them here
+(batch.to_torch(layout=...)) from the graph read once (dm.graph).
 
 The model predicts the first label (fitness) of a deletion from the
 embeddings of the deleted genes and, per edge type, the share of edges the
@@ -94,10 +96,11 @@ class GNNModel(nn.Module):
         return self.out(pooled / count.unsqueeze(1)).squeeze(1)
 
 
-def run_epoch(model, loader, opt=None):
+def run_epoch(model, loader, expand, opt=None):
     """One pass; returns (mean squared error, Pearson r) over labelled samples."""
     sq, n, preds, ys = 0.0, 0, [], []
-    for t in loader:
+    for batch in loader:
+        t = expand(batch)
         y = t["labels"][:, 0]
         keep = ~torch.isnan(y)
         with torch.set_grad_enabled(opt is not None):
@@ -135,8 +138,8 @@ def main():
         db = a.db or synthetic_db(tmp, a.samples)
         graph = pertload.Loader(db, rank=0, world_size=1).graph
         layout = "pyg" if a.gnn else "lists"
-        opts = dict(batch_size=a.batch_size, num_workers=a.workers, seed=a.seed, layout=layout,
-                    edge_types=[a.gnn] if a.gnn else None, rank=0, world_size=1)
+        opts = dict(batch_size=a.batch_size, num_workers=a.workers, seed=a.seed, rank=0,
+                    world_size=1)
         if a.split_column in graph.label_levels:  # the database's own split
             dm = pertload.DataModule(db, split_column=a.split_column, **opts)
             held = "test" if "test" in dm.splits else "val"
@@ -149,6 +152,11 @@ def main():
             held, how = "test", "rows 80/20"
         model = GNNModel(graph, a.gnn) if a.gnn else ListsModel(graph)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        edge_types = [a.gnn] if a.gnn else None
+
+        def expand(batch):  # the lists from the workers, expanded in this process
+            return batch.to_torch("cpu", layout=layout, graph=dm.graph, edge_types=edge_types)
+
         train = dm.train_dataloader()
         test = dm.test_dataloader() if held == "test" else dm.val_dataloader()
         print(f"{graph.n_samples} samples ({dm.datasets['train'].n_samples} train, "
@@ -157,8 +165,8 @@ def main():
               f"model {type(model).__name__}, layout {layout!r}", flush=True)
         for epoch in range(a.epochs):
             e0 = time.perf_counter()
-            mse, r = run_epoch(model, train, opt)
-            test_mse, test_r = run_epoch(model, test)
+            mse, r = run_epoch(model, train, expand, opt)
+            test_mse, test_r = run_epoch(model, test, expand)
             print(f"epoch {epoch}: train loss (MSE) {mse:.4f}, r {r:.3f}; held-out MSE "
                   f"{test_mse:.4f}, r {test_r:.3f} ({time.perf_counter() - e0:.1f} s)",
                   flush=True)
