@@ -6,26 +6,20 @@ its ring removed; a released batch's own attributes still raise. The oracle
 is the same loop taking copies during each step."""
 
 import gc
-import random
 
 import numpy as np
 import pytest
 import torch
 
 import pertload
-from conftest import run_cli
 from test_lifetime import assert_released
-from test_ontology import write_ontology
+from test_ontology_batches import random_onto  # noqa: F401  (a fixture)
 
 
 @pytest.fixture(scope="module")
-def onto_db(small, tmp_path_factory):
+def onto_db(random_onto):
     """The small database with a random ontology (for the ontology lists)."""
-    tmp = tmp_path_factory.mktemp("keep_onto")
-    write_ontology(tmp / "onto.txt", small.genes, random.Random(11))
-    run_cli("build", "-o", tmp / "db", *small.build_args, "--ontology-dcell", tmp / "onto.txt",
-            "--quiet")
-    return tmp / "db"
+    return random_onto.db
 
 
 def taken(b, copy):
