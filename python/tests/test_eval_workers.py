@@ -57,6 +57,30 @@ def test_loader_pad_false_and_true(small, world):
         pertload.Loader(small.db, pad=False, order="block")
 
 
+def per_sample(b):
+    """Every list of every sample of a batch, and its row arrays, as Python
+    values (by slot name)."""
+    out = []
+    for i in range(len(b)):
+        d = {"labels": b.labels[i].tobytes(), "row": int(b.row[i]),
+             "capped": int(b.khop["capped"][i])}
+        for name, (pos, ptr) in [("gene", (b.perturbation_indices, b.perturbation_ptr)),
+                                 ("khop", b.khop["genes"])] + list(b.removed.items()):
+            d[name] = pos[ptr[i]:ptr[i + 1]].tolist()
+        out.append(d)
+    return out
+
+
+def test_unpadded_last_batch_is_the_padded_one_cut(small):
+    """pad=False cuts the padding off a rank's last batch: every list and row
+    array of its samples as in the padded batch."""
+    kw = dict(batch_size=7, shuffle=True, rows=SUBSET, rank=5, world_size=6, khop=1)
+    cut = [per_sample(b) for b in pertload.Loader(small.db, pad=False, **kw)]
+    full = [per_sample(b) for b in pertload.Loader(small.db, **kw)]
+    assert len(cut) == len(full) and len(cut[-1]) == len(full[-1]) - 1
+    assert cut[:-1] == full[:-1] and cut[-1] == full[-1][:-1]
+
+
 def test_pad_false_resumes(small):
     lo = pertload.Loader(small.db, batch_size=8, rows=SUBSET, rank=1, world_size=2, pad=False)
     want = [b.row.tolist() for b in lo]
