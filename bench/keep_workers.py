@@ -45,14 +45,15 @@ def run_loader(a, keep):
     lo = pertload.Loader(a.db, batch_size=a.batch_size, shuffle=True, threads=a.threads,
                          rows=range(a.rows), rank=0, world_size=1)
     kept, n = [], 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     for b in lo:
         touch(b)
         n += len(b)
         if keep:
             kept.append((torch.from_numpy(b.labels[:, 0]), b.removed[sorted(b.removed)[0]][0]))
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, _cpu() - c0
     return {"samples": n, "seconds": dt, "samples_per_s": n / dt,
+            "consumer_cpu_us_per_batch": cpu / len(lo) * 1e6,
             "kept_batches": getattr(lo, "kept_batches", 0),
             "kept_bytes": getattr(lo, "kept_bytes", 0)}
 
@@ -60,13 +61,21 @@ def run_loader(a, keep):
 def run_dataset(a, workers):
     ds = pertload.Dataset(a.db, batch_size=a.batch_size, shuffle=True, threads=a.threads,
                           rows=range(a.rows), rank=0, world_size=1, layout="lists")
-    n = 0
-    t0 = time.perf_counter()
+    n = batches = 0
+    t0, c0 = time.perf_counter(), _cpu()
     for b in DataLoader(ds, batch_size=None, num_workers=workers):
         touch(b)
         n += len(b)
-    dt = time.perf_counter() - t0
-    return {"samples": n, "seconds": dt, "samples_per_s": n / dt}
+        batches += 1
+    dt, cpu = time.perf_counter() - t0, _cpu() - c0
+    return {"samples": n, "seconds": dt, "samples_per_s": n / dt,
+            "consumer_cpu_us_per_batch": cpu / batches * 1e6}
+
+
+def _cpu():
+    """CPU seconds of this process (user + system), not its children's."""
+    t = os.times()
+    return t.user + t.system
 
 
 def epoch_start(a, workers, persistent):
@@ -126,7 +135,8 @@ def main():
             ratio = f" ({100 * v['samples_per_s'] / base:.0f}% of loader)" if base else ""
             extra = (f", {v['kept_batches']} batches kept, {v['kept_bytes'] / 2**20:.1f} MiB "
                      f"copied" if v.get("kept_batches") else "")
-            print(f"{k:12s} {v['samples_per_s']:>12,.0f} samples/s{ratio}{extra}")
+            print(f"{k:12s} {v['samples_per_s']:>12,.0f} samples/s{ratio}, main process CPU "
+                  f"{v['consumer_cpu_us_per_batch']:.0f} us a batch{extra}")
     if "epoch_start_s" in out:
         e = out["epoch_start_s"]
         print(f"epoch start  {e['persistent'] * 1e3:.0f} ms with persistent workers, "

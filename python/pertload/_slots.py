@@ -29,6 +29,8 @@ _PAGE = mmap.PAGESIZE
 _PROT_RW = mmap.PROT_READ | mmap.PROT_WRITE
 _MAP_SHARED, _MAP_PRIVATE = mmap.MAP_SHARED, mmap.MAP_PRIVATE
 _MAP_ANONYMOUS = mmap.MAP_ANONYMOUS
+# Page tables filled by the call, not by a fault a page (Linux).
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0x8000)
 _MREMAP_MAYMOVE, _MREMAP_FIXED = 1, 2
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
@@ -65,7 +67,7 @@ class _Window:
         self.offset = offset  # the slot's offset in the segment
         start = offset - offset % _PAGE
         self.size = (offset - start + length + _PAGE - 1) // _PAGE * _PAGE
-        addr = _mmap(None, self.size, _PROT_RW, _MAP_SHARED, fd, start)
+        addr = _mmap(None, self.size, _PROT_RW, _MAP_SHARED | _MAP_POPULATE, fd, start)
         if addr in (None, _MAP_FAILED):
             _fail(f"mapping a ring slot ({self.size} bytes at offset {start})")
         self.addr = addr + (offset - start)  # the slot's first byte
@@ -75,19 +77,23 @@ class _Window:
         return self.addr - self.addr % _PAGE
 
     def privatize(self, nbytes):
-        """Replace the window's pages by private ones holding a copy of its
-        first `nbytes` bytes of slot (the rest reads as zeros), at the same
-        addresses."""
-        base, size = self.base, self.size
-        new = _mmap(None, size, _PROT_RW, _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)
+        """Replace the window's pages that hold the slot's first `nbytes`
+        bytes by private ones holding a copy of them, at the same addresses,
+        and unmap the rest of the window. Returns the bytes copied."""
+        base = self.base
+        n = min(self.addr - base + nbytes, self.size)
+        size = max((n + _PAGE - 1) // _PAGE * _PAGE, _PAGE)
+        new = _mmap(None, size, _PROT_RW, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_POPULATE, -1, 0)
         if new in (None, _MAP_FAILED):
             _fail(f"allocating {size} bytes for a kept batch")
-        n = min(self.addr - base + nbytes, size)
         ctypes.memmove(new, base, n)
         got = _mremap(new, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED, base)
         if got in (None, _MAP_FAILED) or got != base:
             _munmap(new, size)
             _fail("moving a kept batch's copy in place")
+        if size < self.size:
+            _munmap(base + size, self.size - size)
+            self.size = size
         return n
 
     def __del__(self):
