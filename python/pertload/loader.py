@@ -95,6 +95,7 @@ class _Epoch:
         self._loader = loader
         self._start = start
         self._n = n_batches  # batches yielded; serve's plan may pad more (pad=False)
+        self._padding_left = serve_batches > n_batches
         self._i = 0          # deliveries taken from the ring
         self._b = 0          # batches yielded
         self._prev = None    # the last batch yielded, while it holds its slot
@@ -226,7 +227,7 @@ class _Epoch:
         p = self._producer
         if p is None or p._stopped:
             raise StopIteration
-        if self._start + self._b >= self._n:
+        if self._padding_left and self._start + self._b >= self._n:
             # pad=False: the rank's samples are out; the rest of serve's plan
             # is padding. The last batch stays valid: its slot is not refilled.
             self.close()
