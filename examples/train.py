@@ -7,7 +7,9 @@ column when it has one (a text column of the sample table stored as a
 category, `categories: [split]` in a recipe; pertload.DataModule over its
 train level, held out its test level, else its val level), otherwise an
 80/20 split of the rows (pertload.DataModule over row subsets). The
-DataLoaders run pertload.Dataset in worker processes.
+DataLoaders run pertload.Dataset in worker processes, which ship each batch's
+lists in one shared-memory buffer; the training step expands them here
+(batch.to_torch(layout=...)) from the graph read once (dm.graph).
 
 The model predicts the first label (fitness) of a deletion from the
 embeddings of the deleted genes and, per edge type, the share of edges the
@@ -94,10 +96,12 @@ class GNNModel(nn.Module):
         return self.out(pooled / count.unsqueeze(1)).squeeze(1)
 
 
-def run_epoch(model, loader, opt=None, timing=None):
+def run_epoch(model, loader, opt=None, timing=None, expand=None):
     """One pass; returns (mean squared error, Pearson r) over labelled samples.
     With a dict `timing`, sets its "wait" (seconds spent waiting for
-    batches: the data stall) and "total" (seconds of the pass)."""
+    batches: the data stall) and "total" (seconds of the pass). `expand`
+    turns what the loader yields (the lists a DataLoader worker shipped)
+    into the model's input, in this process."""
     sq, n, preds, ys = 0.0, 0, [], []
     wait, t0 = 0.0, time.perf_counter()
     it = iter(loader)
@@ -107,6 +111,8 @@ def run_epoch(model, loader, opt=None, timing=None):
         wait += time.perf_counter() - w0
         if t is None:
             break
+        if expand is not None:
+            t = expand(t)
         # labels: "labels" of a mapping, y of a torch_geometric Batch
         y = (t["labels"] if isinstance(t, dict) else t.y)[:, 0]
         keep = ~torch.isnan(y)
@@ -149,13 +155,13 @@ def datamodule_80_20(db, graph, **opts):
     return pertload.DataModule(db, {"train": rows[:cut], "test": rows[cut:]}, **opts)
 
 
-def fit(model, opt, train, test, epochs):
+def fit(model, opt, train, test, epochs, expand=None):
     """Train and evaluate `epochs` times, a line per epoch with the share of
     the training pass spent waiting for batches (the data stall)."""
     for epoch in range(epochs):
         timing = {}
-        mse, r = run_epoch(model, train, opt, timing)
-        test_mse, test_r = run_epoch(model, test)
+        mse, r = run_epoch(model, train, opt, timing, expand)
+        test_mse, test_r = run_epoch(model, test, expand=expand)
         print(f"epoch {epoch}: train loss (MSE) {mse:.4f}, r {r:.3f}; held-out MSE "
               f"{test_mse:.4f}, r {test_r:.3f} ({timing['total']:.1f} s, data stall "
               f"{timing['wait'] / max(timing['total'], 1e-9):.0%})", flush=True)
@@ -180,8 +186,8 @@ def main():
         db = a.db or synthetic_db(tmp, a.samples)
         graph = pertload.Loader(db, rank=0, world_size=1).graph
         layout = "pyg" if a.gnn else "lists"
-        opts = dict(batch_size=a.batch_size, num_workers=a.workers, seed=a.seed, layout=layout,
-                    edge_types=[a.gnn] if a.gnn else None, rank=0, world_size=1)
+        opts = dict(batch_size=a.batch_size, num_workers=a.workers, seed=a.seed, rank=0,
+                    world_size=1)
         if a.split_column in graph.label_levels:  # the database's own split
             dm = pertload.DataModule(db, split_column=a.split_column, **opts)
             held = "test" if "test" in dm.splits else "val"
@@ -192,13 +198,23 @@ def main():
             held, how = "test", "rows 80/20"
         model = GNNModel(graph, a.gnn) if a.gnn else ListsModel(graph)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        edge_types = [a.gnn] if a.gnn else None
+
+        def expand(batch):  # the lists from the workers, expanded in this process
+            return batch.to_torch("cpu", layout=layout, graph=dm.graph, edge_types=edge_types)
+
+        edge_types = [a.gnn] if a.gnn else None
+
+        def expand(batch):  # the lists from the workers, expanded in this process
+            return batch.to_torch("cpu", layout=layout, graph=dm.graph, edge_types=edge_types)
+
         train = dm.train_dataloader()
         test = dm.test_dataloader() if held == "test" else dm.val_dataloader()
         print(f"{graph.n_samples} samples ({dm.datasets['train'].n_samples} train, "
               f"{dm.datasets[held].n_samples} test; {how}), "
               f"{graph.n_genes} genes, {len(graph.type_names)} edge types; "
               f"model {type(model).__name__}, layout {layout!r}", flush=True)
-        fit(model, opt, train, test, a.epochs)
+        fit(model, opt, train, test, a.epochs, expand)
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -9,6 +9,7 @@ import ctypes
 import ctypes.util
 import os
 import shutil
+import weakref
 
 import numpy as np
 
@@ -264,6 +265,19 @@ def program_path():
 _lib = None
 
 
+def finalize(obj, fn, *args):
+    """weakref.finalize(obj, fn, *args), run only in the process that made
+    it: a forked child (a DataLoader worker) inherits the parent's objects
+    and may collect them, but must not stop the parent's serve, detach its
+    ring, touch its CUDA state or remove its files."""
+    return weakref.finalize(obj, _in_process, os.getpid(), fn, *args)
+
+
+def _in_process(pid, fn, *args):
+    if os.getpid() == pid:
+        fn(*args)
+
+
 def lib():
     """The loaded library, with every prototype declared (loaded once)."""
     global _lib
@@ -301,6 +315,7 @@ class Database:
     def __init__(self, path):
         self.path = os.fspath(path)
         self._h = _vp()
+        self._pid = os.getpid()
         err = PlErr()
         check(lib().pl_db_open(os.fsencode(self.path), ctypes.byref(self._h), ctypes.byref(err)),
               err, f"opening {self.path}")
@@ -382,7 +397,10 @@ class Database:
             self.info = None
 
     def __del__(self):
-        self.close()
+        # A forked child (a DataLoader worker) leaves the parent's handle
+        # alone: closing it there would clear the parent's LMDB reader slots.
+        if getattr(self, "_pid", None) == os.getpid():
+            self.close()
 
 
 def plan_n_batches(n_samples, rank, world_size, batch_size, drop_last, database=None,

@@ -17,6 +17,7 @@ import weakref
 
 from . import _lib
 from ._lib import LoaderError
+from ._slots import Windows
 
 _SHM_DIR = "/dev/shm"
 _READY = re.compile(rb"^ring (\S+): (\d+) slots x (\d+) bytes, (\d+) batches, "
@@ -46,6 +47,8 @@ class _Mapping:
     Batch views keep it alive through their buffers, so the segment stays
     mapped while any view of it exists; it is detached when the last reference
     goes (or at interpreter exit). Device registrations are undone first.
+    Slots are read through windows of their own (_slots.Windows), so that a
+    kept batch's pages can become a private copy in place.
 
     It keeps a descriptor of its own on the mapped segment: a segment cut
     short (ftruncate) under a mapping faults with SIGBUS where the missing
@@ -63,11 +66,11 @@ class _Mapping:
         self._registered = []
         self._segment = [-1, 0]  # our descriptor on the mapped file, the mapping's size
         self._cut = None  # why the segment is unusable, once it was found truncated
-        self._finalizer = weakref.finalize(self, _detach, self.handle.value, self._registered,
+        self._finalizer = _lib.finalize(self, _detach, self.handle.value, self._registered,
                                            self._segment)
         try:
-            self._segment[:] = _open_mapped(name)
-            self.total_bytes = self._segment[1]
+            fd, self.total_bytes, base = _open_mapped(name)
+            self._segment[:] = fd, self.total_bytes
             st = self.stats()
             if st["total_bytes"] != self.total_bytes:
                 raise LoaderError(f"ring '{name}': header says {st['total_bytes']} bytes, "
@@ -76,7 +79,7 @@ class _Mapping:
             self._finalizer()
             raise
         self.slot_bytes = st["slot_bytes"]
-        self._slot_type = ctypes.c_char * self.slot_bytes
+        self.windows = Windows(fd, base, self.slot_bytes)
 
     def check_size(self):
         """Raise LoaderError when the segment is, or once was, shorter than the
@@ -111,11 +114,16 @@ class _Mapping:
                 [int(src.edge_fingerprint[k]) for k in range(src.n_types)])
 
     def buffer(self, addr):
-        """The slot at `addr` as a ctypes array that keeps this mapping alive
-        (numpy views made from it hold it)."""
-        buf = self._slot_type.from_address(addr)
-        buf._mapping = self
-        return buf
+        """The slot the ring's mapping has at `addr`, as a ctypes array over
+        its window that keeps this mapping alive (numpy views made from it
+        hold it): the owner of one delivery's arrays (_slots.Windows)."""
+        return self.windows.owner(addr, self)
+
+    def hand_back(self, batch):
+        """Before the slot of `batch` (a Batch of this ring) is handed back:
+        a private copy in place of what the user still holds of it
+        (_slots.Windows.hand_back); returns the bytes copied."""
+        return self.windows.hand_back(batch, self.cuda_unregister)
 
     def cuda_register(self, addr, nbytes):
         """Page-lock one slot for asynchronous device copies (once per slot)."""
@@ -130,10 +138,19 @@ class _Mapping:
             raise LoaderError(f"cudaHostRegister of a ring slot failed ({rc})")
         self._registered.append((addr, torch))
 
+    def cuda_unregister(self, addr):
+        """Undo cuda_register() of the slot at `addr` (no copy from it may
+        still be in flight: the loader waited for them)."""
+        for k, (a, torch) in enumerate(self._registered):
+            if a == addr:
+                torch.cuda.cudart().cudaHostUnregister(addr)
+                del self._registered[k]
+                return
+
 
 def _open_mapped(name):
     """Open the segment the library mapped for ring `name`; return (fd, size of
-    the mapping). The name is opened again, so the file is matched with the
+    the mapping, its address). The name is opened again, so the file is matched with the
     mapping by device and inode in /proc/self/maps (it may have been replaced
     in between)."""
     path = _segment_path(name)
@@ -154,7 +171,7 @@ def _open_mapped(name):
             if (stat.S_ISREG(st.st_mode) and int(inode) == st.st_ino
                     and os.makedev(int(major, 16), int(minor, 16)) == st.st_dev):
                 lo, hi = addr.split(b"-")
-                return fd, int(hi, 16) - int(lo, 16)
+                return fd, int(hi, 16) - int(lo, 16), int(lo, 16)
         raise LoaderError(f"ring '{name}': {path} is not the segment that was mapped (it "
                           "was replaced meanwhile)")
     except BaseException:

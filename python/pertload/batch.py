@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-from . import _lib, lazy, pyg
+from . import _lib, lazy, packed, pyg
 from ._lib import LoaderError
 from .graph import check_same_database
 
@@ -151,6 +151,33 @@ def merge_parts(parts):
     return head, out
 
 
+def _list_ptr(name, arrays):
+    """The ptr array's name of list array `name`, or None for a ptr array or
+    an array with a row per sample."""
+    if name == "perturbation_ptr" or name.endswith("/ptr"):
+        return None
+    if name == "perturbation_indices":
+        return "perturbation_ptr"
+    if name.endswith("/removed"):
+        return name[:-len("/removed")] + "/ptr"
+    return name + "/ptr" if name + "/ptr" in arrays else None
+
+
+def trim_arrays(arrays, k):
+    """The arrays of a batch's first k samples (views): rows cut to k, ptr
+    arrays to k + 1, lists to their first k samples' positions."""
+    out = {}
+    for name, a in arrays.items():
+        ptr = _list_ptr(name, arrays)
+        if ptr is not None:
+            out[name] = a[:int(arrays[ptr][k])]
+        elif name == "perturbation_ptr" or name.endswith("/ptr"):
+            out[name] = a[:k + 1]
+        else:
+            out[name] = a[:k]
+    return out
+
+
 class Batch:
     """One batch of B samples, as numpy views of its ring slot (no copy).
 
@@ -190,8 +217,10 @@ class Batch:
     """
 
     def __init__(self, arrays, head, kinds, ring=None, slot_addr=0, slot_bytes=0,
-                 fingerprints=(None, {}), graph_source=None):
+                 fingerprints=(None, {}), graph_source=None, owner=None):
         self._released = None  # why the arrays may no longer be read, once released
+        # The object every array of the slot is a view of (_slots.Windows).
+        self._owner = owner
         self._head = head
         self.gene_fingerprint, self.edge_fingerprints = fingerprints
         self.index = int(head["batch"])
@@ -277,6 +306,14 @@ class Batch:
         if self._ring is not None:
             self._released = why
 
+    def take_owner(self):
+        """Drop the batch's own references to its slot's arrays (it must be
+        released) and return (the owner of those views or None, the bytes of
+        the slot in use): what still holds the owner is the user's."""
+        owner, self._owner = self._owner, None
+        self._v = self._lists = None
+        return owner, int(self._head["used"])
+
     @property
     def released(self):
         """True once the batch's slot was handed back (see the class doc)."""
@@ -293,6 +330,35 @@ class Batch:
 
     def __len__(self):
         return self._n
+
+    # (buffer tensor, table) of a batch in one buffer (pertload.packed).
+    _packed = None
+
+    def pack(self, graph_source=None):
+        """The batch copied into one torch uint8 tensor in shared memory, as
+        a Batch of views of it (never released): what a DataLoader worker
+        sends, one shared-memory handle a batch (pertload.packed). Pickling
+        a batch packs it (once)."""
+        return packed.pack(self, graph_source)
+
+    def __reduce__(self):
+        return packed.reduce(self)
+
+    def pin_memory(self):
+        """The batch in page-locked memory, one buffer (DataLoader's
+        pin_memory=True calls it)."""
+        return packed.pin_memory(self)
+
+    def trimmed(self, k):
+        """The batch's first k samples, as views of the same memory (the
+        evaluation loader's last batch without the padding, Loader(pad=False));
+        this batch must not be used afterwards."""
+        self._live()
+        head = dict(self._head, n_samples=k)
+        return Batch(trim_arrays(self._v["arrays"], k), head, self._kinds, self._ring,
+                     self._slot_addr, self._slot_bytes,
+                     (self.gene_fingerprint, self.edge_fingerprints), self._graph_source,
+                     owner=self._owner)
 
     def __repr__(self):
         return (f"<pertload.Batch {self.index} of epoch {self.epoch}: {self._n} samples, "

@@ -7,7 +7,8 @@ import torch.utils.data as tud
 
 from . import _lib
 from .graph import label_levels
-from .loader import Loader, _rank_world
+from .loader import Loader, _rank_world, epoch_batches
+from .packed import GraphSource, graph_of
 
 # The levels of a split column each DataModule loader takes, in the order
 # looked for: the first one the column has.
@@ -21,30 +22,46 @@ class Dataset(tud.IterableDataset):
     """Batches of a pertload database as an IterableDataset.
 
     Dataset(db, batch_size=64, shuffle=False, seed=0, drop_last=False,
-            rank=None, world_size=None, rows=None, split=None, layout="masks",
-            edge_types=None, transform=None, **loader_options)
+            rank=None, world_size=None, rows=None, split=None, layout="lists",
+            edge_types=None, transform=None, pad=True, **loader_options)
 
     Use it as DataLoader(ds, batch_size=None, num_workers=N,
-    pin_memory=...): the dataset yields whole batches, each
-    batch.to_torch("cpu", layout=layout, edge_types=edge_types) (tensors
-    that own their memory, so they cross process boundaries and can be
-    pinned), or transform(that) when transform is given.
+    pin_memory=..., persistent_workers=...): the dataset yields whole
+    batches.
+
+    layout="lists" (the default) yields pertload.Batch objects, the lists as
+    served: in a worker process each batch is copied into one buffer in
+    shared memory (Batch.pack(): one shared-memory handle a batch, about
+    0.4 MB for 64 samples of the yeast graph), unpacked in the main process
+    as numpy views of it; without workers the batch itself (ring views, no
+    copy). Expand it on the training device in the main process, from the
+    graph already there: batch.to_torch(device, layout="masks" | "pyg" |
+    "lists"). Dense masks then never cross a process boundary.
+    layout="masks" or "pyg" yields batch.to_torch("cpu", layout=layout,
+    edge_types=edge_types) built in the worker (dense masks shipped through
+    shared memory: 160 MB a batch of 64 for the nine yeast types; slow).
+    transform(that) is yielded instead when transform is given.
 
     Shares: rank and world_size default as Loader's (torchrun's RANK and
     WORLD_SIZE); worker w of N on rank r runs a Loader of rank r * N + w in
     a world of world_size * N, so ranks x workers take disjoint shares of
-    the epoch plan (loader/plan.h) and every sample of `rows` or `split`
-    (Loader's; default all) comes once per epoch when drop_last pads nothing. Each worker runs its
-    own `pertload serve`. set_epoch(e) chooses the next iteration's order
-    (a DataLoader copies the dataset into its workers when an iteration
-    starts, so set it before iterating; DataModule's loaders advance it by
-    themselves). len(ds) is the rank's batch count over all its workers,
-    for N = 1 or the DataLoader's num_workers once it ran.
+    the epoch plan (loader/plan.h). pad=True (training): every share runs
+    the same number of steps, padded with repeated samples; pad=False
+    (evaluation): every sample of `rows` or `split` (Loader's; default all)
+    exactly once, the shares' step counts may differ. Each worker runs its
+    own `pertload serve` an epoch. set_epoch(e) chooses the next
+    iteration's order (a DataLoader copies the dataset into its workers
+    when they start, so set it before iterating; with persistent_workers
+    each worker's copy moves to the next epoch at every iteration after its
+    first; DataModule's loaders advance it by themselves).
+    len(ds) is the rank's batch count over all its workers, for N = 1 or
+    the DataLoader's num_workers once it ran. ds.graph is the database's
+    Graph, read once per process.
     """
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
-                 world_size=None, rows=None, split=None, layout="masks", edge_types=None,
-                 transform=None, **loader_options):
+                 world_size=None, rows=None, split=None, layout="lists", edge_types=None,
+                 transform=None, pad=True, **loader_options):
         if layout not in _LAYOUTS:
             raise ValueError(f"layout is one of {_LAYOUTS}, not {layout!r}")
         self.rank, self.world_size = _rank_world(rank, world_size)
@@ -55,13 +72,21 @@ class Dataset(tud.IterableDataset):
         self.loader_options = loader_options
         self.epoch = 0
         self.num_workers = 1
+        self._worker_iterations = 0
         # Checks the options and the subset once, here, rather than in every worker.
         probe = Loader(db, batch_size=batch_size, rank=self.rank, world_size=self.world_size,
-                       rows=rows, split=split, drop_last=drop_last, **loader_options)
+                       rows=rows, split=split, drop_last=drop_last, pad=pad, **loader_options)
         self.n_samples = probe.n_samples
+        self.pad = probe.pad
         probe.close()
         if probe._rows_dir is not None:
             probe._rows_cleanup()
+
+    @property
+    def graph(self):
+        """The database's Graph, read once per process (shared with
+        DataModule.graph and the batches unpacked from workers)."""
+        return graph_of(self.db)
 
     def set_epoch(self, epoch):
         self.epoch = int(epoch)
@@ -71,8 +96,8 @@ class Dataset(tud.IterableDataset):
         return self.rank * num_workers + worker, self.world_size * num_workers
 
     def __len__(self):
-        return sum(_lib.plan_n_batches(self.n_samples, *self.share(w, self.num_workers),
-                                       self.batch_size, self.drop_last)
+        return sum(epoch_batches(self.n_samples, *self.share(w, self.num_workers),
+                                 self.batch_size, self.drop_last, self.pad)
                    for w in range(self.num_workers))
 
     def loader(self):
@@ -82,15 +107,25 @@ class Dataset(tud.IterableDataset):
         rank, world = self.share(w, n)
         loader = Loader(self.db, batch_size=self.batch_size, shuffle=self.shuffle,
                         seed=self.seed, drop_last=self.drop_last, rank=rank, world_size=world,
-                        rows=self.rows, split=self.split, **self.loader_options)
+                        rows=self.rows, split=self.split, pad=self.pad, **self.loader_options)
         loader.set_epoch(self.epoch)
         return loader
 
     def __iter__(self):
+        worker = tud.get_worker_info() is not None
+        if worker:
+            # A worker's copy of the dataset moves on to the next epoch at
+            # every iteration after its first (persistent workers).
+            self.epoch += self._worker_iterations
+            self._worker_iterations = 1
         loader = self.loader()
+        source = GraphSource(self.db) if worker else None
         try:
             for batch in loader:
-                out = batch.to_torch("cpu", layout=self.layout, edge_types=self.edge_types)
+                if self.layout == "lists":
+                    out = batch.pack(source) if worker else batch
+                else:
+                    out = batch.to_torch("cpu", layout=self.layout, edge_types=self.edge_types)
                 yield self.transform(out) if self.transform is not None else out
         finally:
             loader.close()
@@ -150,8 +185,19 @@ class DataModule:
     methods to Lightning's Trainer, or call them yourself.
 
     DataModule(db, splits=None, batch_size=64, num_workers=0, pin_memory=False,
-               seed=0, layout="masks", edge_types=None, transform=None,
-               split_column=None, **loader_options)
+               seed=0, layout="lists", edge_types=None, transform=None,
+               split_column=None, persistent_workers=False, **loader_options)
+
+    The loaders yield what Dataset yields (default: pertload.Batch lists,
+    expanded in the training step with batch.to_torch(device,
+    layout="masks" | "pyg" | "lists"); dm.graph is the database's Graph,
+    read once). num_workers defaults to 0: the batches are collated by
+    `pertload serve`'s threads (Loader's threads, a loader option), which
+    feed one process faster than DataLoader workers do; workers ship each
+    batch in one shared-memory buffer. train_dataloader() pads the epoch for
+    equal steps on every rank and worker; val_dataloader() and
+    test_dataloader() serve every row of their split exactly once
+    (pad=False; step counts may differ between ranks).
 
     splits maps "train", "val" and "test" (any of them) to rows (a range or
     a sequence of distinct rows; see Loader's rows) or to a split (a level
@@ -168,8 +214,8 @@ class DataModule:
     """
 
     def __init__(self, db, splits=None, batch_size=64, num_workers=0, pin_memory=False, seed=0,
-                 layout="masks", edge_types=None, transform=None, split_column=None,
-                 **loader_options):
+                 layout="lists", edge_types=None, transform=None, split_column=None,
+                 persistent_workers=False, **loader_options):
         column = "split" if split_column is None else split_column
         if splits is None:
             splits = _column_splits(db, column, split_column is not None)
@@ -180,16 +226,26 @@ class DataModule:
         self.db, self.splits, self.batch_size = db, splits, batch_size
         self.num_workers, self.pin_memory, self.seed = num_workers, pin_memory, seed
         self.layout, self.edge_types, self.transform = layout, edge_types, transform
-        self.loader_options = loader_options
+        self.persistent_workers = bool(persistent_workers) and num_workers > 0
+        self.loader_options = loader_options = dict(loader_options)
+        train_pad = loader_options.pop("pad", True)
         self.epoch = 0
         self.datasets = {}
+        self._loaders = {}
         for name, rows in self.splits.items():
             split = rows if _is_split(rows) else None
             self.datasets[name] = Dataset(db, batch_size=batch_size, shuffle=name == "train",
                                           seed=seed, rows=None if split else rows,
                                           split=split, layout=layout,
                                           edge_types=edge_types, transform=transform,
+                                          pad=train_pad if name == "train" else False,
                                           **loader_options)
+
+    @property
+    def graph(self):
+        """The database's Graph (edge arrays, names, ontology; to_torch(device)),
+        read once per process: the graph the batches expand against."""
+        return graph_of(self.db)
 
     def set_epoch(self, epoch):
         """The epoch the loaders returned from now on start at."""
@@ -199,6 +255,15 @@ class DataModule:
         ds = self.datasets.get(name)
         if ds is None:
             raise ValueError(f"no {name!r} split was given")
+        if self.persistent_workers:
+            # The same DataLoader (and its workers, each keeping its Loader)
+            # for every epoch.
+            dl = self._loaders.get(name)
+            if dl is None:
+                dl = self._loaders[name] = _EpochDataLoader(
+                    ds, self.epoch, num_workers=self.num_workers, pin_memory=self.pin_memory,
+                    persistent_workers=True)
+            return dl
         return _EpochDataLoader(ds, self.epoch, num_workers=self.num_workers,
                                 pin_memory=self.pin_memory)
 

@@ -46,6 +46,21 @@ def _rank_world(rank, world_size):
     return rank, world_size
 
 
+def rank_samples(n, rank, world_size):
+    """Samples of rank `rank`'s share of n without padding (loader/plan.h
+    step 2: entries rank, rank + world_size, ... below n)."""
+    return max(0, -(-(n - rank) // world_size))
+
+
+def epoch_batches(n, rank, world_size, batch_size, drop_last, pad=True):
+    """Batches of one rank's epoch over n samples in the row order: the
+    plan's (equal on every rank) or, with pad=False, those of the rank's
+    samples alone (uneven across ranks, every sample once)."""
+    if pad or drop_last:
+        return _lib.plan_n_batches(n, rank, world_size, batch_size, drop_last)
+    return -(-rank_samples(n, rank, world_size) // batch_size)
+
+
 def _mark_released(batch):
     batch.release(f"batch {batch.index} of epoch {batch.epoch} was released: its ring slot "
                   "was handed back for reuse when the next batch was asked for (keep "
@@ -76,10 +91,11 @@ class _Epoch:
     their slot, and the parts of a batch too large for one slot, which are
     copied out and yielded as one batch (merge_parts)."""
 
-    def __init__(self, loader, start, n_batches):
+    def __init__(self, loader, start, n_batches, serve_batches):
         self._loader = loader
         self._start = start
-        self._n = n_batches
+        self._n = n_batches  # batches yielded; serve's plan may pad more (pad=False)
+        self._padding_left = serve_batches > n_batches
         self._i = 0          # deliveries taken from the ring
         self._b = 0          # batches yielded
         self._prev = None    # the last batch yielded, while it holds its slot
@@ -87,11 +103,11 @@ class _Epoch:
         self._finalizer = None
         if n_batches > start:
             self._producer = p = _start_producer(loader, start)
-            self._finalizer = weakref.finalize(self, p.stop)
-            if p.n_batches != n_batches - start:
+            self._finalizer = _lib.finalize(self, p.stop)
+            if p.n_batches != serve_batches - start:
                 self.close()
                 raise LoaderError(f"pertload serve announced {p.n_batches} batches, "
-                                  f"{n_batches - start} expected")
+                                  f"{serve_batches - start} expected")
             changed = _source_changed(loader, p.mapping.source())
             if changed:
                 self.close()
@@ -141,9 +157,12 @@ class _Epoch:
         self._i += 1
         try:
             m.check_size()
-            head, arrays = parse_slot(m.buffer(slot.value), m.slot_bytes)
-            batch = Batch(arrays, head, self._loader._kinds, m, slot.value, m.slot_bytes,
-                          self._loader._fingerprints, self._loader._graph_on)
+            buf = m.buffer(slot.value)
+            head, arrays = parse_slot(buf, m.slot_bytes)
+            batch = Batch(arrays, head, self._loader._kinds, m, ctypes.addressof(buf),
+                          m.slot_bytes, self._loader._fingerprints, self._loader._graph_on,
+                          owner=buf)
+            del buf, arrays
             want = self._start + self._b
             if batch.index != want or batch.epoch != self._loader.epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
@@ -156,16 +175,21 @@ class _Epoch:
             raise LoaderError(f"ring '{p.name}': batch {self._start + self._b}: {e!r}") from e
         return head, batch
 
-    def _release(self, batch, mark=True):
-        """Hand the slot of the last delivery taken back to the producer; the
-        batch's arrays may no longer be read from then on (`mark`: it is
-        marked released now, else the caller marks it before it returns to
-        user code)."""
+    def _release(self, batch):
+        """Hand the slot of the last delivery taken back to the producer. The
+        batch is released (its arrays may no longer be read through it) and
+        what the user still holds of it becomes a private copy first (DESIGN
+        section 15: kept data never changes), except for the epoch's last
+        delivery, whose slot is never refilled: it stays valid."""
         batch.wait_copies()
-        if mark:
-            _mark_released(batch)
         m = self._producer.mapping
-        self._check_size(m)  # the release touches the shared header
+        self._check_size(m)  # the copy reads the slot; the release touches the header
+        if self._i < self._producer.n_deliveries:
+            _mark_released(batch)
+            kept = m.hand_back(batch)
+            if kept:
+                self._loader.kept_batches += 1
+                self._loader.kept_bytes += kept
         _lib.lib().pl_ring_release(m.handle, self._i - 1, len(batch))
 
     def _gather(self, head, batch):
@@ -188,6 +212,7 @@ class _Epoch:
                 merged = Batch(arrays, merged_head, self._loader._kinds,
                                fingerprints=self._loader._fingerprints,
                                graph_source=self._loader._graph_on)
+                parts = arrays = None  # no view of the slot left: no copy on hand-back
                 self._release(batch)
                 return merged
             self._release(batch)
@@ -202,25 +227,26 @@ class _Epoch:
         p = self._producer
         if p is None or p._stopped:
             raise StopIteration
+        if self._padding_left and self._start + self._b >= self._n:
+            # pad=False: the rank's samples are out; the rest of serve's plan
+            # is padding. The last batch stays valid: its slot is not refilled.
+            self.close()
+            raise StopIteration
         prev, self._prev = self._prev, None
         if prev is not None:
-            self._release(prev, mark=False)
-        try:
-            got = self._take()
-        except BaseException:
-            if prev is not None:
-                _mark_released(prev)
-            raise
+            self._release(prev)
+        got = self._take()
         if got is None:
             # The last batch stays valid: its slot is never refilled.
             self.close(finish=True)
             raise StopIteration
-        if prev is not None:
-            _mark_released(prev)
         head, batch = got
         if head["n_parts"] > 1:
             batch = self._gather(head, batch)
-        else:
+        keep = self._loader._keep(batch.index)
+        if keep is not None and keep < len(batch):
+            batch = batch.trimmed(keep)
+        if head["n_parts"] == 1:
             self._prev = batch
         self._b += 1
         self._loader._consumed = self._start + self._b
@@ -257,7 +283,15 @@ class Loader:
            timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
            khop_types=None, khop_max_genes=None, order="rows", block_rows=None,
            block_window=None, budget=None, rank_weights=None, ontology=None,
-           split=None)
+           split=None, pad=True)
+
+    pad: with pad=True (training) every rank runs the same number of steps:
+    the plan pads the order by repeating its first samples (loader/plan.h
+    step 2), so a sample may come twice in an epoch. pad=False (evaluation)
+    yields each rank's own samples only: every sample of the subset exactly
+    once across ranks (and Dataset workers), the step counts may differ by
+    one between ranks, and a rank's last batch may be short. It takes the
+    row order; drop_last, budget and rank_weights pad nothing anyway.
 
     rank and world_size default, each on its own, to torchrun's RANK and
     WORLD_SIZE (else 0 and 1): under torchrun every loader then yields its
@@ -341,8 +375,10 @@ class Loader:
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
                  budget=None, rank_weights=None, ontology=None,
-                 split=None, features=None):
+                 split=None, features=None, pad=True):
         rank, world_size = _rank_world(rank, world_size)
+        if not pad and order != "rows":
+            raise ValueError("pad=False takes the row order, not order='block'")
         if budget is not None and rows is not None:
             raise ValueError("rows and budget cannot be combined")
         if split is not None and rows is not None:
@@ -418,6 +454,9 @@ class Loader:
         self.order = order
         self.block_rows = None if block_rows is None else int(block_rows)
         self.block_window = None if block_window is None else int(block_window)
+        # pad=False: each rank's own samples only (evaluation; budget and
+        # rank_weights pad nothing, drop_last cuts instead).
+        self.pad = bool(pad) or bool(drop_last) or budget is not None or bool(rank_weights)
         self.epoch = 0
         self._start = 0      # batch the next iteration starts at
         self._consumed = 0   # batches of this epoch consumed
@@ -427,6 +466,9 @@ class Loader:
         if features:
             self.graph  # noqa: B018 (read now: the features are checked against it)
         self._last_stats = None
+        # Batches copied when their slot was handed back, as something taken
+        # out of them was still held (DESIGN section 15), and their bytes.
+        self.kept_batches = self.kept_bytes = 0
         database = _lib.Database(self.db)
         try:
             self.db_samples = int(database.info.n_samples)
@@ -445,11 +487,29 @@ class Loader:
         self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = subset(
             rows, self.db_samples, self.split)
         if self._rows_dir is not None:
-            self._rows_cleanup = weakref.finalize(self, shutil.rmtree, self._rows_dir, True)
+            self._rows_cleanup = _lib.finalize(self, shutil.rmtree, self._rows_dir, True)
         self._n_batches = self._count()
+        self._rank_samples = rank_samples(self.n_samples, self.rank, self.world_size)
+
+    def _keep(self, index):
+        """Samples of plan batch `index` to yield: all but the padding with
+        pad=False (only a rank's last batch holds any)."""
+        if self.pad:
+            return None
+        return self._rank_samples - index * self.batch_size
+
+    def _serve_count(self):
+        """Batches of the epoch serve runs (the padded plan)."""
+        if self.pad:
+            return self._n_batches
+        return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
+                                   self.batch_size, self.drop_last)
 
     def _count(self):
         """Batches of the rank's epoch (with a budget: of this seed and epoch)."""
+        if not self.pad:
+            return epoch_batches(self.n_samples, self.rank, self.world_size,
+                                 self.batch_size, self.drop_last, pad=False)
         if not self.budget:
             return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
                                        self.batch_size, self.drop_last,
@@ -471,7 +531,7 @@ class Loader:
         self._stop_epoch()
         start, self._start = self._start, 0
         self._consumed = start
-        it = _Epoch(self, start, self._n_batches)
+        it = _Epoch(self, start, self._n_batches, self._serve_count())
         self._epoch_it = weakref.ref(it)
         return it
 
@@ -498,6 +558,8 @@ class Loader:
         if self.order != "rows":
             out.update(order=self.order, block_rows=self.block_rows,
                        block_window=self.block_window)
+        if not self.pad:
+            out["pad"] = False
         return out
 
     def load_state_dict(self, sd):
@@ -514,6 +576,9 @@ class Loader:
             if want != getattr(self, key):
                 raise ValueError(f"state_dict has {key}={want!r}, this loader "
                                  f"{getattr(self, key)!r}")
+        if bool(sd.get("pad", True)) != self.pad:
+            raise ValueError(f"state_dict has pad={sd.get('pad', True)!r}, this loader "
+                             f"{self.pad!r}")
         consumed = int(sd["batches_consumed"])
         n_batches = self._n_batches
         if self.budget and (int(sd["epoch"]), int(sd["seed"])) != (self.epoch, self.seed):

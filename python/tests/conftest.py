@@ -327,3 +327,15 @@ def torch_geometric(pyg_dir):
     sys.path.remove(str(pyg_dir))
     for name in [m for m in sys.modules if m.split(".")[0] == "torch_geometric"]:
         _PYG_MODULES[name] = sys.modules.pop(name)
+
+
+@pytest.fixture(scope="module")
+def without_pyg():
+    """torch_geometric not importable for one test module, also where it is
+    installed: the module checks the mapping pertload gives without PyG."""
+    saved = {m: sys.modules.pop(m) for m in list(sys.modules)
+             if m.split(".")[0] == "torch_geometric"}
+    sys.modules["torch_geometric"] = None  # import raises ImportError
+    yield
+    del sys.modules["torch_geometric"]
+    sys.modules.update(saved)

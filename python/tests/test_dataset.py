@@ -18,8 +18,8 @@ from conftest import plan_batches
 
 def rows_of(dl):
     out = []
-    for t in dl:
-        out.append(t["row"].tolist())
+    for t in dl:  # Batch objects (the lists layout) or to_torch dictionaries
+        out.append(t.row.tolist() if isinstance(t, pertload.Batch) else t["row"].tolist())
     return out
 
 
@@ -71,7 +71,7 @@ def test_dataset_batches_equal_the_loaders(small):
 
 
 def test_pin_memory(small):
-    ds = pertload.Dataset(small.db, batch_size=64, rows=range(0, 128))
+    ds = pertload.Dataset(small.db, batch_size=64, rows=range(0, 128), layout="masks")
     got = []
     for t in DataLoader(ds, batch_size=None, num_workers=2, pin_memory=True):
         assert t["labels"].is_pinned() == torch.cuda.is_available()
@@ -81,7 +81,7 @@ def test_pin_memory(small):
 
 
 def test_transform_and_bad_options(small):
-    ds = pertload.Dataset(small.db, batch_size=100, transform=lambda t: len(t["row"]))
+    ds = pertload.Dataset(small.db, batch_size=100, transform=lambda b: len(b.row))
     assert list(DataLoader(ds, batch_size=None)) == [100, 100, 100]
     with pytest.raises(ValueError, match="layout"):
         pertload.Dataset(small.db, layout="dense")

@@ -578,9 +578,11 @@ def test_to_torch_cuda_equals_cpu(medium):
         for batch in loader:
             cpu = batch.to_torch("cpu")
             dev = batch.to_torch("cuda")
-            for key, v in cpu.items():
+            for key, v in cpu.items():  # exact, NaN labels equal to NaN
                 if isinstance(v, dict):
                     for k, x in v.items():
-                        assert torch.equal(dev[key][k].cpu(), x), (key, k)
+                        torch.testing.assert_close(dev[key][k].cpu(), x, rtol=0, atol=0,
+                                                   equal_nan=True, msg=str((key, k)))
                 else:
-                    assert torch.equal(dev[key].cpu(), v), key
+                    torch.testing.assert_close(dev[key].cpu(), v, rtol=0, atol=0,
+                                               equal_nan=True, msg=str(key))

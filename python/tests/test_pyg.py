@@ -8,6 +8,9 @@ import torch
 
 import pertload
 
+# The mapping without torch_geometric (test_pyg_batch.py checks the Batch).
+pytestmark = pytest.mark.usefixtures("without_pyg")
+
 
 def brute_force(inputs, rows):
     """The PyG layout of the samples `rows`, built sample by sample: per edge

@@ -132,20 +132,25 @@ def test_datamodule_takes_the_split_column(split_db):
                          "test": ("split", "test")}
     for name, dl in (("train", dm.train_dataloader()), ("val", dm.val_dataloader()),
                      ("test", dm.test_dataloader())):
-        got, want = [r for t in dl for r in t["row"].tolist()], split_db.rows["split", name]
-        # two workers: two shares, the shorter one padded (plan.h step 2)
-        assert set(got) == set(want) and len(got) == -(-len(want) // 2) * 2
-        assert len(dl) == len(dm.datasets[name]) == sum(
-            len(plan_batches(len(want), 0, 0, False, w, 2, 64, False)) for w in range(2))
+        got, want = [r for t in dl for r in t.row.tolist()], split_db.rows["split", name]
+        if name == "train":
+            # two workers: two shares, the shorter one padded (plan.h step 2)
+            assert set(got) == set(want) and len(got) == -(-len(want) // 2) * 2
+            assert len(dl) == len(dm.datasets[name]) == sum(
+                len(plan_batches(len(want), 0, 0, False, w, 2, 64, False)) for w in range(2))
+        else:  # evaluation: every row once (pad=False)
+            assert sorted(got) == want
+            assert len(dl) == len(dm.datasets[name]) == sum(
+                -(-len(want[w::2]) // 64) for w in range(2))
     # another column, its "validation" level as val; a level name in splits
     dm = pertload.DataModule(split_db.db, split_column="fold", batch_size=100, layout="lists")
     assert dm.splits == {"train": ("fold", "train"), "val": ("fold", "validation"),
                          "test": ("fold", "test")}
-    got = [r for t in dm.val_dataloader() for r in t["row"].tolist()]
+    got = [r for t in dm.val_dataloader() for r in t.row.tolist()]
     assert sorted(got) == split_db.rows["fold", "validation"]
     dm = pertload.DataModule(split_db.db, {"train": "val", "test": ("fold", "test")},
                              batch_size=100, layout="lists")
-    assert sorted(r for t in dm.train_dataloader() for r in t["row"].tolist()) == \
+    assert sorted(r for t in dm.train_dataloader() for r in t.row.tolist()) == \
         split_db.rows["split", "val"]
     with pytest.raises(ValueError, match="no 'val' split"):
         dm.val_dataloader()
@@ -174,7 +179,7 @@ def test_split_rows_are_read_once_per_process(split_db, monkeypatch):
 
     monkeypatch.setattr(_lib.Database, "level_rows", counted)
     ds = pertload.Dataset(split_db.db, batch_size=50, split="test", layout="lists")
-    got = [r for t in DataLoader(ds, batch_size=None, num_workers=2) for r in t["row"].tolist()]
+    got = [r for t in DataLoader(ds, batch_size=None, num_workers=2) for r in t.row.tolist()]
     assert set(got) == set(split_db.rows["split", "test"])
     assert calls == [("split", "test")]  # the probe's; the forked workers reuse it
     pertload.Loader(split_db.db, split="test")

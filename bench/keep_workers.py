@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""Kept batches and DataLoader workers: what copy-on-keep and worker
+processes cost against the ring read directly (DESIGN sections 15 and 16).
+
+One epoch of DB (each figure from a fresh serve, shuffled, batch 64):
+  loader       Loader alone, nothing kept: each batch's labels and removed
+               lists touched and dropped (the zero-copy path);
+  keep         Loader, every batch kept: torch.from_numpy(b.labels[:, 0])
+               and a removed list appended to a list (each handed-back slot
+               copied; Loader.kept_bytes);
+  dataset-0    Dataset (lists layout) in a DataLoader without workers;
+  dataset-W    the same with W worker processes (one shared-memory buffer a
+               batch, unpacked here as views);
+  epoch start  with persistent workers and without: the time from iter() to
+               the first batch of the second epoch.
+Prints samples/s and the ratios to `loader`; with --json, one JSON object.
+
+usage: keep_workers.py DB [--rows N] [--workers W] [--batch-size B]
+                          [--threads T] [--only NAME,...] [--json]
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader
+
+import pertload
+
+
+def touch(b):
+    """What a training step reads of a batch (no copy)."""
+    if isinstance(b, dict):  # to_torch(layout="lists") of an older client's Dataset
+        return float(b["labels"][:, 0].sum()) + sum(
+            len(v["removed"]) for v in b.values() if isinstance(v, dict) and "removed" in v)
+    s = float(b.labels[:, 0].sum())
+    for pos, _ in b.removed.values():
+        s += pos.shape[0]
+    return s
+
+
+def run_loader(a, keep):
+    lo = pertload.Loader(a.db, batch_size=a.batch_size, shuffle=True, threads=a.threads,
+                         rows=range(a.rows), rank=0, world_size=1)
+    kept, n = [], 0
+    t0, c0 = time.perf_counter(), _cpu()
+    for b in lo:
+        touch(b)
+        n += len(b)
+        if keep:
+            kept.append((torch.from_numpy(b.labels[:, 0]), b.removed[sorted(b.removed)[0]][0]))
+    dt, cpu = time.perf_counter() - t0, _cpu() - c0
+    return {"samples": n, "seconds": dt, "samples_per_s": n / dt,
+            "consumer_cpu_us_per_batch": cpu / len(lo) * 1e6,
+            "kept_batches": getattr(lo, "kept_batches", 0),
+            "kept_bytes": getattr(lo, "kept_bytes", 0)}
+
+
+def run_dataset(a, workers):
+    ds = pertload.Dataset(a.db, batch_size=a.batch_size, shuffle=True, threads=a.threads,
+                          rows=range(a.rows), rank=0, world_size=1, layout="lists")
+    n = batches = 0
+    t0, c0 = time.perf_counter(), _cpu()
+    for b in DataLoader(ds, batch_size=None, num_workers=workers):
+        touch(b)
+        n += len(b)
+        batches += 1
+    dt, cpu = time.perf_counter() - t0, _cpu() - c0
+    return {"samples": n, "seconds": dt, "samples_per_s": n / dt,
+            "consumer_cpu_us_per_batch": cpu / batches * 1e6}
+
+
+def _cpu():
+    """CPU seconds of this process (user + system), not its children's."""
+    t = os.times()
+    return t.user + t.system
+
+
+def epoch_start(a, workers, persistent):
+    """Seconds from iter() to the first batch of the second epoch."""
+    ds = pertload.Dataset(a.db, batch_size=a.batch_size, shuffle=True, threads=a.threads,
+                          rows=range(min(a.rows, 20 * a.batch_size * workers)), rank=0,
+                          world_size=1)
+    dl = DataLoader(ds, batch_size=None, num_workers=workers, persistent_workers=persistent)
+    for _ in dl:
+        pass
+    ds.set_epoch(1)
+    t0 = time.perf_counter()
+    it = iter(dl)
+    next(it)
+    dt = time.perf_counter() - t0
+    for _ in it:
+        pass
+    del it, dl
+    return dt
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("db")
+    ap.add_argument("--rows", type=int, default=200000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only", default="loader,keep,dataset-0,dataset-W,epoch-start")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    n_db = pertload.Loader(a.db, rank=0, world_size=1).n_samples
+    a.rows = min(a.rows, n_db)
+    only = set(a.only.split(","))
+    out = {"rows": a.rows, "batch_size": a.batch_size, "threads": a.threads,
+           "workers": a.workers, "load": os.getloadavg()[0]}
+    if "loader" in only:
+        out["loader"] = run_loader(a, False)
+    if "keep" in only:
+        out["keep"] = run_loader(a, True)
+    if "dataset-0" in only:
+        out["dataset-0"] = run_dataset(a, 0)
+    if "dataset-W" in only:
+        out[f"dataset-{a.workers}"] = run_dataset(a, a.workers)
+    if "epoch-start" in only:
+        out["epoch_start_s"] = {"persistent": epoch_start(a, a.workers, True),
+                                "not_persistent": epoch_start(a, a.workers, False)}
+    out["load_after"] = os.getloadavg()[0]
+    if a.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    base = out.get("loader", {}).get("samples_per_s")
+    print(f"{a.rows} rows, batch {a.batch_size}, serve threads {a.threads}; load average "
+          f"{out['load']:.1f} -> {out['load_after']:.1f}")
+    for k, v in out.items():
+        if isinstance(v, dict) and "samples_per_s" in v:
+            ratio = f" ({100 * v['samples_per_s'] / base:.0f}% of loader)" if base else ""
+            extra = (f", {v['kept_batches']} batches kept, {v['kept_bytes'] / 2**20:.1f} MiB "
+                     f"copied" if v.get("kept_batches") else "")
+            print(f"{k:12s} {v['samples_per_s']:>12,.0f} samples/s{ratio}, main process CPU "
+                  f"{v['consumer_cpu_us_per_batch']:.0f} us a batch{extra}")
+    if "epoch_start_s" in out:
+        e = out["epoch_start_s"]
+        print(f"epoch start  {e['persistent'] * 1e3:.0f} ms with persistent workers, "
+              f"{e['not_persistent'] * 1e3:.0f} ms without")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

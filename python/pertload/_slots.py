@@ -1,0 +1,145 @@
+"""Copy-on-keep of ring slots (DESIGN section 15): data a user holds never
+changes.
+
+Every slot is read through a mapping of its own (a *window*: the slot's
+pages of the ring's segment, mapped shared once and reused while nothing
+keeps them). The arrays of one delivery are numpy views of one owner object
+(a ctypes array over the window); numpy and torch keep that object alive
+through their base chains, so its reference count says whether anything
+taken out of the batch is still held. When the slot is handed back:
+
+- nothing held (the loop that drops each batch before the next): the window
+  stays the slot's, no copy;
+- something held: the used bytes of the window are copied into fresh private
+  pages, which then replace the window's pages at the same address
+  (mremap), so every held view reads the same values from memory of its own;
+  the slot gets a new window for its next batch. The private pages are
+  unmapped when the last view of them goes.
+
+Both happen before the producer may refill the slot, so the copy reads the
+batch the user saw."""
+
+import ctypes
+import mmap
+import sys
+
+from ._lib import LoaderError
+
+_PAGE = mmap.PAGESIZE
+_PROT_RW = mmap.PROT_READ | mmap.PROT_WRITE
+_MAP_SHARED, _MAP_PRIVATE = mmap.MAP_SHARED, mmap.MAP_PRIVATE
+_MAP_ANONYMOUS = mmap.MAP_ANONYMOUS
+# Page tables filled by the call, not by a fault a page (Linux).
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0x8000)
+_MREMAP_MAYMOVE, _MREMAP_FIXED = 1, 2
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_mmap = _libc.mmap
+_mmap.restype = ctypes.c_void_p
+_mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                  ctypes.c_long]
+_munmap = _libc.munmap
+_munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_mremap = _libc.mremap
+_mremap.restype = ctypes.c_void_p
+_mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
+                    ctypes.c_void_p]
+
+# References to an owner that are not a user's: hand_back's variable and
+# getrefcount's argument.
+_OWN_REFS = 2
+
+
+def _fail(what):
+    err = ctypes.get_errno()
+    import os
+    raise LoaderError(f"{what}: {os.strerror(err)}")
+
+
+class _Window:
+    """One mapping of a slot's pages: shared with the ring, or, once kept,
+    private memory holding a copy. Unmapped when the last owner of it goes."""
+
+    __slots__ = ("addr", "size", "offset")
+
+    def __init__(self, fd, offset, length):
+        self.offset = offset  # the slot's offset in the segment
+        start = offset - offset % _PAGE
+        self.size = (offset - start + length + _PAGE - 1) // _PAGE * _PAGE
+        addr = _mmap(None, self.size, _PROT_RW, _MAP_SHARED | _MAP_POPULATE, fd, start)
+        if addr in (None, _MAP_FAILED):
+            _fail(f"mapping a ring slot ({self.size} bytes at offset {start})")
+        self.addr = addr + (offset - start)  # the slot's first byte
+
+    @property
+    def base(self):
+        return self.addr - self.addr % _PAGE
+
+    def privatize(self, nbytes):
+        """Replace the window's pages that hold the slot's first `nbytes`
+        bytes by private ones holding a copy of them, at the same addresses,
+        and unmap the rest of the window. Returns the bytes copied."""
+        base = self.base
+        n = min(self.addr - base + nbytes, self.size)
+        size = max((n + _PAGE - 1) // _PAGE * _PAGE, _PAGE)
+        new = _mmap(None, size, _PROT_RW, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_POPULATE, -1, 0)
+        if new in (None, _MAP_FAILED):
+            _fail(f"allocating {size} bytes for a kept batch")
+        ctypes.memmove(new, base, n)
+        got = _mremap(new, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED, base)
+        if got in (None, _MAP_FAILED) or got != base:
+            _munmap(new, size)
+            _fail("moving a kept batch's copy in place")
+        if size < self.size:
+            _munmap(base + size, self.size - size)
+            self.size = size
+        return n
+
+    def __del__(self):
+        if _munmap is not None:
+            _munmap(self.base, self.size)
+
+
+class Windows:
+    """The slot windows of one ring mapping (fd: a descriptor on its segment,
+    base: the address the ring's own mapping starts at)."""
+
+    def __init__(self, fd, base, slot_bytes):
+        self.fd, self.base, self.slot_bytes = fd, base, slot_bytes
+        self._slot_type = ctypes.c_char * slot_bytes
+        self._windows = {}       # slot offset -> _Window shared with the ring
+
+    def owner(self, addr, mapping):
+        """The owner object of a delivery in the slot that the ring's mapping
+        has at `addr`: a ctypes array over the slot's window that keeps the
+        window (and `mapping`) alive; numpy views of it hold it."""
+        offset = addr - self.base
+        w = self._windows.get(offset)
+        if w is None:
+            w = self._windows[offset] = _Window(self.fd, offset, self.slot_bytes)
+        buf = self._slot_type.from_address(w.addr)
+        buf._window = w
+        buf._mapping = mapping
+        return buf
+
+    def hand_back(self, batch, unregister=None):
+        """Before the slot of `batch` returns to the producer: the batch drops
+        its views (batch.take_owner()); when anything taken out of it still
+        holds their owner, the owner's window becomes a private copy of the
+        slot's used bytes and leaves the ring (the slot gets a new window).
+        `unregister(addr)` is called first for the window, which may have been
+        page-locked for device copies. Returns the bytes copied."""
+        owner, used = batch.take_owner()
+        if owner is None or sys.getrefcount(owner) <= _OWN_REFS:
+            return 0
+        w = owner._window
+        if self._windows.get(w.offset) is w:
+            del self._windows[w.offset]
+        if unregister is not None:
+            unregister(w.addr)
+        n = w.privatize(used)
+        # The copy no longer needs the ring: held views do not keep its
+        # segment mapped.
+        owner._mapping = None
+        return n

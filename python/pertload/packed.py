@@ -1,0 +1,121 @@
+"""A batch in one buffer: the form in which a batch crosses a process
+boundary (DESIGN section 16, "Worker processes ship lists").
+
+pack() copies every array of a batch (its lists, ptr arrays, labels, ids,
+payload, k-hop and ontology lists: never dense masks unless the slot held
+them) into one torch uint8 tensor allocated in shared memory, 64-byte
+aligned, and records (name, dtype, shape, offset) per array. Pickled, such a
+batch is that tensor (one shared-memory handle, which torch's
+multiprocessing sends without a copy) and the small table; unpickled, its
+arrays are numpy views of the tensor, and the Batch expands on the training
+device with to_torch(device, layout=...)."""
+
+import os
+
+import numpy as np
+
+_ALIGN = 64
+# Graphs read in this process, by database path (graph_of).
+_GRAPHS = {}
+
+
+def graph_of(db):
+    """The Graph of database `db`, read once per process (DataModule.graph,
+    Dataset.graph and the batches unpacked from workers share it)."""
+    from . import _lib
+    from .graph import Graph
+
+    key = os.path.realpath(os.fspath(db))
+    g = _GRAPHS.get(key)
+    if g is None:
+        database = _lib.Database(os.fspath(db))
+        try:
+            g = _GRAPHS[key] = Graph(database)
+        finally:
+            database.close()
+    return g
+
+
+class GraphSource:
+    """A picklable stand-in for a loader's graph: graph_of(db)'s tensors on a
+    device, for to_torch(layout="pyg") of batches unpacked in another
+    process."""
+
+    def __init__(self, db):
+        self.db = os.fspath(db)
+
+    def __call__(self, device):
+        return graph_of(self.db).tensors_on(device)
+
+
+def _table(arrays):
+    table, off = [], 0
+    for name, a in arrays.items():
+        off = -(-off // _ALIGN) * _ALIGN
+        table.append((name, a.dtype.str, tuple(a.shape), off))
+        off += a.nbytes
+    return table, off
+
+
+def _new_buffer(nbytes, shared, pinned):
+    import torch
+
+    if shared:
+        storage = torch.ByteStorage._new_shared(max(nbytes, 1))
+        return torch.tensor([], dtype=torch.uint8).set_(storage)[:nbytes]
+    return torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
+
+
+def pack(batch, graph_source=None, shared=True, pinned=False):
+    """A Batch holding a copy of `batch` in one torch uint8 tensor (in shared
+    memory, or page-locked with pinned=True), never released."""
+    from .batch import Batch
+
+    arrays = batch.arrays  # raises for a released batch
+    table, nbytes = _table(arrays)
+    buf = _new_buffer(nbytes, shared, pinned)
+    flat = buf.numpy()
+    for (name, dtype, shape, off), a in zip(table, arrays.values()):
+        np.copyto(flat[off:off + a.nbytes].view(dtype).reshape(shape), a)
+    return unpack(buf, table, batch._head, batch._kinds,
+                  (batch.gene_fingerprint, batch.edge_fingerprints),
+                  graph_source if graph_source is not None else batch._graph_source)
+
+
+def unpack(buf, table, head, kinds, fingerprints, graph_source):
+    """The Batch whose arrays are the views `table` describes of tensor `buf`."""
+    from .batch import Batch
+
+    flat = buf.numpy()
+    arrays = {}
+    for name, dtype, shape, off in table:
+        dt = np.dtype(dtype)
+        count = int(np.prod(shape, dtype=np.int64))
+        arrays[name] = flat[off:off + count * dt.itemsize].view(dt).reshape(shape)
+    b = Batch(arrays, dict(head), kinds, fingerprints=fingerprints, graph_source=graph_source)
+    b._packed = (buf, table)
+    return b
+
+
+def reduce(batch):
+    """Batch.__reduce__: the one buffer and its table (packed first unless
+    the batch already is; a graph source that does not pickle is dropped)."""
+    packed = getattr(batch, "_packed", None)
+    if packed is None:
+        batch = pack(batch)
+        packed = batch._packed
+    source = batch._graph_source
+    if not isinstance(source, GraphSource):
+        source = None
+    return unpack, (packed[0], packed[1], batch._head, batch._kinds,
+                    (batch.gene_fingerprint, batch.edge_fingerprints), source)
+
+
+def pin_memory(batch):
+    """The batch in page-locked memory (DataLoader(pin_memory=True) calls
+    Batch.pin_memory): one copy of its buffer."""
+    packed = getattr(batch, "_packed", None)
+    if packed is None:
+        return pack(batch, shared=False, pinned=True)
+    return unpack(packed[0].pin_memory(), packed[1], batch._head, batch._kinds,
+                  (batch.gene_fingerprint, batch.edge_fingerprints), batch._graph_source)
