@@ -513,6 +513,80 @@ Test(tmpdir, killed_build_is_cleaned_by_a_later_build)
     free(out);
 }
 
+/* In a child: from now on renameat() waits for a seccomp supervisor that
+ * never answers: a build blocks when it moves its directory into place. */
+static void block_in_rename(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_renameat, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_renameat2, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                &prog) < 0) {
+        fprintf(stderr, "seccomp user notification: %s\n", strerror(errno));
+        _exit(9);
+    }
+}
+
+/* Wait until `pid` is inside syscall `nr` or `nr2` (/proc/PID/syscall). */
+static void wait_in_syscall(pid_t pid, long nr, long nr2)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%ld/syscall", (long)pid);
+    for (int i = 0; i < 20000; i++) {
+        char s[256] = {0};
+        FILE *f = fopen(p, "r");
+        cr_assert_not_null(f, "%s: %s", p, strerror(errno));
+        size_t len = fread(s, 1, sizeof s - 1, f);
+        fclose(f);
+        s[len] = '\0';
+        char *end;
+        long got = strtol(s, &end, 10);
+        if (end != s && (got == nr || got == nr2))
+            return;
+        usleep(1000);
+    }
+    cr_assert_fail("build %ld never blocked in rename", (long)pid);
+}
+
+/* A build killed as it renames its complete directory into place left it
+ * without its marker (removed just before), which no later build removed:
+ * the marker now stays until after the rename. */
+Test(tmpdir, build_killed_at_its_rename_is_cleaned, .timeout = 60)
+{
+    char *out = pl_test_path(F.dir, "db"), name[256];
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        pl_err err;
+        block_in_rename();
+        build_from(out, F.genes, &err);
+        _exit(0);
+    }
+    track(pid, 1);
+    wait_in_syscall(pid, __NR_renameat, __NR_renameat2);
+    cr_assert_eq(find_tmp(F.dir, "db", name, sizeof name), 1);
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+    untrack(pid);
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s/%s", F.dir, name);
+    cr_assert(exists(tmp));
+    cr_assert(!exists(out), "the killed build's database is in place");
+    build_ok(out);
+    cr_expect(!exists(tmp), "%s of a build killed at its rename survived a build", tmp);
+    cr_expect_eq(find_tmp(F.dir, "db", NULL, 0), 0);
+    char *marker = pl_test_path(out, PL__TMP_MARKER);
+    cr_expect(!exists(marker), "%s left in the database", marker);
+    free(marker);
+    free(out);
+}
+
 typedef struct ns_report {
     int stage; /* 0: unshare failed (errno in `err`), 1: the build runs */
     int err;
