@@ -52,20 +52,21 @@ def _mark_released(batch):
                   "batch.copy() or batch.to_torch() to use a batch past its step)")
 
 
-def _fps(gene, edges):
-    return f"gene {gene:016x}, edges [{', '.join(f'{e:016x}' for e in edges)}]"
+def _fps(gene, edges, database):
+    return (f"gene {gene:016x}, edges [{', '.join(f'{e:016x}' for e in edges)}], "
+            f"database {database:016x}")
 
 
 def _source_changed(loader, source):
     """What differs between the database `loader` opened and the one its
     serve process opened (the ring's record, Mapping.source()), or ""."""
-    gene, edges = loader._fingerprints
+    gene, edges, database = loader._fingerprints
     edges = list(edges.values())
     if source is None:
         return "pertload serve recorded no database fingerprints in its ring"
-    if source == (gene, edges):
+    if source == (gene, edges, database):
         return ""
-    return (f"the Loader's fingerprints are {_fps(gene, edges)}, pertload serve opened "
+    return (f"the Loader's fingerprints are {_fps(gene, edges, database)}, pertload serve opened "
             f"{_fps(*source)}")
 
 

@@ -138,6 +138,7 @@ int pl_cmd_inspect(int argc, char **argv)
            (unsigned long long)i->payload_bytes);
     printf("build parameters: %s\n", i->params);
     printf("gene fingerprint: %016llx\n", (unsigned long long)i->gene_fingerprint);
+    printf("database fingerprint: %016llx\n", (unsigned long long)i->db_fingerprint);
     if (i->label_levels[0])
         print_lines("label levels", i->label_levels);
     if (i->recipe_sources[0])
