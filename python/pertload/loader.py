@@ -258,7 +258,7 @@ class Loader:
            timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
            khop_types=None, khop_max_genes=None, order="rows", block_rows=None,
            block_window=None, budget=None, rank_weights=None, ontology=None,
-           split=None)
+           split=None, shared_table=True)
 
     rank and world_size default, each on its own, to torchrun's RANK and
     WORLD_SIZE (else 0 and 1): under torchrun every loader then yields its
@@ -298,6 +298,10 @@ class Loader:
     terms and the removed annotations; to_torch keys "term" and ("gene",
     "annotated", "term")) unless ontology=False (serve --no-ontology);
     ontology=True raises ValueError for a database without one.
+    shared_table: serve keeps one sample table per database and node in
+    shared memory (default); shared_table=False gives each serve its own
+    (serve --no-shared-table). An object of another user at the shared
+    table's name never stops serve: it warns and keeps a private table.
 
     order="block" reads a payload in long runs: blocks of block_rows
     consecutive rows (default 16) are shuffled, then rows within windows of
@@ -338,7 +342,7 @@ class Loader:
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
                  budget=None, rank_weights=None, ontology=None,
-                 split=None):
+                 split=None, shared_table=True):
         rank, world_size = _rank_world(rank, world_size)
         if budget is not None and rows is not None:
             raise ValueError("rows and budget cannot be combined")
@@ -400,6 +404,7 @@ class Loader:
         if ontology not in (None, True, False):
             raise ValueError(f"ontology is None, True or False, not {ontology!r}")
         self.db = os.fspath(db)
+        self.shared_table = bool(shared_table)
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
@@ -583,6 +588,8 @@ class Loader:
             a += ["--rows", self._rows_spec]
         if self._no_ontology:
             a.append("--no-ontology")
+        if not self.shared_table:
+            a.append("--no-shared-table")
         if self.split is not None:
             a += ["--split", "=".join(self.split)]
         if self.khop is not None:
