@@ -11,6 +11,7 @@
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/vec.h"
+#include "source.h"
 
 /* The edges of one source, as the builder takes them. */
 typedef struct edges {
@@ -54,7 +55,10 @@ static int add(text *t, pl_err *err, const char *fmt, ...)
 }
 
 /* One input line: size, XXH64 and path (each file once); a file that
- * cannot be read fails naming the recipe line that names it (when known). */
+ * cannot be read fails naming the recipe line that names it (when known).
+ * The digest is that of the bytes the line source read (source.h: links,
+ * FIFOs and standard input as read, once); a file not read that way yet (a
+ * sample table, read during the build) is read here, through its links. */
 static int add_input(text *t, const pl_recipe *r, uint64_t line, const char *path, pl_err *err)
 {
     if (!path)
@@ -65,7 +69,15 @@ static int add_input(text *t, const pl_recipe *r, uint64_t line, const char *pat
             return 0;
     uint64_t size, sum;
     pl_err e = {0};
-    int rc = pl__file_xxh64(path, &size, &sum, &e);
+    int rc = 0;
+    if (!pl__src_digest(path, &size, &sum)) {
+        char *real = strcmp(path, "-") ? realpath(path, NULL) : NULL;
+        rc = !strcmp(path, "-") ? pl__err(&e, PL_EUSAGE, "standard input is read during the "
+                                          "build, after the inputs are digested: give a file")
+             : real ? pl__file_xxh64(real, &size, &sum, &e)
+                    : pl__err(&e, -errno, "%s: %s", path, strerror(errno));
+        free(real);
+    }
     if (rc < 0 && line)
         return pl__err(err, rc, "%s:%llu: %s", r->path, (unsigned long long)line, e.msg);
     if (rc < 0)
@@ -279,8 +291,6 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     if (rc == 0)
         rc = read_recipe(r->path, &recipe, &recipe_len, err);
     if (rc == 0)
-        rc = digest_inputs(r, &inputs, err);
-    if (rc == 0)
         rc = pl__recipe_names(r, &nm, ast, err);
     for (uint32_t i = 0; rc == 0 && i < r->n_sources; i++) {
         const pl_imp_source *s = &r->sources[i];
@@ -305,6 +315,9 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
         rc = model_part(r, nm, strict, &mm, &bm, &sources, err);
     if (rc == 0 && r->ontology.format)
         rc = ontology_part(r, nm, strict, &on, &onto_unknown, &sources, err);
+    /* After the inputs read above, before the sample tables the build reads. */
+    if (rc == 0)
+        rc = digest_inputs(r, &inputs, err);
     tb.nm = nm;
     if (rc == 0 && r->n_tables)
         rc = tables_open(&tb, &bs, err);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <zstd_errors.h>
 
 #include "preprocess/text.h"
+#include "src/core/checksum.h"
 #include "src/core/error.h"
 #include "src/core/vec.h"
 
@@ -86,6 +88,8 @@ struct pl_src {
     int out_eof;            /* no more text will come */
     int frame_open;         /* gzip member / zstd frame started, not finished */
     uint64_t max_line;      /* the line limit when opened */
+    pl__xxh64_state raw;    /* of the bytes read from the descriptor */
+    int raw_eof;            /* the descriptor reported its end */
     uint64_t line, bytes;
     z_stream z;
     int z_init;
@@ -112,7 +116,8 @@ static int read_in(pl_src *s, pl_err *err)
                            (unsigned long long)s->line + 1, strerror(e));
         }
         if (r == 0)
-            s->in_eof = 1;
+            s->in_eof = s->raw_eof = 1;
+        pl__xxh64_update(&s->raw, s->in + s->in_len, (size_t)r);
         s->in_len += (size_t)r;
         break; /* one read: a pipe hands out what it has */
     }
@@ -187,10 +192,49 @@ fail:
     return rc;
 }
 
+/* The digests of the sources read to their end, latest last. */
+typedef struct digest {
+    char *path;
+    uint64_t bytes, sum;
+} digest;
+
+static pthread_mutex_t digests_lock = PTHREAD_MUTEX_INITIALIZER;
+static digest *digests;
+static uint64_t n_digests, cap_digests;
+
+static void keep_digest(const pl_src *s)
+{
+    char *p = strdup(s->path);
+    pthread_mutex_lock(&digests_lock);
+    if (p && pl__grow(&digests, &cap_digests, n_digests + 1, sizeof *digests) == 0) {
+        digests[n_digests++] = (digest){p, s->raw.total, pl__xxh64_digest(&s->raw)};
+        p = NULL;
+    }
+    pthread_mutex_unlock(&digests_lock);
+    free(p);
+}
+
+int pl__src_digest(const char *path, uint64_t *bytes, uint64_t *sum)
+{
+    const char *key = display(path);
+    int found = 0;
+    pthread_mutex_lock(&digests_lock);
+    for (uint64_t i = n_digests; i-- > 0 && !found;)
+        if (!strcmp(digests[i].path, key)) {
+            *bytes = digests[i].bytes;
+            *sum = digests[i].sum;
+            found = 1;
+        }
+    pthread_mutex_unlock(&digests_lock);
+    return found;
+}
+
 void pl__src_close(pl_src *s)
 {
     if (!s)
         return;
+    if (s->raw_eof)
+        keep_digest(s);
     if (s->own_fd && s->fd >= 0)
         close(s->fd);
     if (s->z_init)
@@ -231,7 +275,8 @@ static int fill_plain(pl_src *s, pl_err *err)
                            (unsigned long long)s->line + 1, strerror(e));
         }
         if (r == 0)
-            s->out_eof = 1;
+            s->out_eof = s->raw_eof = 1;
+        pl__xxh64_update(&s->raw, s->buf + s->end, (size_t)r);
         s->end += (size_t)r;
         return 0;
     }
@@ -482,6 +527,16 @@ int pl__src_fail(const pl_src *s, uint32_t col, pl_err *err, const char *fmt, ..
                        col, reason);
     return pl__err(err, PL_EPARSE, "%s:%llu: %s", s->path, (unsigned long long)s->line,
                    reason);
+}
+
+uint32_t pl__src_control_at(const pl__field *f)
+{
+    const unsigned char *s = (const unsigned char *)f->s;
+    for (uint32_t i = 0; i < f->len; i++)
+        if (s[i] < 0x20 || s[i] == 0x7f ||
+            (s[i] == 0xc2 && i + 1 < f->len && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f))
+            return i + 1;
+    return 0;
 }
 
 int pl__src_split(const char *line, size_t len, char sep, pl__field *f, int max)

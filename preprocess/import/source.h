@@ -82,6 +82,12 @@ int pl__src_line(pl_src *s, const char **line, size_t *len, pl_err *err);
  *  @return 0 or a negative code; on failure `*out` is NULL. */
 int pl__src_text(const char *path, char **out, size_t *len, pl_err *err);
 
+/** The size and XXH64 (seed 0) of the bytes, as read (compressed or not),
+ *  of the last source of `path` ("-": standard input) read to its end in
+ *  this process: what a build read, whatever the file is (a link, a FIFO,
+ *  standard input). @return 1 with them, 0 when no such read happened. */
+int pl__src_digest(const char *path, uint64_t *bytes, uint64_t *sum);
+
 /** 1-based number of the line last returned (0 before the first). */
 uint64_t pl__src_lineno(const pl_src *s);
 
@@ -102,6 +108,11 @@ uint64_t pl__src_bytes(const pl_src *s);
  *  @return PL_EPARSE. */
 int pl__src_fail(const pl_src *s, uint32_t col, pl_err *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/** 1-based offset in field `f` of its first control character (C0, DEL, or
+ *  the first byte of a C1 U+0080..U+009F), or 0 when it has none: names
+ *  from inputs are refused with one, never printed raw. */
+uint32_t pl__src_control_at(const pl__field *f);
 
 /** Split `line[0..len)` at every `sep` byte (empty fields kept; spaces around
  *  a field are NOT trimmed) or, when `sep` is ' ', at runs of spaces and tabs

@@ -40,8 +40,9 @@ static int write_names(FILE *f, const char *source, const char *file, const pl_u
     for (uint32_t i = 0; f && i < pl__unres_distinct(u); i++) {
         uint64_t count, line;
         const char *name = pl__unres_name(u, i, &count, &line);
-        if (fprintf(f, "%s\t%s\t%llu\t%s:%llu\n", source, name, (unsigned long long)count,
-                    file, (unsigned long long)line) < 0)
+        if (fprintf(f, "%s\t", source) < 0 || pl_cli_put_name(f, name, strlen(name), 0) < 0 ||
+            fprintf(f, "\t%llu\t%s:%llu\n", (unsigned long long)count, file,
+                    (unsigned long long)line) < 0)
             return -1;
     }
     return 0;
