@@ -18,6 +18,7 @@ int pl_cmd_bench(int argc, char **argv);
 int pl_cmd_top(int argc, char **argv);
 int pl_cmd_serve(int argc, char **argv);
 int pl_cmd_recipe(int argc, char **argv);
+int pl_cmd_clean(int argc, char **argv);
 
 /** Print "pertload CMD: message" for a failed call and return exit status 1. */
 int pl_cli_fail(const char *cmd, int rc, const pl_err *err);

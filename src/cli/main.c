@@ -22,6 +22,7 @@ static const struct {
     {"verify", pl_cmd_verify, "check every checksum of a database"},
     {"serve", pl_cmd_serve, "stream an epoch of batches into a shared-memory ring"},
     {"top", pl_cmd_top, "live throughput and stall times of running rings"},
+    {"clean", pl_cmd_clean, "remove rings whose producer and consumer both died"},
     {"bench", pl_cmd_bench, "measure throughput"},
     {"recipe", pl_cmd_recipe, "check a dataset recipe against its downloaded files"},
 };
