@@ -446,14 +446,14 @@ static void wait_blocked(pid_t pid, const char *base, char *name, size_t cap)
     cr_assert_fail("build %ld never blocked in its fsync", (long)pid);
 }
 
-/* In a child: from now on fsync() waits for a seccomp supervisor that never
- * answers (the listener stays open, unread), so a build blocks in its first
- * fsync with its temporary directory, marker and lock in place. */
-static void block_in_fsync(void)
+/* In a child: from now on the syscalls `nr` and `nr2` wait for a seccomp
+ * supervisor that never answers (the listener stays open, unread). */
+static void block_in(long nr, long nr2)
 {
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fsync, 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr2, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
@@ -465,6 +465,10 @@ static void block_in_fsync(void)
         _exit(9);
     }
 }
+
+/* A build blocks in its first fsync with its temporary directory, marker
+ * and lock in place. */
+static void block_in_fsync(void) { block_in(__NR_fsync, __NR_fsync); }
 
 /* A child that builds `out`: it blocks in fsync, its temporary
  * directory made, until killed. */
@@ -513,26 +517,6 @@ Test(tmpdir, killed_build_is_cleaned_by_a_later_build)
     free(out);
 }
 
-/* In a child: from now on renameat() waits for a seccomp supervisor that
- * never answers: a build blocks when it moves its directory into place. */
-static void block_in_rename(void)
-{
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_renameat, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_renameat2, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-                &prog) < 0) {
-        fprintf(stderr, "seccomp user notification: %s\n", strerror(errno));
-        _exit(9);
-    }
-}
-
 /* Wait until `pid` is inside syscall `nr` or `nr2` (/proc/PID/syscall). */
 static void wait_in_syscall(pid_t pid, long nr, long nr2)
 {
@@ -564,7 +548,7 @@ Test(tmpdir, build_killed_at_its_rename_is_cleaned, .timeout = 60)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         pl_err err;
-        block_in_rename();
+        block_in(__NR_renameat, __NR_renameat2);
         build_from(out, F.genes, &err);
         _exit(0);
     }
