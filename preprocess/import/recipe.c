@@ -368,20 +368,20 @@ static int read_text(const char *path, unsigned char **out, size_t *len, pl_err 
     return 0;
 }
 
-/* The recipe's one YAML document into l->doc. */
+/* The recipe's one YAML document into l->doc; its bytes kept in the recipe. */
 static int parse(pl__ry *l, const char *path)
 {
     unsigned char *text = NULL;
     size_t len = 0;
     PL_TRY(read_text(path, &text, &len, l->err));
+    l->r->text = (char *)text;
+    l->r->text_len = len;
     int rc = check_depth(path, text, len, l->err);
     yaml_parser_t p;
     if (rc == 0 && !yaml_parser_initialize(&p))
         rc = pl__err(l->err, -ENOMEM, "%s: out of memory", path);
-    if (rc < 0) {
-        free(text);
+    if (rc < 0)
         return rc;
-    }
     yaml_parser_set_input_string(&p, text, len);
     if (!yaml_parser_load(&p, &l->doc)) {
         rc = syntax_error(&p, path, l->err);
@@ -395,7 +395,6 @@ static int parse(pl__ry *l, const char *path)
         }
     }
     yaml_parser_delete(&p);
-    free(text);
     return rc;
 }
 
@@ -458,6 +457,7 @@ void pl__recipe_free(pl_recipe *r)
         free(r->owned[i]);
     free(r->owned);
     free(r->sources);
+    free(r->text);
     free(r->path);
     free(r);
 }

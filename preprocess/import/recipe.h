@@ -119,6 +119,8 @@ typedef struct pl_recipe {
     pl_recipe_ontology ontology;
     uint64_t max_line;         /**< max_line: the line limit (0: not set) */
     uint64_t max_text;         /**< max_text: the text limit (0: not set) */
+    char *text;                /**< the recipe file's bytes as parsed (text_len of them) */
+    size_t text_len;
     char **owned;              /* every string above */
     uint64_t n_owned, cap_owned;
 } pl_recipe;

@@ -108,37 +108,6 @@ static int digest_inputs(const pl_recipe *r, text *t, pl_err *err)
     return add_input(t, r, r->ontology.line, r->ontology.annotations, err);
 }
 
-/* The recipe file's bytes. */
-static int read_recipe(const char *path, char **out, size_t *len, pl_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    PL_FAIL_IF(!f, err, -errno, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = NULL;
-    uint64_t n = 0, cap = 0;
-    int rc = 0;
-    for (;;) {
-        if (pl__grow(&buf, &cap, n + 65536, 1) < 0) {
-            rc = pl__err(err, -ENOMEM, "out of memory");
-            break;
-        }
-        size_t got = fread(buf + n, 1, 65536, f);
-        n += got;
-        if (got < 65536) {
-            if (ferror(f))
-                rc = pl__err(err, -EIO, "%s: read error", path);
-            break;
-        }
-    }
-    fclose(f);
-    if (rc < 0) {
-        free(buf);
-        return rc;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 /* ------------------------------------- model files and sample tables */
 
 /* The recipe's model file (yeast-gem, sbml) as the builder takes it. */
@@ -279,8 +248,6 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     pl__build_edges *be = calloc(r->n_sources ? r->n_sources : 1, sizeof *be);
     const char **genes = NULL;
     text inputs = {0}, sources = {0};
-    char *recipe = NULL;
-    size_t recipe_len = 0;
     pl_metab mm = {0};
     pl__build_metabolism bm;
     tables tb = {.r = r, .strict = strict};
@@ -288,8 +255,6 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     pl_onto on = {0};
     uint64_t onto_unknown = 0;
     int rc = e && be ? 0 : pl__err(err, -ENOMEM, "out of memory");
-    if (rc == 0)
-        rc = read_recipe(r->path, &recipe, &recipe_len, err);
     if (rc == 0)
         rc = pl__recipe_names(r, &nm, ast, err);
     for (uint32_t i = 0; rc == 0 && i < r->n_sources; i++) {
@@ -329,8 +294,8 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
                             .reaction_rule = m->reaction_rule, .samples = r->samples.file,
                             .payload = r->samples.payload};
         pl__build_input in = {.genes = genes, .n_genes = ng, .edges = be,
-                              .n_types = r->n_sources, .recipe = recipe,
-                              .recipe_len = recipe_len, .inputs = inputs.s ? inputs.s : "",
+                              .n_types = r->n_sources, .recipe = r->text,
+                              .recipe_len = r->text_len, .inputs = inputs.s ? inputs.s : "",
                               .sources = sources.s ? sources.s : "",
                               .metabolism = model ? &bm : NULL,
                               .samples = r->n_tables ? &bs : NULL,
@@ -347,7 +312,6 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     free(genes);
     free(inputs.s);
     free(sources.s);
-    free(recipe);
     pl__metab_free(&mm);
     pl__onto_free(&on);
     tables_close(&tb);
