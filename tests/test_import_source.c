@@ -16,6 +16,7 @@
 
 #include "importutil.h"
 #include "preprocess/import/source.h"
+#include "src/core/checksum.h"
 
 static char *dir;
 
@@ -546,4 +547,40 @@ Test(import_source, parse_limit)
                          "17179869184G"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         cr_assert_eq(pl__src_parse_limit(bad[i], &v), -1, "'%s'", bad[i]);
+}
+
+/* The digest of what the source read (recipe inputs): pl__xxh64 of the
+ * file's bytes, however the reads split it; the streaming XXH64 against the
+ * one-shot one at every split of a text. */
+Test(import_source, digest_of_what_was_read)
+{
+    size_t len;
+    char *text = sample_text(60000, &len);
+    uint64_t bytes, sum;
+    for (int c = 0; c < 3; c++) {
+        const char *names[] = {"d.txt", "d.gz", "d.zst"};
+        char *p = pl_test_write_codec(dir, names[c], text, len, c);
+        size_t n;
+        char *raw = pl_test_read_file(p, &n);
+        cr_assert_eq(pl__src_digest(p, &bytes, &sum), 0, "no read yet");
+        pl_test_text got = {0};
+        pl_err err;
+        cr_assert_eq(slurp(p, &got, NULL, &err), 0, "%s", err.msg);
+        cr_assert_eq(pl__src_digest(p, &bytes, &sum), 1);
+        cr_assert_eq(bytes, n);
+        cr_assert_eq(sum, pl__xxh64(raw, n, 0), "%s", names[c]);
+        free(got.s), free(raw), free(p);
+    }
+    uint64_t st = 7;
+    for (size_t total = 0; total < 200; total += 13) {
+        pl__xxh64_state h = {0};
+        for (size_t i = 0; i < total;) {
+            size_t k = 1 + (size_t)pl_test_below(&st, 70);
+            k = k < total - i ? k : total - i;
+            pl__xxh64_update(&h, text + i, k);
+            i += k;
+        }
+        cr_assert_eq(pl__xxh64_digest(&h), pl__xxh64(text, total, 0), "%zu bytes", total);
+    }
+    free(text);
 }
