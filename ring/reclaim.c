@@ -30,7 +30,8 @@ static int abandoned(int fd, const struct stat *st)
         h->total_bytes == (uint64_t)st->st_size) {
         int32_t cpid = atomic_load_explicit(&h->consumer_pid, memory_order_acquire);
         uint64_t cstart = atomic_load_explicit(&h->consumer_start, memory_order_acquire);
-        dead = !pl__shm_pid_alive(h->producer_pid, h->producer_start) &&
+        /* a consumer never named may still come to read a finished epoch */
+        dead = cpid > 0 && !pl__shm_pid_alive(h->producer_pid, h->producer_start) &&
                !pl__shm_pid_alive(cpid, cstart);
     }
     munmap((void *)h, PL__RING_PAGE);

@@ -13,7 +13,8 @@
 typedef void (*pl__ring_reclaim_fn)(void *ctx, const char *name, uint64_t bytes, int removed);
 
 /** Find this user's rings under /dev/shm whose producer and consumer are
- *  both dead (pid and start time; a consumer never known counts as dead),
+ *  both dead (pid and start time; a ring whose consumer was never named is
+ *  kept: one may still attach to read a finished epoch),
  *  complete (a creator still building holds its lock) and well-formed;
  *  remove them unless `dry_run` (only while the name still names the
  *  segment inspected). Another user's segments and live rings are never
