@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "preprocess/build_input.h"
 #include "src/core/error.h"
@@ -58,19 +59,26 @@ static int add(text *t, pl_err *err, const char *fmt, ...)
  * cannot be read fails naming the recipe line that names it (when known).
  * The digest is that of the bytes the line source read (source.h: links,
  * FIFOs and standard input as read, once); a file not read that way yet (a
- * sample table, read during the build) is read here, through its links. */
+ * sample table, read during the build) is read here, through its links.
+ * With `t` NULL, only check that the file is there (before any is read). */
 static int add_input(text *t, const pl_recipe *r, uint64_t line, const char *path, pl_err *err)
 {
     if (!path)
         return 0;
     size_t plen = strlen(path);
-    for (const char *p = t->s; p && (p = strstr(p, path)); p++)
+    for (const char *p = t ? t->s : NULL; p && (p = strstr(p, path)); p++)
         if (p > t->s && p[-1] == '\t' && p[plen] == '\n')
             return 0;
     uint64_t size, sum;
     pl_err e = {0};
     int rc = 0;
-    if (!pl__src_digest(path, &size, &sum)) {
+    struct stat st;
+    if (!t) {
+        if (strcmp(path, "-") && stat(path, &st) < 0)
+            rc = pl__err(&e, -errno, "%s: %s", path, strerror(errno));
+        else if (strcmp(path, "-") && S_ISDIR(st.st_mode))
+            rc = pl__err(&e, -EISDIR, "%s: %s", path, strerror(EISDIR));
+    } else if (!pl__src_digest(path, &size, &sum)) {
         char *real = strcmp(path, "-") ? realpath(path, NULL) : NULL;
         rc = !strcmp(path, "-") ? pl__err(&e, PL_EUSAGE, "standard input is read during the "
                                           "build, after the inputs are digested: give a file")
@@ -82,11 +90,13 @@ static int add_input(text *t, const pl_recipe *r, uint64_t line, const char *pat
         return pl__err(err, rc, "%s:%llu: %s", r->path, (unsigned long long)line, e.msg);
     if (rc < 0)
         return pl__err(err, rc, "%s: %s", r->path, e.msg);
+    if (!t)
+        return 0;
     return add(t, err, "%llu\t%016llx\t%s\n", (unsigned long long)size,
                (unsigned long long)sum, path);
 }
 
-/* Every file the recipe names, in recipe order. */
+/* Every file the recipe names, in recipe order (t NULL: only checked). */
 static int digest_inputs(const pl_recipe *r, text *t, pl_err *err)
 {
     PL_TRY(add_input(t, r, 0, r->genes, err));
@@ -255,6 +265,8 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     pl_onto on = {0};
     uint64_t onto_unknown = 0;
     int rc = e && be ? 0 : pl__err(err, -ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = digest_inputs(r, NULL, err); /* a missing file named with its recipe line */
     if (rc == 0)
         rc = pl__recipe_names(r, &nm, ast, err);
     for (uint32_t i = 0; rc == 0 && i < r->n_sources; i++) {
