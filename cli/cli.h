@@ -18,6 +18,7 @@ int pl_cmd_bench(int argc, char **argv);
 int pl_cmd_top(int argc, char **argv);
 int pl_cmd_serve(int argc, char **argv);
 int pl_cmd_recipe(int argc, char **argv);
+int pl_cmd_clean(int argc, char **argv);
 
 /** Print "pertload CMD: message" for a failed call and return exit status 1. */
 int pl_cli_fail(const char *cmd, int rc, const pl_err *err);
@@ -25,6 +26,11 @@ int pl_cli_fail(const char *cmd, int rc, const pl_err *err);
 /** Print a usage error for CMD and return exit status 2. */
 int pl_cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/** Write `s` (`n` bytes) to `f` with its control characters escaped as
+ *  pl__ctrl_escape() writes them (tabs kept when `keep_tab`): names from
+ *  inputs never drive a terminal. @return 0, or -1 on a write error. */
+int pl_cli_put_name(FILE *f, const char *s, size_t n, int keep_tab);
 
 /** `bytes` in binary units for people ("512 B", "3.1 MiB") into `buf`. */
 void pl_cli_bytes(char *buf, size_t cap, uint64_t bytes);

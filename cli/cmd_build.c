@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "preprocess/import/recipe/recipe_build.h"
+#include "preprocess/import/source/source.h"
 #include "src/core/error.h"
 
 static const char usage[] =
@@ -17,7 +18,7 @@ static const char usage[] =
     "        [--go-relations is_a,part_of,...] [--evidence C,... | --exclude-evidence C,...]\n"
     "        | --ontology-dcell F] [--min-term-genes N]\n"
     "   or: pertload build --recipe FILE [--root DIR] [--strict] [--unresolved FILE]\n"
-    "       -o DB [--quiet]";
+    "       [--max-line N] [--max-text N] -o DB [--quiet]";
 
 /* Parse the arguments into `o`, `min_score` and `quiet`: -1 to go on, else
  * the exit status. The edge type names are strndup'ed into `names`, o->n_types
@@ -201,6 +202,7 @@ static int build(pl_build_opts *o, int argc, char **argv, int quiet)
 /* The options of build --recipe. */
 typedef struct recipe_args {
     const char *recipe, *root, *out, *unresolved;
+    uint64_t limit[2]; /* --max-line, --max-text (0: not given) */
     int strict, quiet;
 } recipe_args;
 
@@ -240,9 +242,11 @@ static int build_recipe(const recipe_args *a, int argc, char **argv)
 {
     pl_err err = {0};
     pl_recipe *r;
+    pl__src_set_limits(a->limit[0], a->limit[1]);
     int rc = pl__recipe_load(a->recipe, a->root, &r, &err);
     if (rc < 0)
         return pl_cli_fail("build", rc, &err);
+    pl__recipe_limits(r, a->limit[0], a->limit[1]);
     /* The list is created first: a build does not end with a list that
      * cannot be written. */
     FILE *uf = a->unresolved ? fopen(a->unresolved, "w") : NULL;
@@ -293,6 +297,10 @@ static int maybe_recipe(int argc, char **argv)
             if (i + 1 >= argc)
                 return pl_cli_usage("build", usage, "%s needs a value", o);
             *target = argv[++i];
+        } else if (!strcmp(o, "--max-line") || !strcmp(o, "--max-text")) {
+            if (i + 1 >= argc || pl__src_parse_limit(argv[i + 1], &a.limit[o[6] == 't']) < 0)
+                return pl_cli_usage("build", usage, "%s wants a number of bytes (4M, 1G)", o);
+            i++;
         } else if (!strcmp(o, "--strict")) {
             a.strict = 1;
         } else if (!strcmp(o, "--quiet")) {

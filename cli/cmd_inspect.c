@@ -7,8 +7,10 @@
 static void list_names(const char *what, const char *const *names, uint64_t n, uint64_t show)
 {
     printf("%s:", what);
-    for (uint64_t i = 0; i < n && i < show; i++)
-        printf(" %s", names[i]);
+    for (uint64_t i = 0; i < n && i < show; i++) {
+        printf(" ");
+        pl_cli_put_name(stdout, names[i], strlen(names[i]), 0);
+    }
     if (n > show)
         printf(" ... (%llu in all)", (unsigned long long)n);
     printf("\n");
@@ -20,7 +22,9 @@ static void print_lines(const char *what, const char *text)
     for (const char *p = text; *p;) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        printf("%s: %.*s\n", what, (int)len, p);
+        printf("%s: ", what);
+        pl_cli_put_name(stdout, p, len, 1);
+        printf("\n");
         p += len + (nl != NULL);
     }
 }
@@ -138,6 +142,7 @@ int pl_cmd_inspect(int argc, char **argv)
            (unsigned long long)i->payload_bytes);
     printf("build parameters: %s\n", i->params);
     printf("gene fingerprint: %016llx\n", (unsigned long long)i->gene_fingerprint);
+    printf("database fingerprint: %016llx\n", (unsigned long long)i->db_fingerprint);
     if (i->label_levels[0])
         print_lines("label levels", i->label_levels);
     if (i->recipe_sources[0])

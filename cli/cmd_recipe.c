@@ -8,10 +8,11 @@
 
 #include "cli.h"
 #include "preprocess/import/recipe/recipe.h"
+#include "preprocess/import/source/source.h"
 #include "src/core/error.h"
 
 static const char *usage_text =
-    "check [--root DIR] [--strict] [--unresolved FILE] RECIPE";
+    "check [--root DIR] [--strict] [--unresolved FILE] [--max-line N] [--max-text N] RECIPE";
 
 static void help(void)
 {
@@ -26,7 +27,11 @@ static void help(void)
            "  --root DIR         base folder of the recipe's relative paths\n"
            "  --strict           an unresolved gene name is an error (file:line:col)\n"
            "  --unresolved FILE  write every unresolved name: source, name, count, first\n"
-           "                     file:line (tab-separated, one header line)\n",
+           "                     file:line (tab-separated, one header line)\n"
+           "  --max-line N       the longest line of an input, in bytes (k, M, G: powers\n"
+           "                     of 1024; default 1M; the recipe key max_line)\n"
+           "  --max-text N       the largest model text held in memory and zstd window\n"
+           "                     (default 256M, windows up to 2G; the recipe key max_text)\n",
            usage_text);
 }
 
@@ -35,8 +40,9 @@ static int write_names(FILE *f, const char *source, const char *file, const pl_u
     for (uint32_t i = 0; f && i < pl__unres_distinct(u); i++) {
         uint64_t count, line;
         const char *name = pl__unres_name(u, i, &count, &line);
-        if (fprintf(f, "%s\t%s\t%llu\t%s:%llu\n", source, name, (unsigned long long)count,
-                    file, (unsigned long long)line) < 0)
+        if (fprintf(f, "%s\t", source) < 0 || pl_cli_put_name(f, name, strlen(name), 0) < 0 ||
+            fprintf(f, "\t%llu\t%s:%llu\n", (unsigned long long)count, file,
+                    (unsigned long long)line) < 0)
             return -1;
     }
     return 0;
@@ -126,13 +132,16 @@ int pl_cli_recipe_more(const pl_recipe *r, const pl_names *nm, int strict, FILE 
     return 0;
 }
 
-static int check(const char *path, const char *root, int strict, const char *unres_path)
+static int check(const char *path, const char *root, int strict, const char *unres_path,
+                 const uint64_t limit[2])
 {
     pl_err err = {0};
     pl_recipe *r;
+    pl__src_set_limits(limit[0], limit[1]);
     int rc = pl__recipe_load(path, root, &r, &err);
     if (rc < 0)
         return pl_cli_fail("recipe", rc, &err);
+    pl__recipe_limits(r, limit[0], limit[1]);
     pl_alias_stats ast[PL_RECIPE_MAX_ALIASES];
     pl_names *nm = NULL;
     FILE *uf = NULL;
@@ -227,6 +236,7 @@ int pl_cmd_recipe(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "check"))
         return pl_cli_usage("recipe", usage_text, "expected the subcommand 'check'");
     const char *root = NULL, *unres = NULL, *path = NULL;
+    uint64_t limit[2] = {0, 0};
     int strict = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -239,6 +249,11 @@ int pl_cmd_recipe(int argc, char **argv)
                 return pl_cli_usage("recipe", usage_text, "%s needs a value", argv[i]);
             *(argv[i][2] == 'r' ? &root : &unres) = argv[i + 1];
             i++;
+        } else if (!strcmp(argv[i], "--max-line") || !strcmp(argv[i], "--max-text")) {
+            if (i + 1 >= argc || pl__src_parse_limit(argv[i + 1], &limit[argv[i][6] == 't']) < 0)
+                return pl_cli_usage("recipe", usage_text, "%s wants a number of bytes (4M, 1G)",
+                                    argv[i]);
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return pl_cli_usage("recipe", usage_text, "unknown option '%s'", argv[i]);
         } else if (path) {
@@ -249,5 +264,5 @@ int pl_cmd_recipe(int argc, char **argv)
     }
     if (!path)
         return pl_cli_usage("recipe", usage_text, "no recipe given");
-    return check(path, root, strict, unres);
+    return check(path, root, strict, unres, limit);
 }

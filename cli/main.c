@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "pl_config.h"
 #include "src/core/parse.h"
+#include "src/core/error.h"
 
 static const struct {
     const char *name;
@@ -21,6 +22,7 @@ static const struct {
     {"verify", pl_cmd_verify, "check every checksum of a database"},
     {"serve", pl_cmd_serve, "stream an epoch of batches into a shared-memory ring"},
     {"top", pl_cmd_top, "live throughput and stall times of running rings"},
+    {"clean", pl_cmd_clean, "remove rings whose producer and consumer both died"},
     {"bench", pl_cmd_bench, "measure throughput"},
     {"recipe", pl_cmd_recipe, "check a dataset recipe against its downloaded files"},
 };
@@ -43,6 +45,24 @@ int pl_cli_usage(const char *cmd, const char *usage, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\nusage: pertload %s %s\n", cmd, usage);
     return 2;
+}
+
+int pl_cli_put_name(FILE *f, const char *s, size_t n, int keep_tab)
+{
+    char buf[1024];
+    while (n > 0) {
+        size_t take = n < 128 ? n : 128;
+        /* never split a C1 character (2 bytes) between two pieces */
+        if (take < n && (unsigned char)s[take - 1] == 0xc2)
+            take--;
+        if (take == 0)
+            take = 1;
+        size_t e = pl__ctrl_escape(buf, sizeof buf, s, take, keep_tab);
+        if (fwrite(buf, 1, e, f) != e)
+            return -1;
+        s += take, n -= take;
+    }
+    return 0;
 }
 
 void pl_cli_bytes(char *buf, size_t cap, uint64_t bytes)

@@ -192,6 +192,12 @@ typedef struct pl_db_info {
     /** category labels (their values are codes 0, 1, ...): lines
      *  "label<TAB>level 0<TAB>level 1...", or "" */
     const char *label_levels;
+    /** One identity over everything the database serves: genes, edges,
+     *  metabolism, rules, ontology, labels, the sample blocks and the
+     *  payload (every stored value's checksum; not the build's command
+     *  line, paths or recipe). Two databases with the same fingerprint serve
+     *  the same batches and graph; a Loader refuses batches of another. */
+    uint64_t db_fingerprint;
 } pl_db_info;
 
 /** Open a database read-only. Checks the format version and the metadata
@@ -478,6 +484,7 @@ typedef struct pl_ring_source {
     uint32_t n_types;         /**< edge fingerprints recorded, 0..PL_MAX_TYPES */
     uint64_t gene_fingerprint;                /**< pl_db_info.gene_fingerprint */
     uint64_t edge_fingerprint[PL_MAX_TYPES];  /**< [n_types] pl_db_info.edge_fingerprint */
+    uint64_t db_fingerprint;                  /**< pl_db_info.db_fingerprint */
 } pl_ring_source;
 
 /** Producer: pl_ring_create() that also records, in the header before the

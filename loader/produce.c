@@ -142,9 +142,17 @@ static int onto_load(pl__producer *p, pl_err *err)
 int pl__producer_load(pl__producer *p, pl_err *err)
 {
     PL_TRY(pl_graph_load(p->db, &p->g, err));
-    if (p->o.shared_table)
-        PL_TRY(pl__table_load_shared(p->db, p->g, p->o.io_mode, &p->table, err));
-    else
+    int rc = p->o.shared_table ? pl__table_load_shared(p->db, p->g, p->o.io_mode, &p->table, err)
+                               : 1;
+    if (rc == -EPERM || rc == -EACCES) {
+        /* Another user's object at the shared name (which anyone can
+         * predict): never a reason to stop; this process keeps its own. */
+        fprintf(stderr, "pertload: warning: %s; this process uses a private sample table\n",
+                err->msg);
+        rc = 1;
+    }
+    PL_TRY(rc);
+    if (rc == 1)
         PL_TRY(pl__table_load_with(p->db, p->g, p->o.io_mode, p->o.table_mem, &p->table,
                                    err));
     PL_TRY(open_payload(p, err));

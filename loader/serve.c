@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include "produce.h"
+#include "ring/reclaim.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
 #include "table_shared.h"
@@ -70,6 +71,7 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
     if (p->table.shm_base)
         abort_table = &p->table;
     uint32_t n_slots;
+    pl__ring_reclaim(0, NULL, NULL); /* rings of killed runs, before /dev/shm is measured */
     PL_TRY(size_ring(o, p, &n_slots, err));
     uint64_t n_deliveries = pl__producer_deliveries(p);
     /* From the segment's creation on, a termination signal must find its name

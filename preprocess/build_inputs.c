@@ -1,6 +1,7 @@
 /* pl_build inputs: the genes, edges, reactions, GPR, rules and RMR files. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,10 @@ int pl__build_read_names(builder *b, const char *path, pl_strtab *t, const char 
                                "expected one %s name per line, found %d fields", what, nf);
             break;
         }
+        char what_name[32];
+        snprintf(what_name, sizeof what_name, "%s name", what);
+        if ((rc = pl__text_check_name(&tx, &f[0], what_name, b->err)) < 0)
+            break;
         int added;
         int64_t i = pl__strtab_intern(t, f[0].s, f[0].len, &added);
         if (i < 0) {

@@ -49,9 +49,9 @@ static int lock_abandoned(int fd, uid_t uid)
         return -1;
     struct stat st;
     char text[sizeof marker_text];
-    /* A finished build unlinks the marker before it renames the directory
-     * and lets the lock go only after: a marker locked here but unlinked
-     * is such a build's. */
+    /* A finished build unlinks the marker after it renames the directory
+     * and lets the lock go only after that: a marker locked here but
+     * unlinked is such a build's. */
     if (fstat(m, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid &&
         flock(m, LOCK_EX | LOCK_NB) == 0 && fstat(m, &st) == 0 && st.st_nlink == 1 &&
         st.st_size == (off_t)sizeof marker_text - 1 &&
@@ -185,15 +185,19 @@ int pl__tmpdir_create(pl__tmpdir *t, const char *out, pl_err *err)
 int pl__tmpdir_commit(pl__tmpdir *t, const char *out, pl_err *err)
 {
     const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
-    PL_FAIL_IF(unlinkat(t->fd, PL__TMP_MARKER, 0) < 0, err, -errno, "%s/%s: cannot remove: %s",
-               t->path, PL__TMP_MARKER, strerror(errno));
+    /* The marker stays until the directory is `out`: a build killed before
+     * the rename leaves a directory a later build recognises and removes. */
     PL_FAIL_IF(fsync(t->fd) < 0, err, -errno, "%s: fsync: %s", t->path, strerror(errno));
     PL_FAIL_IF(renameat(t->parent, t->name, t->parent, base) < 0, err, -errno,
                "%s: cannot move into place: %s", out, strerror(errno));
     t->made = 0;
+    int rc = 0;
+    if (unlinkat(t->fd, PL__TMP_MARKER, 0) < 0 || fsync(t->fd) < 0)
+        rc = pl__err(err, -errno, "%s/%s: cannot remove: %s", out, PL__TMP_MARKER,
+                     strerror(errno));
     fsync(t->parent);
     release(t);
-    return 0;
+    return rc;
 }
 
 void pl__tmpdir_discard(pl__tmpdir *t)

@@ -34,9 +34,12 @@ typedef struct pl__tmpdir {
  *  On failure nothing is left and the message names the directory. */
 int pl__tmpdir_create(pl__tmpdir *t, const char *out, pl_err *err);
 
-/** Finish: remove the marker, fsync the directory, rename it to `out` (in
- *  the same parent) and fsync the parent; then release `t`. On failure the
- *  directory is still this build's, for pl__tmpdir_discard(). */
+/** Finish: fsync the directory, rename it to `out` (in the same parent),
+ *  then remove the marker (so that a build killed before the rename leaves
+ *  a directory a later build removes) and fsync; then release `t`. On a
+ *  failure before the rename the directory is still this build's, for
+ *  pl__tmpdir_discard(); a failure to remove the marker afterwards leaves
+ *  the database in place, the marker in it, and is reported. */
 int pl__tmpdir_commit(pl__tmpdir *t, const char *out, pl_err *err);
 
 /** A failed build: remove the directory (safely, while the lock is still

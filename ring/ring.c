@@ -154,7 +154,7 @@ static int check_header(const pl__ring_hdr *h, uint64_t file_bytes, const char *
     else if (name && strcmp(nm, name) != 0)
         bad = "name differs from the segment's name";
     else if (l.source.known > 1 || l.source.n_types > PL_MAX_TYPES ||
-             (!l.source.known && l.source.n_types))
+             (!l.source.known && (l.source.n_types || l.source.db_fingerprint)))
         bad = "database fingerprints malformed";
     if (bad) {
         snprintf(why, cap, "%s", bad);
@@ -319,6 +319,7 @@ PL_API int pl_ring_create_for(const char *name, uint32_t n_slots, uint64_t slot_
         h->source.n_types = (uint32_t)db->n_types;
         memcpy(h->source.edge_fingerprint, db->edge_fingerprint,
                db->n_types * sizeof db->edge_fingerprint[0]);
+        h->source.db_fingerprint = db->db_fingerprint;
     }
     atomic_store_explicit(&h->consumer_start, pl__shm_pid_start(consumer_pid),
                           memory_order_relaxed);

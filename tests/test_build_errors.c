@@ -53,6 +53,20 @@ Test(build_errors, genes_bad_utf8)
     expect_fail(PL_EPARSE, F.o.genes, 2, 2, "invalid UTF-8 (byte 0xff)");
 }
 
+/* ESC, BEL and BS in a gene name were kept and printed raw later: refused
+ * at input, as header names are. */
+Test(build_errors, genes_control_characters)
+{
+    F.o.genes = put("genes.txt", "g1\ng\x1b[31m2\ng3\n");
+    expect_fail(PL_EPARSE, F.o.genes, 2, 2, "gene name contains U+001B");
+}
+
+Test(build_errors, reactions_control_characters)
+{
+    F.o.reactions = put("reactions.txt", "r1\nr\x08x\n");
+    expect_fail(PL_EPARSE, F.o.reactions, 2, 2, "reaction name contains U+0008");
+}
+
 Test(build_errors, genes_utf8_surrogate)
 {
     F.o.genes = put("genes.txt", "g1\ng2\nab\xed\xa0\x80\n");

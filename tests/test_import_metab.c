@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "importutil.h"
+#include "preprocess/import/source/source.h"
 #include "preprocess/import/metab/metab.h"
 #include "src/core/rule.h"
 
@@ -427,4 +428,51 @@ Test(import_metab, yaml_aliases_refused)
 {
     genes("G1\n");
     expect_bad("reactions:\n  - &x {id: r}\n  - *x\n", 3, 5, "YAML aliases");
+}
+
+/* libyaml's time grows with the square of the flow nesting (1M levels fit in
+ * a 2 KB .yml.gz): collections nested past PL_YAML_MAX_DEPTH are refused at
+ * the first one too deep, at once. */
+Test(import_metab, yaml_nesting_limit)
+{
+    genes("G1\n");
+    size_t deep = 200000;
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, "reactions:\n  - id: r\n    notes: ");
+    for (size_t i = 0; i < deep; i++)
+        pl_test_tprintf(&t, "[");
+    pl_err err;
+    int rc = read_model(t.s, PL_TEST_GZIP, 0, &err);
+    /* "notes:" opens level 3 (model, list, reaction); each '[' one more */
+    pl_test_expect_at(rc, PL_EPARSE, &err, path, 3, 12 + (PL_YAML_MAX_DEPTH - 3),
+                      "YAML collections nested deeper than 64");
+    /* at the limit: read */
+    t.len = 0;
+    pl_test_tprintf(&t, "reactions:\n  - id: r\n    notes: ");
+    for (int i = 0; i < PL_YAML_MAX_DEPTH - 3; i++)
+        pl_test_tprintf(&t, "[");
+    for (int i = 0; i < PL_YAML_MAX_DEPTH - 3; i++)
+        pl_test_tprintf(&t, "]");
+    pl_test_tprintf(&t, "\n");
+    cr_assert_eq(read_model(t.s, PL_TEST_PLAIN, 0, &err), 0, "%s", err.msg);
+    free(t.s);
+}
+
+/* A key twice in one reaction was merged (the RMR entries of both, the later
+ * rule): refused at the second, as the recipe reader refuses them. */
+Test(import_metab, duplicate_keys_in_a_reaction)
+{
+    genes("G1\nG2\n");
+    expect_bad("reactions:\n  - id: r\n    metabolites: {a: 1}\n    gene_reaction_rule: G1\n"
+               "    metabolites: {b: -1}\n", 5, 5,
+               "key 'metabolites' given twice in a reaction (first on line 3)");
+    expect_bad("reactions:\n  - id: r\n    gene_reaction_rule: G1\n    gene_reaction_rule: G2\n",
+               4, 5, "key 'gene_reaction_rule' given twice in a reaction (first on line 3)");
+    expect_bad("reactions:\n  - {id: r, name: x, id: s}\n", 2, 22,
+               "key 'id' given twice in a reaction (first on line 2)");
+    /* the same keys in two reactions are fine */
+    pl_err err;
+    cr_assert_eq(read_model("reactions:\n  - {id: r, gene_reaction_rule: G1}\n"
+                            "  - {id: s, gene_reaction_rule: G2}\n", PL_TEST_PLAIN, 0, &err),
+                 0, "%s", err.msg);
 }

@@ -136,6 +136,18 @@ Test(import_names, bad_gene_lists)
     cr_assert_eq(pl__names_load_genes(nm, h, 1, &err), 0, "%s", err.msg);
     cr_assert_eq(pl__names_count(nm), 1);
     cr_assert_eq(res("gene"), -1);
+    /* control characters (ESC, BEL, C1) are refused at their column */
+    const char *bad[] = {"A\nB\x1b[2J\n", "A\nB\x07\n", "A\nB\xc2\x9b\n"};
+    const unsigned want[] = {0x1b, 0x07, 0xc2};
+    for (int i = 0; i < 3; i++) {
+        pl__names_free(nm);
+        cr_assert_eq(pl__names_new(&nm, &err), 0);
+        char *c = pl_test_write(dir, "ctl.txt", bad[i]);
+        char why[80];
+        snprintf(why, sizeof why, "a gene name holds the control character 0x%02x", want[i]);
+        pl_test_expect_at(pl__names_load_genes(nm, c, 0, &err), PL_EPARSE, &err, c, 2, 2, why);
+        free(c);
+    }
     free(p), free(q), free(h);
 }
 

@@ -10,6 +10,7 @@
 
 #include "importutil.h"
 #include "preprocess/import/recipe/recipe.h"
+#include "preprocess/import/source/source.h"
 
 static char *dir;
 static void setup(void)
@@ -579,4 +580,44 @@ Test(import_recipe, check_reports_ontology)
              dir);
     cr_assert(strstr(out, want), "%s", out);
     free(out), free(p), free(u);
+}
+
+/* A recipe nested a million levels deep ran past a minute in libyaml: the
+ * event stream is checked before the tree is built. */
+Test(import_recipe, nesting_limit)
+{
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, HEAD "  - {name: a, format: yeastract, file: x}\nx: ");
+    for (int i = 0; i < 1000000; i++)
+        pl_test_tprintf(&t, "[");
+    /* the top mapping is level 1: the 64th '[' is the 65th level */
+    expect_bad(t.s, 6, 4 + PL_YAML_MAX_DEPTH - 1, "YAML collections nested deeper than 64");
+    free(t.s);
+}
+
+/* max_line and max_text set the line source's limits unless the command
+ * line gave them. */
+Test(import_recipe, limits)
+{
+    char *p = pl_test_write(dir, "r.yaml", HEAD "  - {name: a, format: yeastract, file: x}\n"
+                                              "max_line: 4M\nmax_text: 1073741824\n");
+    pl_recipe *r;
+    pl_err err = {0};
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(r->max_line, 4u << 20);
+    cr_assert_eq(r->max_text, 1u << 30);
+    uint64_t line, text;
+    pl__src_limits(&line, &text);
+    cr_assert_eq(line, PL_SRC_MAX_LINE_DEFAULT, "loading alone changes nothing");
+    pl__recipe_limits(r, 0, 0);
+    pl__src_limits(&line, &text);
+    cr_assert_eq(line, 4u << 20);
+    cr_assert_eq(text, 1u << 30);
+    pl__recipe_limits(r, 8u << 20, 0); /* the command line's wins */
+    pl__src_limits(&line, &text);
+    cr_assert_eq(line, 8u << 20);
+    pl__recipe_free(r);
+    free(p);
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmax_line: lots\n", 6, 11,
+               "max_line wants a number of bytes (1048576, 4M, 1G), got 'lots'");
 }

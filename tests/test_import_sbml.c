@@ -379,3 +379,33 @@ Test(import_sbml, real_yeast_gem_through_cobrapy, .timeout = 600)
     same(&m, &y);
     free(root);
 }
+
+/* libsbml recurses once per nested association and overflowed the stack
+ * (SIGSEGV) some 12,000 levels down, before pertload's own depth check: the
+ * libxml2 pre-pass refuses elements nested past its limit first. 50,000
+ * levels gzip to a few KB. */
+Test(import_sbml, association_nested_too_deep)
+{
+    pl_test_text inner = {0};
+    size_t deep = 50000;
+    pl_test_tprintf(&inner, "          ");
+    for (size_t i = 0; i < deep; i++)
+        pl_test_tprintf(&inner, "<fbc:or>");
+    pl_test_tprintf(&inner, "\n" GREF("G_G1"));
+    for (size_t i = 0; i < deep; i++)
+        pl_test_tprintf(&inner, "</fbc:or>");
+    pl_test_tprintf(&inner, "\n");
+    pl_test_text doc = {0};
+    pl_test_tprintf(&doc, "%s%s%s",
+                    SBML_HEAD "    <listOfSpecies>\n" SPECIES("m_a") "    </listOfSpecies>\n"
+                              "    <listOfReactions>\n" RXN("r_1")
+                              "        <fbc:geneProductAssociation>\n",
+                    inner.s,
+                    "        </fbc:geneProductAssociation>\n"
+                    "      </reaction>\n    </listOfReactions>\n"
+                    "    <fbc:listOfGeneProducts>\n" GENE("G_G1", "fbc:label=\"G1\"")
+                    "    </fbc:listOfGeneProducts>\n" SBML_TAIL);
+    expect_bad(doc.s, PL_TEST_GZIP, 13, 0, "XML elements nested deeper than 128");
+    free(doc.s);
+    free(inner.s);
+}

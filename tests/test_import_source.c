@@ -8,12 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "importutil.h"
 #include "preprocess/import/source/source.h"
+#include "src/core/checksum.h"
 
 static char *dir;
 
@@ -241,6 +244,7 @@ Test(import_source, crlf_and_missing_final_newline)
 Test(import_source, a_line_longer_than_the_buffer)
 {
     size_t big = (3u << 20) + 17; /* three times the first buffer */
+    pl__src_set_limits(4u << 20, 0);
     char *text = malloc(big + 8);
     memset(text, 'q', big);
     memcpy(text + big, "\nend\n", 5);
@@ -380,4 +384,203 @@ Test(import_source, real_files_match_zcat)
         pl__src_close(s);
     }
     free(root);
+}
+
+/* The peak resident size of this process, in bytes. */
+static uint64_t peak_rss(void)
+{
+    struct rusage ru;
+    cr_assert_eq(getrusage(RUSAGE_SELF, &ru), 0);
+    return (uint64_t)ru.ru_maxrss * 1024;
+}
+
+/* A 25 KB zstd file holding one 768 MiB line took 800 MB: a line past the
+ * limit is an error at its line naming the limit, read in memory bounded by
+ * the limit; a line at the limit is read; a raised limit reads longer ones. */
+Test(import_source, line_limit)
+{
+    uint64_t max;
+    pl__src_limits(&max, NULL);
+    cr_assert_eq(max, PL_SRC_MAX_LINE_DEFAULT);
+    cr_assert_eq(max, 1u << 20);
+    size_t big = 64u << 20; /* 64 times the limit, compressed to some KB */
+    char *text = malloc(big + 16);
+    memcpy(text, "first\n", 6);
+    memset(text + 6, 'q', big);
+    memcpy(text + 6 + big, "\nend\n", 5);
+    size_t zlen;
+    void *z = pl_test_compress(text, big + 11, PL_TEST_ZSTD, &zlen);
+    free(text);
+    char *p = pl_test_write_codec(dir, "long.zst", z, zlen, PL_TEST_PLAIN);
+    cr_assert_lt(zlen, (size_t)1 << 20);
+    free(z);
+    uint64_t before = peak_rss();
+    pl_test_text got = {0};
+    pl_err err;
+    pl_test_expect_at(slurp(p, &got, NULL, &err), PL_EPARSE, &err, p, 2, 0,
+                      "a line longer than the limit of 1048576 bytes (raise it with --max-line");
+    cr_assert_lt(peak_rss(), before + (16u << 20), "peak RSS grew by %llu bytes",
+                 (unsigned long long)(peak_rss() - before));
+    free(got.s);
+    free(p);
+
+    /* exactly at the limit (a CR before the newline not counted), and one past */
+    for (int c = 0; c < 3; c++) {
+        size_t n = 1u << 20;
+        char *t = malloc(n + 16);
+        memset(t, 'a', n + 1);
+        memcpy(t + n, "\r\nz\n", 4);
+        char *q = pl_test_write_codec(dir, c ? "at.gz" : "at.txt", t, n + 4, c);
+        got = (pl_test_text){0};
+        cr_assert_eq(slurp(q, &got, NULL, &err), 0, "%s", err.msg);
+        cr_assert_eq(got.len, n + 3);
+        free(got.s), free(q);
+        memcpy(t + n, "b\nz\n", 4);
+        q = pl_test_write_codec(dir, c ? "past.gz" : "past.txt", t, n + 4, c);
+        got = (pl_test_text){0};
+        pl_test_expect_at(slurp(q, &got, NULL, &err), PL_EPARSE, &err, q, 1, 0,
+                          "a line longer than the limit of 1048576 bytes");
+        free(got.s), free(q), free(t);
+    }
+}
+
+/* `file: /dev/zero` grew until the process limit: no newline ever comes. */
+Test(import_source, endless_input_stops_at_the_line_limit)
+{
+    pl__src_set_limits(2u << 20, 0);
+    pl_test_text got = {0};
+    pl_err err;
+    uint64_t before = peak_rss();
+    pl_test_expect_at(slurp("/dev/zero", &got, NULL, &err), PL_EPARSE, &err, "/dev/zero", 1, 0,
+                      "a line longer than the limit of 2097152 bytes");
+    cr_assert_lt(peak_rss(), before + (16u << 20));
+    free(got.s);
+}
+
+/* A whole text (an SBML model) held in memory stops at the text limit, at
+ * the line that passes it. */
+Test(import_source, text_limit)
+{
+    const char *text = "0123456789\nabcdefghij\nlast line\n";
+    char *p = pl_test_write_codec(dir, "t.gz", text, strlen(text), PL_TEST_GZIP);
+    char *out;
+    size_t len;
+    pl_err err = {0};
+    cr_assert_eq(pl__src_text(p, &out, &len, &err), 0, "%s", err.msg);
+    cr_assert_eq(len, strlen(text));
+    cr_assert_str_eq(out, text);
+    free(out);
+    pl__src_set_limits(0, 21);
+    pl_test_expect_at(pl__src_text(p, &out, &len, &err), PL_EPARSE, &err, p, 2, 0,
+                      "the text passes the limit of 21 bytes held in memory");
+    cr_assert_null(out);
+    pl__src_set_limits(0, 32);
+    cr_assert_eq(pl__src_text(p, &out, &len, &err), 0, "%s", err.msg);
+    free(out);
+    free(p);
+}
+
+/* A zstd frame without a content size, compressed with `window_log`, in
+ * several blocks. */
+static void *zstd_window(const char *text, size_t len, int window_log, size_t *out_len)
+{
+    ZSTD_CCtx *c = ZSTD_createCCtx();
+    cr_assert(!ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, window_log)));
+    size_t cap = ZSTD_compressBound(len) + 1024;
+    void *out = malloc(cap);
+    ZSTD_outBuffer o = {out, cap, 0};
+    ZSTD_inBuffer in = {text, len, 0};
+    cr_assert(!ZSTD_isError(ZSTD_compressStream2(c, &o, &in, ZSTD_e_continue)));
+    size_t r;
+    do
+        r = ZSTD_compressStream2(c, &o, &in, ZSTD_e_end);
+    while (r > 0 && !ZSTD_isError(r));
+    cr_assert(!ZSTD_isError(r));
+    ZSTD_freeCCtx(c);
+    *out_len = o.pos;
+    return out;
+}
+
+/* `zstd --long=31` frames were "corrupt zstd data (Frame requires too much
+ * memory)": windows up to the text limit are read, a larger one is named
+ * with the limit and the option. */
+Test(import_source, zstd_long_windows)
+{
+    const char *text = "a\tb\nc\td\n";
+    size_t zlen;
+    void *z = zstd_window(text, strlen(text), 28, &zlen);
+    char *p = pl_test_write_codec(dir, "w28.zst", z, zlen, PL_TEST_PLAIN);
+    free(z);
+    pl_test_text got = {0};
+    pl_err err;
+    cr_assert_eq(slurp(p, &got, NULL, &err), 0, "%s", err.msg); /* 2^28: the default limit */
+    cr_assert_str_eq(got.s, text);
+    free(got.s), free(p);
+    z = zstd_window(text, strlen(text), 31, &zlen);
+    p = pl_test_write_codec(dir, "w31.zst", z, zlen, PL_TEST_PLAIN);
+    free(z);
+    got = (pl_test_text){0};
+    pl_test_expect_at(slurp(p, &got, NULL, &err), PL_EPARSE, &err, p, 1, 0,
+                      "a zstd frame with a window above the memory limit of 268435456 bytes "
+                      "(zstd --long; raise the limit with --max-text");
+    free(got.s);
+    uint64_t v;
+    cr_assert_eq(pl__src_parse_limit("2G", &v), 0);
+    cr_assert_eq(v, UINT64_C(1) << 31);
+    pl__src_set_limits(0, v);
+    got = (pl_test_text){0};
+    cr_assert_eq(slurp(p, &got, NULL, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(got.s, text);
+    free(got.s), free(p);
+}
+
+Test(import_source, parse_limit)
+{
+    uint64_t v;
+    cr_assert_eq(pl__src_parse_limit("1048576", &v), 0);
+    cr_assert_eq(v, 1048576);
+    cr_assert_eq(pl__src_parse_limit("4k", &v), 0);
+    cr_assert_eq(v, 4096);
+    cr_assert_eq(pl__src_parse_limit("3M", &v), 0);
+    cr_assert_eq(v, 3u << 20);
+    const char *bad[] = {"", "0", "-1", "1.5M", "4m", "1T", "12 ", " 1", "99999999999999999999",
+                         "17179869184G"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        cr_assert_eq(pl__src_parse_limit(bad[i], &v), -1, "'%s'", bad[i]);
+}
+
+/* The digest of what the source read (recipe inputs): pl__xxh64 of the
+ * file's bytes, however the reads split it; the streaming XXH64 against the
+ * one-shot one at every split of a text. */
+Test(import_source, digest_of_what_was_read)
+{
+    size_t len;
+    char *text = sample_text(60000, &len);
+    uint64_t bytes, sum;
+    for (int c = 0; c < 3; c++) {
+        const char *names[] = {"d.txt", "d.gz", "d.zst"};
+        char *p = pl_test_write_codec(dir, names[c], text, len, c);
+        size_t n;
+        char *raw = pl_test_read_file(p, &n);
+        cr_assert_eq(pl__src_digest(p, &bytes, &sum), 0, "no read yet");
+        pl_test_text got = {0};
+        pl_err err;
+        cr_assert_eq(slurp(p, &got, NULL, &err), 0, "%s", err.msg);
+        cr_assert_eq(pl__src_digest(p, &bytes, &sum), 1);
+        cr_assert_eq(bytes, n);
+        cr_assert_eq(sum, pl__xxh64(raw, n, 0), "%s", names[c]);
+        free(got.s), free(raw), free(p);
+    }
+    uint64_t st = 7;
+    for (size_t total = 0; total < 200; total += 13) {
+        pl__xxh64_state h = {0};
+        for (size_t i = 0; i < total;) {
+            size_t k = 1 + (size_t)pl_test_below(&st, 70);
+            k = k < total - i ? k : total - i;
+            pl__xxh64_update(&h, text + i, k);
+            i += k;
+        }
+        cr_assert_eq(pl__xxh64_digest(&h), pl__xxh64(text, total, 0), "%zu bytes", total);
+    }
+    free(text);
 }

@@ -386,3 +386,39 @@ Test(commit_errors, file_size_limit_at_commit)
     free_inputs(&o, files);
     free(out);
 }
+
+/* 1 when the message holds a raw control character (tabs aside). */
+static int raw_control(const char *m)
+{
+    for (const unsigned char *p = (const unsigned char *)m; *p; p++)
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+            return 1;
+    return 0;
+}
+
+/* Names from inputs (ESC, BEL, BS in a gene name) were printed raw by every
+ * message that quotes them: a terminal escape injection. Every message has
+ * its controls written out; a tab stays. */
+Test(long_messages, control_characters_escaped)
+{
+    pl_err err = {0};
+    pl__err(&err, PL_EPARSE, "f:1:2: unknown gene '%s'", "a\x1b[31mred\x07\bb\tc\x7f\xc2\x9b" "d");
+    cr_expect_str_eq(err.msg, "f:1:2: unknown gene 'a\\x1b[31mred\\x07\\x08b\tc\\x7f\\u009bd'");
+    cr_expect_eq(err.code, PL_EPARSE);
+    /* a long message: escaped, then fitted (the end kept) */
+    char name[3000];
+    memset(name, '\x1b', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    pl__err(&err, -EINVAL, "head '%s' tail", name);
+    cr_expect(!raw_control(err.msg), "%s", err.msg);
+    size_t len = strlen(err.msg);
+    cr_expect(len < sizeof err.msg && len > 5 && !strcmp(err.msg + len - 5, " tail"), "%s", err.msg);
+    /* no control: untouched, UTF-8 kept */
+    pl__err(&err, -EINVAL, "g\xc3\xa8ne '%s'", "\xc3\xa9");
+    cr_expect_str_eq(err.msg, "g\xc3\xa8ne '\xc3\xa9'");
+    char out[64];
+    cr_expect_eq(pl__ctrl_escape(out, sizeof out, "a\tb", 3, 0), 6);
+    cr_expect_str_eq(out, "a\\x09b");
+    cr_expect_eq(pl__ctrl_escape(out, 5, "\x01\x02", 2, 0), 4); /* cut at a character */
+    cr_expect_str_eq(out, "\\x01");
+}

@@ -26,6 +26,7 @@
 
 #include "pertload.h"
 #include "ring/ring_layout.h"
+#include "src/core/error.h"
 #include "ring_fx.h"
 
 TestSuite(ring, .init = setup, .fini = cleanup, .timeout = 60);
@@ -400,8 +401,11 @@ Test(ring, bad_names_rejected)
         pl_err err = {0};
         cr_assert_eq(pl_ring_create(bad[i], 2, 4096, 0, &r, &err), PL_EUSAGE, "'%s'", bad[i]);
         cr_assert_null(r);
+        /* the name as printed: its control characters escaped (pl__err) */
+        char shown[64];
+        pl__ctrl_escape(shown, sizeof shown, bad[i], strlen(bad[i]), 1);
         if (bad[i][0] && bad[i] != longname)
-            cr_assert(strstr(err.msg, bad[i]), "message names '%s': %s", bad[i], err.msg);
+            cr_assert(strstr(err.msg, shown), "message names '%s': %s", shown, err.msg);
         cr_assert_eq(pl_ring_attach(bad[i], 0, &r, &err), PL_EUSAGE, "'%s'", bad[i]);
     }
     pl_ring *r;

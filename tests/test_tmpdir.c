@@ -446,14 +446,14 @@ static void wait_blocked(pid_t pid, const char *base, char *name, size_t cap)
     cr_assert_fail("build %ld never blocked in its fsync", (long)pid);
 }
 
-/* In a child: from now on fsync() waits for a seccomp supervisor that never
- * answers (the listener stays open, unread), so a build blocks in its first
- * fsync with its temporary directory, marker and lock in place. */
-static void block_in_fsync(void)
+/* In a child: from now on the syscalls `nr` and `nr2` wait for a seccomp
+ * supervisor that never answers (the listener stays open, unread). */
+static void block_in(long nr, long nr2)
 {
     struct sock_filter f[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fsync, 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr2, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
@@ -465,6 +465,10 @@ static void block_in_fsync(void)
         _exit(9);
     }
 }
+
+/* A build blocks in its first fsync with its temporary directory, marker
+ * and lock in place. */
+static void block_in_fsync(void) { block_in(__NR_fsync, __NR_fsync); }
 
 /* A child that builds `out`: it blocks in fsync, its temporary
  * directory made, until killed. */
@@ -506,6 +510,60 @@ Test(tmpdir, killed_build_is_cleaned_by_a_later_build)
     killed_build(tmp, sizeof tmp);
     build_ok(out);
     cr_expect(!exists(tmp), "%s of a killed build survived a build", tmp);
+    cr_expect_eq(find_tmp(F.dir, "db", NULL, 0), 0);
+    char *marker = pl_test_path(out, PL__TMP_MARKER);
+    cr_expect(!exists(marker), "%s left in the database", marker);
+    free(marker);
+    free(out);
+}
+
+/* Wait until `pid` is inside syscall `nr` or `nr2` (/proc/PID/syscall). */
+static void wait_in_syscall(pid_t pid, long nr, long nr2)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%ld/syscall", (long)pid);
+    for (int i = 0; i < 20000; i++) {
+        char s[256] = {0};
+        FILE *f = fopen(p, "r");
+        cr_assert_not_null(f, "%s: %s", p, strerror(errno));
+        size_t len = fread(s, 1, sizeof s - 1, f);
+        fclose(f);
+        s[len] = '\0';
+        char *end;
+        long got = strtol(s, &end, 10);
+        if (end != s && (got == nr || got == nr2))
+            return;
+        usleep(1000);
+    }
+    cr_assert_fail("build %ld never blocked in rename", (long)pid);
+}
+
+/* A build killed as it renames its complete directory into place left it
+ * without its marker (removed just before), which no later build removed:
+ * the marker now stays until after the rename. */
+Test(tmpdir, build_killed_at_its_rename_is_cleaned, .timeout = 60)
+{
+    char *out = pl_test_path(F.dir, "db"), name[256];
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        pl_err err;
+        block_in(__NR_renameat, __NR_renameat2);
+        build_from(out, F.genes, &err);
+        _exit(0);
+    }
+    track(pid, 1);
+    wait_in_syscall(pid, __NR_renameat, __NR_renameat2);
+    cr_assert_eq(find_tmp(F.dir, "db", name, sizeof name), 1);
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+    untrack(pid);
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s/%s", F.dir, name);
+    cr_assert(exists(tmp));
+    cr_assert(!exists(out), "the killed build's database is in place");
+    build_ok(out);
+    cr_expect(!exists(tmp), "%s of a build killed at its rename survived a build", tmp);
     cr_expect_eq(find_tmp(F.dir, "db", NULL, 0), 0);
     char *marker = pl_test_path(out, PL__TMP_MARKER);
     cr_expect(!exists(marker), "%s left in the database", marker);

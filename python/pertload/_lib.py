@@ -86,6 +86,7 @@ class DbInfo(ctypes.Structure):
         ("recipe_inputs", ctypes.c_char_p),
         ("recipe_sources", ctypes.c_char_p),
         ("label_levels", ctypes.c_char_p),
+        ("db_fingerprint", ctypes.c_uint64),
     ]
 
 
@@ -144,6 +145,7 @@ class RingSource(ctypes.Structure):
         ("n_types", ctypes.c_uint32),
         ("gene_fingerprint", ctypes.c_uint64),
         ("edge_fingerprint", ctypes.c_uint64 * PL_MAX_TYPES),
+        ("db_fingerprint", ctypes.c_uint64),
     ]
 
 

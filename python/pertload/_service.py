@@ -104,14 +104,16 @@ class _Mapping:
 
     def source(self):
         """The fingerprints of the database the producer opened, as (gene
-        fingerprint, [edge fingerprints in type order]), copied from the
-        header at attach; None when the producer recorded none."""
+        fingerprint, [edge fingerprints in type order], database
+        fingerprint), copied from the header at attach; None when the
+        producer recorded none."""
         src = _lib.RingSource()
         _lib.lib().pl_ring_source_get(self.handle, ctypes.byref(src))
         if not src.known:
             return None
         return (int(src.gene_fingerprint),
-                [int(src.edge_fingerprint[k]) for k in range(src.n_types)])
+                [int(src.edge_fingerprint[k]) for k in range(src.n_types)],
+                int(src.db_fingerprint))
 
     def buffer(self, addr):
         """The slot the ring's mapping has at `addr`, as a ctypes array over

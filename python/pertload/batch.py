@@ -212,7 +212,8 @@ class Batch:
     "capped": uint8 [B], "edges": {type: (positions, ptr)}}, per sample the
     genes within k hops of its deleted genes and, per walked type, the
     positions of the edges with both ends among them.
-    gene_fingerprint and edge_fingerprints (of its database, as Graph's).
+    gene_fingerprint, edge_fingerprints and db_fingerprint (of its database,
+    as Graph's; db_fingerprint None when not known).
     Sample i's entries of a list are positions[ptr[i]:ptr[i+1]].
     """
 
@@ -222,7 +223,8 @@ class Batch:
         # The object every array of the slot is a view of (_slots.Windows).
         self._owner = owner
         self._head = head
-        self.gene_fingerprint, self.edge_fingerprints = fingerprints
+        self.gene_fingerprint, self.edge_fingerprints, *database = fingerprints
+        self.db_fingerprint = database[0] if database else None
         self.index = int(head["batch"])
         self.epoch = int(head["epoch"])
         self._n = B = int(head["n_samples"])
@@ -325,7 +327,8 @@ class Batch:
         self._live()
         arrays = {k: a.copy() for k, a in self._v["arrays"].items()}
         return Batch(arrays, self._head, self._kinds,
-                     fingerprints=(self.gene_fingerprint, self.edge_fingerprints),
+                     fingerprints=(self.gene_fingerprint, self.edge_fingerprints,
+                                   self.db_fingerprint),
                      graph_source=self._graph_source)
 
     def __len__(self):

@@ -67,6 +67,9 @@ class Graph:
                       pl_db_info.gene_fingerprint); equal fingerprints mean
                       the same gene order
     edge_fingerprints {type: int}: XXH64 of each edge type's arrays
+    db_fingerprint    int: one identity over everything the database serves
+                      (pl_db_info.db_fingerprint): genes, edges, metabolism,
+                      rules, ontology, labels, samples
     recipe            the recipe text of `build --recipe` ("" otherwise)
     label_levels      {label: [level names]} of category labels (their values
                       are codes 0, 1, ... into the list); {} when none
@@ -92,7 +95,8 @@ class Graph:
         self.reaction_names = _lib.names(info.reaction_names, self.n_reactions)
         self.metabolite_names = _lib.names(info.metabolite_names, self.n_metabolites)
         self.n_edges = {t: int(info.n_edges[k]) for k, t in enumerate(self.type_names)}
-        self.gene_fingerprint, self.edge_fingerprints = fingerprints(info)
+        (self.gene_fingerprint, self.edge_fingerprints,
+         self.db_fingerprint) = fingerprints(info)
         self.recipe = (info.recipe or b"").decode("utf-8", "replace")
         self.label_levels = label_levels(info)
         self.payload_dtype = info.payload_dtype.decode("ascii")
@@ -204,10 +208,12 @@ class Graph:
 
 
 def fingerprints(info):
-    """(gene fingerprint, {edge type: fingerprint}) of a pl_db_info."""
+    """(gene fingerprint, {edge type: fingerprint}, database fingerprint) of
+    a pl_db_info."""
     types = _lib.names(info.type_names, info.n_types)
     return (int(info.gene_fingerprint),
-            {t: int(info.edge_fingerprint[k]) for k, t in enumerate(types)})
+            {t: int(info.edge_fingerprint[k]) for k, t in enumerate(types)},
+            int(info.db_fingerprint))
 
 
 def label_levels(info):
@@ -222,10 +228,10 @@ def label_levels(info):
 
 
 def check_same_database(batch, graph):
-    """Raise LoaderError unless `batch` and `graph` come from databases with
-    the same gene list and the same edge arrays (their fingerprints): the
-    batch's indices and positions only mean something in its own database's
-    gene order and edge arrays."""
+    """Raise LoaderError unless `batch` and `graph` come from the same
+    database: the same gene list, the same edge arrays and the same database
+    fingerprint (metabolism, rules, ontology, samples): the batch's indices
+    and positions only mean something in its own database."""
     bg, be = batch.gene_fingerprint, batch.edge_fingerprints
     if bg != graph.gene_fingerprint:
         raise _lib.LoaderError(
@@ -241,6 +247,12 @@ def check_same_database(batch, graph):
             raise _lib.LoaderError(
                 "the batch and the graph come from different databases: edge type "
                 f"{t!r} differs (fingerprint {fp:016x} vs {graph.edge_fingerprints[t]:016x})")
+    bd, gd = getattr(batch, "db_fingerprint", None), getattr(graph, "db_fingerprint", None)
+    if bd is not None and gd is not None and bd != gd:
+        raise _lib.LoaderError(
+            "the batch and the graph come from different databases: the same genes and "
+            "edges, other contents (metabolism, rules, ontology or samples; database "
+            f"fingerprint {bd:016x} of the batch's, {gd:016x} of the graph's)")
 
 
 def _check_rows(what, ei, bounds):

@@ -67,20 +67,21 @@ def _mark_released(batch):
                   "batch.copy() or batch.to_torch() to use a batch past its step)")
 
 
-def _fps(gene, edges):
-    return f"gene {gene:016x}, edges [{', '.join(f'{e:016x}' for e in edges)}]"
+def _fps(gene, edges, database):
+    return (f"gene {gene:016x}, edges [{', '.join(f'{e:016x}' for e in edges)}], "
+            f"database {database:016x}")
 
 
 def _source_changed(loader, source):
     """What differs between the database `loader` opened and the one its
     serve process opened (the ring's record, Mapping.source()), or ""."""
-    gene, edges = loader._fingerprints
+    gene, edges, database = loader._fingerprints
     edges = list(edges.values())
     if source is None:
         return "pertload serve recorded no database fingerprints in its ring"
-    if source == (gene, edges):
+    if source == (gene, edges, database):
         return ""
-    return (f"the Loader's fingerprints are {_fps(gene, edges)}, pertload serve opened "
+    return (f"the Loader's fingerprints are {_fps(gene, edges, database)}, pertload serve opened "
             f"{_fps(*source)}")
 
 
@@ -283,7 +284,7 @@ class Loader:
            timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
            khop_types=None, khop_max_genes=None, order="rows", block_rows=None,
            block_window=None, budget=None, rank_weights=None, ontology=None,
-           split=None, pad=True)
+           split=None, pad=True, shared_table=True)
 
     pad: with pad=True (training) every rank runs the same number of steps:
     the plan pads the order by repeating its first samples (loader/plan.h
@@ -331,6 +332,10 @@ class Loader:
     terms and the removed annotations; to_torch keys "term" and ("gene",
     "annotated", "term")) unless ontology=False (serve --no-ontology);
     ontology=True raises ValueError for a database without one.
+    shared_table: serve keeps one sample table per database and node in
+    shared memory (default); shared_table=False gives each serve its own
+    (serve --no-shared-table). An object of another user at the shared
+    table's name never stops serve: it warns and keeps a private table.
 
     order="block" reads a payload in long runs: blocks of block_rows
     consecutive rows (default 16) are shuffled, then rows within windows of
@@ -375,7 +380,7 @@ class Loader:
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
                  budget=None, rank_weights=None, ontology=None,
-                 split=None, features=None, pad=True):
+                 split=None, features=None, pad=True, shared_table=True):
         rank, world_size = _rank_world(rank, world_size)
         if not pad and order != "rows":
             raise ValueError("pad=False takes the row order, not order='block'")
@@ -439,6 +444,7 @@ class Loader:
         if ontology not in (None, True, False):
             raise ValueError(f"ontology is None, True or False, not {ontology!r}")
         self.db = os.fspath(db)
+        self.shared_table = bool(shared_table)
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
@@ -657,6 +663,8 @@ class Loader:
             a += ["--rows", self._rows_spec]
         if self._no_ontology:
             a.append("--no-ontology")
+        if not self.shared_table:
+            a.append("--no-shared-table")
         if self.split is not None:
             a += ["--split", "=".join(self.split)]
         if self.khop is not None:

@@ -215,9 +215,15 @@ def test_database_path_may_start_with_a_dash(small, tmp_path, monkeypatch):
 
 def _rebuild(small, root, change):
     """A database from `small`'s inputs with one change: "edges" drops the
-    first edge of the first type, "types" drops the last edge type."""
+    first edge of the first type, "types" drops the last edge type,
+    "reactions" lists the reactions in reverse (the same genes and edges)."""
     args = list(small.build_args)
-    if change == "edges":
+    if change == "reactions":
+        k = args.index("--reactions") + 1
+        names = Path(args[k]).read_text().split()
+        (root / "reversed.txt").write_text("\n".join(names[::-1]) + "\n")
+        args[k] = str(root / "reversed.txt")
+    elif change == "edges":
         k = next(k for k, a in enumerate(args) if "/edges/" in a)
         name, path = args[k].split("=", 1)
         lines = Path(path).read_text().splitlines(keepends=True)
@@ -232,7 +238,7 @@ def _rebuild(small, root, change):
     return db
 
 
-@pytest.mark.parametrize("change", ["edges", "types"])
+@pytest.mark.parametrize("change", ["edges", "types", "reactions"])
 def test_database_replaced_after_the_loader_opened_it_is_refused(small, tmp_path, change):
     db = tmp_path / "db"
     shutil.copytree(small.db, db)
@@ -256,7 +262,10 @@ def test_database_replaced_after_the_loader_opened_it_is_refused(small, tmp_path
     for t in changed:
         assert f"{mine[1][t]:016x}" in msg and (t not in theirs[1] or
                                                 f"{theirs[1][t]:016x}" in msg)
-    assert changed
+    # other reactions: only the database fingerprint tells them apart
+    assert bool(changed) == (change != "reactions")
+    assert mine[2] != theirs[2]
+    assert f"database {mine[2]:016x}" in msg and f"database {theirs[2]:016x}" in msg
     # A Loader opened on the new database uses it.
     assert sum(len(b) for b in pertload.Loader(db, batch_size=64)) == small.n
 

@@ -324,6 +324,7 @@ static int open_db(pl_db *db, const char *path, pl_err *err)
     PL_TRY(load_names(db, N_REACTIONS, m->n_reactions, err));
     PL_TRY(load_names(db, N_METABOLITES, m->n_metabolites, err));
     PL_TRY(check_gene_fingerprint(db, err));
+    PL_TRY(pl__db_fingerprint(db, &db->info.db_fingerprint, err));
     PL_TRY(meta_text(db, "params", &db->info.params, err));
     PL_TRY(meta_text(db, "recipe", &db->info.recipe, err));
     PL_TRY(meta_text(db, "inputs", &db->info.recipe_inputs, err));

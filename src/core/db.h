@@ -29,6 +29,11 @@ struct pl_db {
     pl__block_view view;
 };
 
+/** The database fingerprint (pl_db_info.db_fingerprint; how: dbident.c)
+ *  of the open handle's sub-databases into `*out`.
+ *  @return 0, or PL_ECORRUPT / an LMDB error naming the database. */
+int pl__db_fingerprint(pl_db *db, uint64_t *out, pl_err *err);
+
 /** Read the whole compressed block `b` into `db->blockbuf` and decode it into
  *  `db->raw` (used by pl_db_sample and pl_db_verify). */
 int pl__db_load_block(pl_db *db, uint64_t b, pl_err *err);

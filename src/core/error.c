@@ -76,19 +76,63 @@ void pl__msg_fit(char *dst, size_t cap, const char *src, size_t len)
     dst[head + g + len - from] = '\0';
 }
 
-/* Format into err->msg; a message that does not fit loses its middle. */
+size_t pl__ctrl_escape(char *dst, size_t cap, const char *src, size_t len, int keep_tab)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *s = (const unsigned char *)src;
+    size_t o = 0;
+    if (cap == 0)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned c = s[i];
+        char e[8];
+        size_t k;
+        if ((c < 0x20 && !(c == '\t' && keep_tab)) || c == 0x7f) {
+            e[0] = '\\', e[1] = 'x', e[2] = hex[c >> 4], e[3] = hex[c & 15], k = 4;
+        } else if (c == 0xc2 && i + 1 < len && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f) {
+            unsigned d = s[++i];
+            memcpy(e, "\\u00", 4), e[4] = hex[d >> 4], e[5] = hex[d & 15], k = 6;
+        } else {
+            e[0] = (char)c, k = 1;
+        }
+        if (o + k >= cap)
+            break;
+        memcpy(dst + o, e, k);
+        o += k;
+    }
+    dst[o] = '\0';
+    return o;
+}
+
+/* 1 when p[0..n) holds a control character pl__ctrl_escape() writes out. */
+static int has_ctrl(const char *p, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)p;
+    for (size_t i = 0; i < n; i++)
+        if ((s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f ||
+            (s[i] == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f))
+            return 1;
+    return 0;
+}
+
+/* Format into err->msg, controls escaped; a message that does not fit loses
+ * its middle. */
 static void set_msgv(pl_err *err, const char *fmt, va_list ap)
 {
     va_list again;
     va_copy(again, ap);
     int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    if (n >= (int)sizeof err->msg) {
-        char *full = malloc((size_t)n + 1);
-        if (full) {
+    if (n >= (int)sizeof err->msg || (n > 0 && has_ctrl(err->msg, (size_t)n))) {
+        char *full = malloc((size_t)n + 1), *esc = malloc((size_t)n * 6 + 1);
+        if (full && esc) {
             vsnprintf(full, (size_t)n + 1, fmt, again);
-            pl__msg_fit(err->msg, sizeof err->msg, full, (size_t)n);
-            free(full);
+            size_t e = pl__ctrl_escape(esc, (size_t)n * 6 + 1, full, (size_t)n, 1);
+            pl__msg_fit(err->msg, sizeof err->msg, esc, e);
+        } else if (n < (int)sizeof err->msg) {
+            pl__ctrl_escape(err->msg, sizeof err->msg, err->msg, 0, 1); /* nothing rather than raw */
         }
+        free(full);
+        free(esc);
     }
     va_end(again);
 }

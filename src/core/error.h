@@ -6,6 +6,8 @@
 
 /** Record `code` and a printf-style message in `err` (may be NULL); a
  *  message too long for `err->msg` is shortened in the middle (pl__msg_fit).
+ *  Control characters in it (names from inputs) are escaped
+ *  (pl__ctrl_escape, tabs kept), so a message never drives a terminal.
  *  @return `code`, so that callers can `return pl__err(err, code, ...)`. */
 int pl__err(pl_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -15,6 +17,13 @@ int pl__err(pl_err *err, int code, const char *fmt, ...)
  *  (where the reason is), with "..." in place of the middle: a long path
  *  never hides why something failed. `src` and `dst` may overlap. */
 void pl__msg_fit(char *dst, size_t cap, const char *src, size_t len);
+
+/** Copy `src[0..len)` into `dst` (`cap` bytes, NUL included; cut at a
+ *  character when it does not fit) with every control character written
+ *  out: C0 and DEL as "\xNN", C1 (U+0080..U+009F) as "\u00NN"; a tab is
+ *  kept when `keep_tab`. At most 6 bytes per input byte.
+ *  @return the bytes written (without the NUL). */
+size_t pl__ctrl_escape(char *dst, size_t cap, const char *src, size_t len, int keep_tab);
 
 /** Prefix the message already in `err` with "prefix: " (keeps the code); a
  *  result too long for `err->msg` is shortened in the middle (pl__msg_fit). */

@@ -23,6 +23,11 @@
  * (fbc:and, fbc:or, fbc:geneProductRef), then nothing. libsbml 5.19 crashes
  * (a NULL dereference in GeneProductAssociation::createObject) on any element
  * after the association, so such a file is refused here, naming the line.
+ * libsbml also recurses once per nested element (FbcOr -> loadPlugins) and
+ * overflows the stack some 12,000 levels down, so elements nested deeper
+ * than SBML_MAX_DEPTH are refused here too, before libsbml reads the text
+ * (and below libxml2's own limit of 256, which would leave the text to
+ * libsbml as not well-formed).
  */
 #include <errno.h>
 #include <math.h>
@@ -39,6 +44,8 @@
 #include "preprocess/import/source/source.h"
 #include "src/core/error.h"
 #include "src/core/vec.h"
+
+enum { SBML_MAX_DEPTH = 128 };
 
 typedef struct sb {
     const char *path;
@@ -64,40 +71,6 @@ static int fail_at(sb *s, const SBase_t *b, const char *fmt, ...)
     va_end(ap);
     return pl__err(s->err, PL_EPARSE, "%s:%u:%u: %s", s->path, SBase_getLine(b),
                    SBase_getColumn(b), why);
-}
-
-/* The whole decompressed text, NUL-terminated. */
-static int slurp(const char *path, char **out, pl_err *err)
-{
-    pl_src *src;
-    PL_TRY(pl__src_open(path, &src, err));
-    char *buf = NULL;
-    uint64_t n = 0, cap = 0;
-    const char *line;
-    size_t len;
-    int rc;
-    while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
-        if (pl__grow(&buf, &cap, n + len + 2, 1) < 0) {
-            rc = pl__err(err, -ENOMEM, "%s: out of memory", path);
-            break;
-        }
-        memcpy(buf + n, line, len);
-        n += len;
-        buf[n++] = '\n';
-    }
-    pl__src_close(src);
-    if (rc == 0 && !buf) {
-        buf = malloc(1);
-        if (!buf)
-            rc = pl__err(err, -ENOMEM, "%s: out of memory", path);
-    }
-    if (rc < 0) {
-        free(buf);
-        return rc;
-    }
-    buf[n] = 0;
-    *out = buf;
-    return 0;
 }
 
 /* `id` as COBRApy reads it: without `prefix` (when something follows it),
@@ -309,6 +282,12 @@ static int gpa_shape(const char *path, const char *text, size_t len, pl_err *err
             continue;
         int depth = xmlTextReaderDepth(r);
         const char *name = (const char *)xmlTextReaderConstLocalName(r);
+        if (depth >= SBML_MAX_DEPTH) {
+            rc = pl__err(err, PL_EPARSE, "%s:%ld: XML elements nested deeper than %d (a gene "
+                         "association nested too deep?)", path,
+                         xmlGetLineNo(xmlTextReaderCurrentNode(r)), SBML_MAX_DEPTH);
+            break;
+        }
         if (gpa_depth >= 0 && depth <= gpa_depth)
             gpa_depth = -1;
         if (gpa_depth < 0) {
@@ -338,8 +317,9 @@ static int gpa_shape(const char *path, const char *text, size_t len, pl_err *err
 int pl__metab_read_sbml(pl_metab *m, const char *path, pl_err *err)
 {
     char *text;
-    PL_TRY(slurp(path, &text, err));
-    int rc0 = gpa_shape(path, text, strlen(text), err);
+    size_t len;
+    PL_TRY(pl__src_text(path, &text, &len, err));
+    int rc0 = gpa_shape(path, text, len, err);
     if (rc0 < 0) {
         free(text);
         return rc0;

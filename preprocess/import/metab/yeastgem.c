@@ -43,6 +43,7 @@ typedef struct yp {
     yaml_parser_t p;
     yaml_event_t ev;
     int have;            /* ev holds an event to delete */
+    int depth;           /* collections open */
     pl_src *src;
     const char *path;
     const char *line;    /* the source line being fed */
@@ -116,6 +117,14 @@ static int next(yp *y)
                        y->p.context ? " " : "", y->p.context ? y->p.context : "");
     }
     y->have = 1;
+    if (y->ev.type == YAML_SEQUENCE_START_EVENT || y->ev.type == YAML_MAPPING_START_EVENT) {
+        /* libyaml's time grows with the square of the flow nesting */
+        if (++y->depth > PL_YAML_MAX_DEPTH)
+            return fail_ev(y, &y->ev, "YAML collections nested deeper than %d",
+                           PL_YAML_MAX_DEPTH);
+    } else if (y->ev.type == YAML_SEQUENCE_END_EVENT || y->ev.type == YAML_MAPPING_END_EVENT) {
+        y->depth--;
+    }
     if (y->ev.type == YAML_ALIAS_EVENT)
         return fail_ev(y, &y->ev, "YAML aliases (*name) are not read in models");
     return 0;
@@ -296,12 +305,35 @@ static int rxn_mets(yp *y, rxn *x)
     return rc;
 }
 
+/* Refuse key y->ev (a scalar) when it is already in `keys` (each with its
+ * line), else add it. */
+static int key_once(yp *y, char ***keys, uint64_t **lines, uint64_t *n, uint64_t *cap)
+{
+    for (uint64_t i = 0; i < *n; i++)
+        if (!strcmp((*keys)[i], sval(y)))
+            return fail_ev(y, &y->ev, "key '%s' given twice in a reaction (first on line %llu)",
+                           sval(y), (unsigned long long)(*lines)[i]);
+    uint64_t c = *cap;
+    char *k = strdup(sval(y));
+    if (!k || pl__grow(keys, &c, *n + 1, sizeof **keys) < 0 ||
+        pl__grow(lines, cap, *n + 1, sizeof **lines) < 0) {
+        free(k);
+        return pl__err(y->err, -ENOMEM, "%s: out of memory", y->path);
+    }
+    (*keys)[*n] = k;
+    (*lines)[(*n)++] = ln(y);
+    return 0;
+}
+
 static int reaction(yp *y)
 {
     rxn x = {.line = ln(y), .col = cl(y)};
     walk w;
+    char **keys = NULL;
+    uint64_t *lines = NULL, n_keys = 0, cap_keys = 0;
     int rc = walk_begin(y, &w, "a reaction");
-    while (rc >= 0 && (rc = walk_key(y, &w)) == 1) {
+    while (rc >= 0 && (rc = walk_key(y, &w)) == 1 &&
+           (rc = key_once(y, &keys, &lines, &n_keys, &cap_keys)) >= 0) {
         if (key_is(y, "id")) {
             rc = next(y);
             x.id_line = ln(y), x.id_col = text_col(y);
@@ -321,6 +353,10 @@ static int reaction(yp *y)
         if (rc >= 0)
             rc = walk_value_done(y, &w);
     }
+    for (uint64_t i = 0; i < n_keys; i++)
+        free(keys[i]);
+    free(keys);
+    free(lines);
     pl_metab *m = y->m;
     int64_t r = -1;
     if (rc >= 0 && !x.id)

@@ -122,6 +122,12 @@ int pl__names_load_genes(pl_names *nm, const char *path, int header, pl_err *err
             rc = pl__src_fail(src, 0, err, "empty line in the gene list");
             break;
         }
+        uint32_t bad = pl__src_control_at(&f[0]);
+        if (bad) {
+            rc = pl__src_fail(src, f[0].col + bad - 1, err, "a gene name holds the control "
+                              "character 0x%02x", (unsigned char)f[0].s[bad - 1]);
+            break;
+        }
         int added;
         int64_t g = pl__strtab_intern(&nm->genes, f[0].s, f[0].len, &added);
         if (g < 0 || pl__grow(&nm->gene_line, &nm->cap_line, (uint64_t)g + 1,

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "recipe_yaml.h"
+#include "source.h"
 #include "src/core/error.h"
+#include "src/core/vec.h"
 
 /* ------------------------------------------------------------- aliases */
 
@@ -239,6 +241,14 @@ static int top_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, 
     }
     if (!strcmp(key, "root"))
         return 0; /* read first, by pl__recipe_load() */
+    if (!strcmp(key, "max_line") || !strcmp(key, "max_text")) {
+        PL_TRY(pl__ry_scalar(l, v, key));
+        uint64_t *out = key[4] == 'l' ? &r->max_line : &r->max_text;
+        if (pl__src_parse_limit(pl__ry_str(v), out) < 0)
+            return pl__ry_fail(l, v, "%s wants a number of bytes (1048576, 4M, 1G), got '%.40s'",
+                               key, pl__ry_str(v));
+        return 0;
+    }
     if (!strcmp(key, "genes"))
         return pl__ry_pairs(l, v, "'genes'", genes_pair, NULL);
     if (!strcmp(key, "edges")) {
@@ -278,38 +288,122 @@ static char *dirname_of(const char *path)
     return strndup(path, (size_t)(slash - path));
 }
 
+static int syntax_error(const yaml_parser_t *p, const char *path, pl_err *err)
+{
+    if (p->error == YAML_MEMORY_ERROR)
+        return pl__err(err, -ENOMEM, "%s: out of memory", path);
+    return pl__err(err, PL_EPARSE, "%s:%zu:%zu: %s%s%s", path, p->problem_mark.line + 1,
+                   p->problem_mark.column + 1, p->problem ? p->problem : "YAML syntax error",
+                   p->context ? " " : "", p->context ? p->context : "");
+}
+
+/* The event stream of the recipe's text before libyaml builds its tree:
+ * collections nested past PL_YAML_MAX_DEPTH are refused at their line (the
+ * parse time grows with the square of the nesting). */
+static int check_depth(const char *path, const unsigned char *text, size_t len, pl_err *err)
+{
+    yaml_parser_t p;
+    PL_FAIL_IF(!yaml_parser_initialize(&p), err, -ENOMEM, "%s: out of memory", path);
+    yaml_parser_set_input_string(&p, text, len);
+    int depth = 0, rc = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            rc = syntax_error(&p, path, err);
+            break;
+        }
+        yaml_event_type_t t = ev.type;
+        size_t line = ev.start_mark.line + 1, col = ev.start_mark.column + 1;
+        yaml_event_delete(&ev);
+        if (t == YAML_STREAM_END_EVENT)
+            break;
+        if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
+            if (++depth > PL_YAML_MAX_DEPTH) {
+                rc = pl__err(err, PL_EPARSE, "%s:%zu:%zu: YAML collections nested deeper than "
+                             "%d", path, line, col, PL_YAML_MAX_DEPTH);
+                break;
+            }
+        } else if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
+/* The recipe file's bytes, at most the text limit (source.h). */
+static int read_text(const char *path, unsigned char **out, size_t *len, pl_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    PL_FAIL_IF(!f, err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    uint64_t max, n = 0, cap = 0;
+    pl__src_limits(NULL, &max);
+    unsigned char *buf = NULL;
+    int rc = 0;
+    for (;;) {
+        if (pl__grow(&buf, &cap, n + 65536, 1) < 0) {
+            rc = pl__err(err, -ENOMEM, "%s: out of memory", path);
+            break;
+        }
+        size_t got = fread(buf + n, 1, 65536, f);
+        n += got;
+        if (n > max) {
+            rc = pl__err(err, PL_EPARSE, "%s: a recipe longer than the limit of %llu bytes",
+                         path, (unsigned long long)max);
+            break;
+        }
+        if (got < 65536) {
+            if (ferror(f))
+                rc = pl__err(err, -EIO, "%s: read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* The recipe's one YAML document into l->doc; its bytes kept in the recipe. */
+static int parse(pl__ry *l, const char *path)
+{
+    unsigned char *text = NULL;
+    size_t len = 0;
+    PL_TRY(read_text(path, &text, &len, l->err));
+    l->r->text = (char *)text;
+    l->r->text_len = len;
+    int rc = check_depth(path, text, len, l->err);
+    yaml_parser_t p;
+    if (rc == 0 && !yaml_parser_initialize(&p))
+        rc = pl__err(l->err, -ENOMEM, "%s: out of memory", path);
+    if (rc < 0)
+        return rc;
+    yaml_parser_set_input_string(&p, text, len);
+    if (!yaml_parser_load(&p, &l->doc)) {
+        rc = syntax_error(&p, path, l->err);
+        memset(&l->doc, 0, sizeof l->doc);
+    } else {
+        yaml_document_t extra;
+        if (yaml_parser_load(&p, &extra)) {
+            if (yaml_document_get_root_node(&extra) != NULL)
+                rc = pl__err(l->err, PL_EPARSE, "%s: more than one YAML document", path);
+            yaml_document_delete(&extra);
+        }
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
 static int load(pl__ry *l, const char *path, const char *root_override)
 {
     pl_recipe *r = l->r;
-    FILE *f = fopen(path, "rb");
-    PL_FAIL_IF(!f, l->err, -errno, "%s: cannot open: %s", path, strerror(errno));
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p)) {
-        fclose(f);
-        return pl__err(l->err, -ENOMEM, "%s: out of memory", path);
-    }
-    yaml_parser_set_input_file(&p, f);
-    int rc = 0;
-    if (!yaml_parser_load(&p, &l->doc)) {
-        rc = pl__err(l->err, PL_EPARSE, "%s:%zu:%zu: %s%s%s", path, p.problem_mark.line + 1,
-                     p.problem_mark.column + 1, p.problem ? p.problem : "YAML syntax error",
-                     p.context ? " " : "", p.context ? p.context : "");
-        yaml_parser_delete(&p);
-        fclose(f);
-        memset(&l->doc, 0, sizeof l->doc);
-        return rc;
-    }
-    yaml_document_t extra;
-    int more = 0;
-    if (yaml_parser_load(&p, &extra)) {
-        more = yaml_document_get_root_node(&extra) != NULL;
-        yaml_document_delete(&extra);
-    }
-    yaml_parser_delete(&p);
-    fclose(f);
+    PL_TRY(parse(l, path));
     yaml_node_t *top = yaml_document_get_root_node(&l->doc);
     PL_FAIL_IF(!top, l->err, PL_EPARSE, "%s:1:1: empty recipe", path);
-    PL_FAIL_IF(more, l->err, PL_EPARSE, "%s: more than one YAML document", path);
     if (top->type != YAML_MAPPING_NODE)
         return pl__ry_fail(l, top, "a recipe is a mapping (version, root, genes, edges)");
     /* The base folder of relative paths, before any path is read. */
@@ -350,6 +444,11 @@ int pl__recipe_load(const char *path, const char *root, pl_recipe **out, pl_err 
     return 0;
 }
 
+void pl__recipe_limits(const pl_recipe *r, uint64_t max_line, uint64_t max_text)
+{
+    pl__src_set_limits(max_line ? max_line : r->max_line, max_text ? max_text : r->max_text);
+}
+
 void pl__recipe_free(pl_recipe *r)
 {
     if (!r)
@@ -358,6 +457,7 @@ void pl__recipe_free(pl_recipe *r)
         free(r->owned[i]);
     free(r->owned);
     free(r->sources);
+    free(r->text);
     free(r->path);
     free(r);
 }

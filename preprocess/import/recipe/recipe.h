@@ -117,6 +117,10 @@ typedef struct pl_recipe {
     pl_smp_spec tables[PL_RECIPE_MAX_SAMPLES]; /**< sample tables (table, sga), in order */
     uint32_t n_tables;
     pl_recipe_ontology ontology;
+    uint64_t max_line;         /**< max_line: the line limit (0: not set) */
+    uint64_t max_text;         /**< max_text: the text limit (0: not set) */
+    char *text;                /**< the recipe file's bytes as parsed (text_len of them) */
+    size_t text_len;
     char **owned;              /* every string above */
     uint64_t n_owned, cap_owned;
 } pl_recipe;
@@ -128,6 +132,11 @@ int pl__recipe_load(const char *path, const char *root, pl_recipe **out, pl_err 
 
 /** Release; accepts NULL. */
 void pl__recipe_free(pl_recipe *r);
+
+/** Set the limits of the line source (source.h) for the recipe's inputs:
+ *  `max_line` / `max_text` when not 0 (the command line's), else the
+ *  recipe's max_line / max_text keys when it has them. */
+void pl__recipe_limits(const pl_recipe *r, uint64_t max_line, uint64_t max_text);
 
 /** Read the recipe's metabolism (when it has one) into `m` through `nm`
  *  (pl__metab_init() done here; pl__metab_free() it even on failure). */

@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "preprocess/build_input.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/vec.h"
+#include "source.h"
 
 /* The edges of one source, as the builder takes them. */
 typedef struct edges {
@@ -54,27 +56,47 @@ static int add(text *t, pl_err *err, const char *fmt, ...)
 }
 
 /* One input line: size, XXH64 and path (each file once); a file that
- * cannot be read fails naming the recipe line that names it (when known). */
+ * cannot be read fails naming the recipe line that names it (when known).
+ * The digest is that of the bytes the line source read (source.h: links,
+ * FIFOs and standard input as read, once); a file not read that way yet (a
+ * sample table, read during the build) is read here, through its links.
+ * With `t` NULL, only check that the file is there (before any is read). */
 static int add_input(text *t, const pl_recipe *r, uint64_t line, const char *path, pl_err *err)
 {
     if (!path)
         return 0;
     size_t plen = strlen(path);
-    for (const char *p = t->s; p && (p = strstr(p, path)); p++)
+    for (const char *p = t ? t->s : NULL; p && (p = strstr(p, path)); p++)
         if (p > t->s && p[-1] == '\t' && p[plen] == '\n')
             return 0;
     uint64_t size, sum;
     pl_err e = {0};
-    int rc = pl__file_xxh64(path, &size, &sum, &e);
+    int rc = 0;
+    struct stat st;
+    if (!t) {
+        if (strcmp(path, "-") && stat(path, &st) < 0)
+            rc = pl__err(&e, -errno, "%s: %s", path, strerror(errno));
+        else if (strcmp(path, "-") && S_ISDIR(st.st_mode))
+            rc = pl__err(&e, -EISDIR, "%s: %s", path, strerror(EISDIR));
+    } else if (!pl__src_digest(path, &size, &sum)) {
+        char *real = strcmp(path, "-") ? realpath(path, NULL) : NULL;
+        rc = !strcmp(path, "-") ? pl__err(&e, PL_EUSAGE, "standard input is read during the "
+                                          "build, after the inputs are digested: give a file")
+             : real ? pl__file_xxh64(real, &size, &sum, &e)
+                    : pl__err(&e, -errno, "%s: %s", path, strerror(errno));
+        free(real);
+    }
     if (rc < 0 && line)
         return pl__err(err, rc, "%s:%llu: %s", r->path, (unsigned long long)line, e.msg);
     if (rc < 0)
         return pl__err(err, rc, "%s: %s", r->path, e.msg);
+    if (!t)
+        return 0;
     return add(t, err, "%llu\t%016llx\t%s\n", (unsigned long long)size,
                (unsigned long long)sum, path);
 }
 
-/* Every file the recipe names, in recipe order. */
+/* Every file the recipe names, in recipe order (t NULL: only checked). */
 static int digest_inputs(const pl_recipe *r, text *t, pl_err *err)
 {
     PL_TRY(add_input(t, r, 0, r->genes, err));
@@ -94,37 +116,6 @@ static int digest_inputs(const pl_recipe *r, text *t, pl_err *err)
         PL_TRY(add_input(t, r, 0, r->tables[i].file, err));
     PL_TRY(add_input(t, r, r->ontology.line, r->ontology.file, err));
     return add_input(t, r, r->ontology.line, r->ontology.annotations, err);
-}
-
-/* The recipe file's bytes. */
-static int read_recipe(const char *path, char **out, size_t *len, pl_err *err)
-{
-    FILE *f = fopen(path, "rb");
-    PL_FAIL_IF(!f, err, -errno, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = NULL;
-    uint64_t n = 0, cap = 0;
-    int rc = 0;
-    for (;;) {
-        if (pl__grow(&buf, &cap, n + 65536, 1) < 0) {
-            rc = pl__err(err, -ENOMEM, "out of memory");
-            break;
-        }
-        size_t got = fread(buf + n, 1, 65536, f);
-        n += got;
-        if (got < 65536) {
-            if (ferror(f))
-                rc = pl__err(err, -EIO, "%s: read error", path);
-            break;
-        }
-    }
-    fclose(f);
-    if (rc < 0) {
-        free(buf);
-        return rc;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
 }
 
 /* ------------------------------------- model files and sample tables */
@@ -267,8 +258,6 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     pl__build_edges *be = calloc(r->n_sources ? r->n_sources : 1, sizeof *be);
     const char **genes = NULL;
     text inputs = {0}, sources = {0};
-    char *recipe = NULL;
-    size_t recipe_len = 0;
     pl_metab mm = {0};
     pl__build_metabolism bm;
     tables tb = {.r = r, .strict = strict};
@@ -277,9 +266,7 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     uint64_t onto_unknown = 0;
     int rc = e && be ? 0 : pl__err(err, -ENOMEM, "out of memory");
     if (rc == 0)
-        rc = read_recipe(r->path, &recipe, &recipe_len, err);
-    if (rc == 0)
-        rc = digest_inputs(r, &inputs, err);
+        rc = digest_inputs(r, NULL, err); /* a missing file named with its recipe line */
     if (rc == 0)
         rc = pl__recipe_names(r, &nm, ast, err);
     for (uint32_t i = 0; rc == 0 && i < r->n_sources; i++) {
@@ -305,6 +292,9 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
         rc = model_part(r, nm, strict, &mm, &bm, &sources, err);
     if (rc == 0 && r->ontology.format)
         rc = ontology_part(r, nm, strict, &on, &onto_unknown, &sources, err);
+    /* After the inputs read above, before the sample tables the build reads. */
+    if (rc == 0)
+        rc = digest_inputs(r, &inputs, err);
     tb.nm = nm;
     if (rc == 0 && r->n_tables)
         rc = tables_open(&tb, &bs, err);
@@ -316,8 +306,8 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
                             .reaction_rule = m->reaction_rule, .samples = r->samples.file,
                             .payload = r->samples.payload};
         pl__build_input in = {.genes = genes, .n_genes = ng, .edges = be,
-                              .n_types = r->n_sources, .recipe = recipe,
-                              .recipe_len = recipe_len, .inputs = inputs.s ? inputs.s : "",
+                              .n_types = r->n_sources, .recipe = r->text,
+                              .recipe_len = r->text_len, .inputs = inputs.s ? inputs.s : "",
                               .sources = sources.s ? sources.s : "",
                               .metabolism = model ? &bm : NULL,
                               .samples = r->n_tables ? &bs : NULL,
@@ -334,7 +324,6 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     free(genes);
     free(inputs.s);
     free(sources.s);
-    free(recipe);
     pl__metab_free(&mm);
     pl__onto_free(&on);
     tables_close(&tb);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +18,63 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "preprocess/text.h"
+#include "src/core/checksum.h"
 #include "src/core/error.h"
+#include "src/core/vec.h"
 
 enum { IN_CAP = 1 << 18, BUF_CAP0 = 1 << 20 };
+
+/* Set by the command line before any source opens; read-only afterwards. */
+static uint64_t max_line_limit = PL_SRC_MAX_LINE_DEFAULT;
+static uint64_t max_text_limit = PL_SRC_MAX_TEXT_DEFAULT;
+
+void pl__src_set_limits(uint64_t max_line, uint64_t max_text)
+{
+    if (max_line)
+        max_line_limit = max_line;
+    if (max_text)
+        max_text_limit = max_text;
+}
+
+void pl__src_limits(uint64_t *max_line, uint64_t *max_text)
+{
+    if (max_line)
+        *max_line = max_line_limit;
+    if (max_text)
+        *max_text = max_text_limit;
+}
+
+int pl__src_parse_limit(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K')
+        shift = 10, end++;
+    else if (*end == 'M')
+        shift = 20, end++;
+    else if (*end == 'G')
+        shift = 30, end++;
+    if (errno || *end || v == 0 || v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* The window log of the largest zstd window within the text limit. */
+static int window_log_max(void)
+{
+    int log = 10;
+    while (log < 31 && (UINT64_C(1) << (log + 1)) <= max_text_limit)
+        log++;
+    return log;
+}
 
 struct pl_src {
     char *path;
@@ -34,6 +87,9 @@ struct pl_src {
     size_t cap, start, scan, end;
     int out_eof;            /* no more text will come */
     int frame_open;         /* gzip member / zstd frame started, not finished */
+    uint64_t max_line;      /* the line limit when opened */
+    pl__xxh64_state raw;    /* of the bytes read from the descriptor */
+    int raw_eof;            /* the descriptor reported its end */
     uint64_t line, bytes;
     z_stream z;
     int z_init;
@@ -60,7 +116,8 @@ static int read_in(pl_src *s, pl_err *err)
                            (unsigned long long)s->line + 1, strerror(e));
         }
         if (r == 0)
-            s->in_eof = 1;
+            s->in_eof = s->raw_eof = 1;
+        pl__xxh64_update(&s->raw, s->in + s->in_len, (size_t)r);
         s->in_len += (size_t)r;
         break; /* one read: a pipe hands out what it has */
     }
@@ -74,6 +131,7 @@ int pl__src_open(const char *path, pl_src **out, pl_err *err)
     PL_FAIL_IF(!s, err, -ENOMEM, "%s: out of memory", path);
     s->path = strdup(display(path));
     s->in = malloc(IN_CAP);
+    s->max_line = max_line_limit;
     s->cap = BUF_CAP0;
     s->buf = malloc(s->cap);
     s->fd = -1;
@@ -119,7 +177,8 @@ int pl__src_open(const char *path, pl_src **out, pl_err *err)
     } else if (s->in_len >= 4 && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) {
         s->codec = PL_SRC_ZSTD;
         s->zd = ZSTD_createDCtx();
-        if (!s->zd) {
+        if (!s->zd ||
+            ZSTD_isError(ZSTD_DCtx_setParameter(s->zd, ZSTD_d_windowLogMax, window_log_max()))) {
             rc = pl__err(err, -ENOMEM, "%s: cannot start the zstd decoder", s->path);
             goto fail;
         }
@@ -133,10 +192,49 @@ fail:
     return rc;
 }
 
+/* The digests of the sources read to their end, latest last. */
+typedef struct digest {
+    char *path;
+    uint64_t bytes, sum;
+} digest;
+
+static pthread_mutex_t digests_lock = PTHREAD_MUTEX_INITIALIZER;
+static digest *digests;
+static uint64_t n_digests, cap_digests;
+
+static void keep_digest(const pl_src *s)
+{
+    char *p = strdup(s->path);
+    pthread_mutex_lock(&digests_lock);
+    if (p && pl__grow(&digests, &cap_digests, n_digests + 1, sizeof *digests) == 0) {
+        digests[n_digests++] = (digest){p, s->raw.total, pl__xxh64_digest(&s->raw)};
+        p = NULL;
+    }
+    pthread_mutex_unlock(&digests_lock);
+    free(p);
+}
+
+int pl__src_digest(const char *path, uint64_t *bytes, uint64_t *sum)
+{
+    const char *key = display(path);
+    int found = 0;
+    pthread_mutex_lock(&digests_lock);
+    for (uint64_t i = n_digests; i-- > 0 && !found;)
+        if (!strcmp(digests[i].path, key)) {
+            *bytes = digests[i].bytes;
+            *sum = digests[i].sum;
+            found = 1;
+        }
+    pthread_mutex_unlock(&digests_lock);
+    return found;
+}
+
 void pl__src_close(pl_src *s)
 {
     if (!s)
         return;
+    if (s->raw_eof)
+        keep_digest(s);
     if (s->own_fd && s->fd >= 0)
         close(s->fd);
     if (s->z_init)
@@ -177,7 +275,8 @@ static int fill_plain(pl_src *s, pl_err *err)
                            (unsigned long long)s->line + 1, strerror(e));
         }
         if (r == 0)
-            s->out_eof = 1;
+            s->out_eof = s->raw_eof = 1;
+        pl__xxh64_update(&s->raw, s->buf + s->end, (size_t)r);
         s->end += (size_t)r;
         return 0;
     }
@@ -236,6 +335,12 @@ static int fill_zstd(pl_src *s, pl_err *err)
         ZSTD_outBuffer zout = {s->buf + s->end, s->cap - s->end, 0};
         size_t r = ZSTD_decompressStream(s->zd, &zout, &zin);
         int moved = zout.pos > 0 || zin.pos != s->in_pos;
+        if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
+            return pl__err(err, PL_EPARSE, "%s:%llu: a zstd frame with a window above the "
+                           "memory limit of %llu bytes (zstd --long; raise the limit with "
+                           "--max-text or the recipe key max_text, up to 2G)", s->path,
+                           (unsigned long long)s->line + 1,
+                           (unsigned long long)max_text_limit);
         if (ZSTD_isError(r))
             return pl__err(err, PL_EPARSE, "%s:%llu: corrupt zstd data (%s)", s->path,
                            (unsigned long long)s->line + 1, ZSTD_getErrorName(r));
@@ -290,6 +395,13 @@ static size_t check_text(const unsigned char *p, size_t n, int *nul)
     }
 }
 
+static int too_long(const pl_src *s, uint64_t line, pl_err *err)
+{
+    return pl__err(err, PL_EPARSE, "%s:%llu: a line longer than the limit of %llu bytes "
+                   "(raise it with --max-line or the recipe key max_line)", s->path,
+                   (unsigned long long)line, (unsigned long long)s->max_line);
+}
+
 int pl__src_line(pl_src *s, const char **line, size_t *len, pl_err *err)
 {
     const char *p;
@@ -314,8 +426,10 @@ int pl__src_line(pl_src *s, const char **line, size_t *len, pl_err *err)
             break;
         }
         /* Move the unread tail to the front; double the buffer when one line
-         * fills it. */
+         * fills it, up to the line limit. */
         size_t tail = s->end - s->start;
+        if (tail > s->max_line + 1) /* + 1: a '\r' before the newline */
+            return too_long(s, s->line + 1, err);
         if (s->start > 0) {
             memmove(s->buf, s->buf + s->start, tail);
             s->start = 0;
@@ -338,6 +452,8 @@ int pl__src_line(pl_src *s, const char **line, size_t *len, pl_err *err)
     s->line++;
     if (n > 0 && p[n - 1] == '\r')
         n--;
+    if (n > s->max_line)
+        return too_long(s, s->line, err);
     int nul = 0;
     size_t bad = check_text((const unsigned char *)p, n, &nul);
     if (bad < n) {
@@ -349,6 +465,44 @@ int pl__src_line(pl_src *s, const char **line, size_t *len, pl_err *err)
     *line = p;
     *len = n;
     return 1;
+}
+
+int pl__src_text(const char *path, char **out, size_t *len, pl_err *err)
+{
+    *out = NULL;
+    pl_src *src;
+    PL_TRY(pl__src_open(path, &src, err));
+    char *buf = NULL;
+    uint64_t n = 0, cap = 0;
+    const char *line;
+    size_t ll;
+    int rc;
+    while ((rc = pl__src_line(src, &line, &ll, err)) > 0) {
+        if (n + ll + 1 > max_text_limit) {
+            rc = pl__src_fail(src, 0, err, "the text passes the limit of %llu bytes held in "
+                              "memory (raise it with --max-text or the recipe key max_text)",
+                              (unsigned long long)max_text_limit);
+            break;
+        }
+        if (pl__grow(&buf, &cap, n + ll + 2, 1) < 0) {
+            rc = pl__err(err, -ENOMEM, "%s: out of memory", pl__src_path(src));
+            break;
+        }
+        memcpy(buf + n, line, ll);
+        n += ll;
+        buf[n++] = '\n';
+    }
+    pl__src_close(src);
+    if (rc == 0 && !buf && !(buf = malloc(1)))
+        rc = pl__err(err, -ENOMEM, "%s: out of memory", path);
+    if (rc < 0) {
+        free(buf);
+        return rc;
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return 0;
 }
 
 uint64_t pl__src_lineno(const pl_src *s) { return s->line; }
@@ -373,6 +527,16 @@ int pl__src_fail(const pl_src *s, uint32_t col, pl_err *err, const char *fmt, ..
                        col, reason);
     return pl__err(err, PL_EPARSE, "%s:%llu: %s", s->path, (unsigned long long)s->line,
                    reason);
+}
+
+uint32_t pl__src_control_at(const pl__field *f)
+{
+    const unsigned char *s = (const unsigned char *)f->s;
+    for (uint32_t i = 0; i < f->len; i++)
+        if (s[i] < 0x20 || s[i] == 0x7f ||
+            (s[i] == 0xc2 && i + 1 < f->len && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f))
+            return i + 1;
+    return 0;
 }
 
 int pl__src_split(const char *line, size_t len, char sep, pl__field *f, int max)

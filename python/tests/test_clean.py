@@ -1,0 +1,68 @@
+"""Rings whose serve and consumer were both SIGKILLed were never reclaimed
+(the Python client names each epoch's ring afresh): `pertload clean` lists
+and removes them, and `serve` reclaims them when it starts. Live rings stay."""
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pertload
+from conftest import pertload_bin, run_cli
+
+SHM = Path("/dev/shm")
+
+
+def _serve(db, ring, consumer_pid):
+    """A serve process on `ring`, blocked on its one slot once ready."""
+    p = subprocess.Popen([pertload_bin(), "serve", "--ring", ring, "--batch-size", "4",
+                          "--slots", "1", "--threads", "1", "--consumer-pid",
+                          str(consumer_pid), "--", str(db)],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert p.stdout.readline().startswith(b"ring " + ring.encode())
+    return p
+
+
+def _abandoned(db, ring):
+    """`ring` left behind by a serve and a consumer both SIGKILLed."""
+    consumer = subprocess.Popen(["sleep", "600"])
+    serve = _serve(db, ring, consumer.pid)
+    for p in (serve, consumer):
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert (SHM / f"pertload-{ring}").exists()
+
+
+def test_clean_removes_only_abandoned_rings(small):
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    dead, live = f"tdead-{tag}", f"tlive-{tag}"
+    consumer = subprocess.Popen(["sleep", "600"])
+    serve = _serve(small.db, live, consumer.pid)
+    try:
+        _abandoned(small.db, dead)  # after the live serve started: it reclaims at start
+        out = run_cli("clean", "--dry-run").stdout
+        assert f"would remove /dev/shm/pertload-{dead} " in out
+        assert live not in out
+        assert (SHM / f"pertload-{dead}").exists()
+        out = run_cli("clean").stdout
+        assert f"removed /dev/shm/pertload-{dead} " in out
+        assert not (SHM / f"pertload-{dead}").exists()
+        assert (SHM / f"pertload-{live}").exists(), "a live ring was removed"
+        assert serve.poll() is None and consumer.poll() is None
+    finally:
+        for p in (serve, consumer):
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+                p.wait()
+        run_cli("clean")
+    assert not (SHM / f"pertload-{live}").exists()
+
+
+def test_serve_reclaims_abandoned_rings_at_start(small):
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    dead = f"tdead-{tag}"
+    _abandoned(small.db, dead)
+    rows = [r for b in pertload.Loader(small.db, batch_size=64, threads=1) for r in b.row.tolist()]
+    assert rows == list(range(small.n))
+    assert not (SHM / f"pertload-{dead}").exists()
