@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "ring_layout.h"
-#include "shm.h"
+#include "src/core/shm.h"
 
 /* Whether the open segment `fd` (`st`) is a complete ring whose producer and
  * consumer are both dead. */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "recipe_yaml.h"
-#include "source.h"
+#include "preprocess/import/source/source.h"
 #include "src/core/error.h"
 #include "src/core/vec.h"
 

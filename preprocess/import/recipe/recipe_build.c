@@ -12,7 +12,7 @@
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/vec.h"
-#include "source.h"
+#include "preprocess/import/source/source.h"
 
 /* The edges of one source, as the builder takes them. */
 typedef struct edges {
