@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+"""A DCell-style model driven by pertload's schedule (docs/dcell.md).
+
+One small network per ontology term, run from the leaves to the roots,
+stratum by stratum: term T reads its children's outputs and its direct
+annotations (1 = kept, 0 = the annotated gene is deleted) and writes
+tanh(x W_T + b_T), width(T) values; each term has an auxiliary head
+(a_T . y + c_T) trained against the label as DCell does, and a linear layer
+over the roots' outputs predicts the label.
+
+Everything comes from pertload: graph.ontology.schedule(width=...) groups the
+terms of each stratum by (input size, output size), so that each group runs
+as one torch.bmm over index arrays the schedule holds (one gather per
+stratum); schedule.affected(batch) says which terms any sample of the batch
+affects (built in C), so that forward(..., affected=...) computes only those
+and takes the wild type's outputs for the rest (exact: a term that sees no
+deleted gene has the wild type's inputs).
+
+usage: dcell.py DB [--steps 20] [--batch-size 64] [--min-width 4]
+                   [--width-share 0.3] [--all-terms] [--seed 0]
+
+DB is a database with an ontology and at least one label (the first label
+is the target). Widths: max(min_width, ceil(width_share * |genes(T)|)).
+"""
+import argparse
+import math
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+import pertload
+
+
+class DCell(nn.Module):
+    """The model over a Schedule (numpy or on a device). Parameters per
+    group: weight [K, I, W], bias [K, 1, W], aux_weight [K, W], aux_bias
+    [K]; `head` over the roots' outputs."""
+
+    def __init__(self, schedule, dtype=torch.float32):
+        super().__init__()
+        if schedule.device is None:
+            schedule = schedule.to("cpu")
+        self.s = schedule
+        self.weight, self.bias = nn.ParameterList(), nn.ParameterList()
+        self.aux_weight, self.aux_bias = nn.ParameterList(), nn.ParameterList()
+        for g in schedule.groups:
+            K, I, W = len(g.terms), g.n_inputs, g.width
+            bound = 1 / math.sqrt(max(I, 1))
+            self.weight.append(nn.Parameter(torch.empty(K, I, W, dtype=dtype).uniform_(-bound,
+                                                                                       bound)))
+            self.bias.append(nn.Parameter(torch.empty(K, 1, W, dtype=dtype).uniform_(-bound,
+                                                                                     bound)))
+            self.aux_weight.append(nn.Parameter(torch.empty(K, W, dtype=dtype).uniform_(-1, 1)))
+            self.aux_bias.append(nn.Parameter(torch.zeros(K, dtype=dtype)))
+        widths = schedule.width
+        roots = schedule.roots
+        n_root = int(sum(int(widths[int(r)]) for r in roots))
+        self.head = nn.Linear(n_root, 1, dtype=dtype)
+        self.root_cols = np.concatenate([np.arange(int(schedule.term_offset[int(r)]),
+                                                   int(schedule.term_offset[int(r)]) +
+                                                   int(widths[int(r)])) for r in roots])
+
+    def term_parameters(self, term):
+        """(W_T [I, W], b_T [W], a_T [W], c_T) of a term (for a per-term
+        reference or inspection)."""
+        for k, g in enumerate(self.s.groups):
+            hit = (torch.as_tensor(g.terms) == term).nonzero()
+            if len(hit):
+                j = int(hit[0, 0])
+                return (self.weight[k][j], self.bias[k][j, 0], self.aux_weight[k][j],
+                        self.aux_bias[k][j])
+        raise KeyError(term)
+
+    def _run(self, k, x, B, pos=None):
+        """Group k on inputs x [B, n * I] (all its terms, or those at `pos`):
+        (outputs [B, n * W], aux [n, B])."""
+        g = self.s.groups[k]
+        w, b, aw, ab = self.weight[k], self.bias[k], self.aux_weight[k], self.aux_bias[k]
+        if pos is not None:
+            w, b, aw, ab = w[pos], b[pos], aw[pos], ab[pos]
+        n = w.shape[0]
+        y = torch.tanh(torch.baddbmm(b, x.reshape(B, n, g.n_inputs).transpose(0, 1), w))
+        aux = torch.einsum("kbw,kw->kb", y, aw) + ab[:, None]
+        return y.transpose(0, 1).reshape(B, n * g.width), aux
+
+    def wild_type(self, like):
+        """(state [1, state_size], aux [1, n_terms] in slot order) with every
+        annotation kept."""
+        kept = like.new_ones((1, self.s.n_annotations))
+        return self.full(kept)
+
+    def full(self, kept):
+        """Every term for annotation inputs kept [B, n_annotations] (float):
+        (state [B, state_size], aux [B, n_terms] in slot order)."""
+        B = kept.shape[0]
+        state = kept.new_zeros((B, self.s.state_size))
+        state[:, :self.s.n_annotations] = kept
+        aux, k0 = [], 0
+        for st in self.s.strata:
+            x = state.index_select(1, torch.as_tensor(st.gather, device=state.device))
+            outs = []
+            for i in range(len(st.groups)):
+                o, a = self._run(k0 + i, x[:, st.gather_ptr[i]:st.gather_ptr[i + 1]], B)
+                outs.append(o)
+                aux.append(a)
+            state[:, st.out_lo:st.out_hi] = torch.cat(outs, 1)
+            k0 += len(st.groups)
+        return state, torch.cat(aux).T
+
+    def affected_only(self, removed, ptr, aff):
+        """The terms of `aff` (an AffectedSchedule) only, the wild type's
+        outputs elsewhere: removed/ptr are the batch's removed annotation
+        positions (batch.ontology["annotation"]) as tensors."""
+        B = len(ptr) - 1
+        wt_state, wt_aux = self.wild_type(self.head.weight)
+        state = wt_state.expand(B, -1).clone()
+        rows = torch.repeat_interleave(torch.arange(B, device=ptr.device), ptr.diff())
+        state[rows, removed] = 0
+        aux = wt_aux.expand(B, -1).clone()
+        k0, p0 = 0, 0
+        for si, st in enumerate(self.s.strata):
+            gl, gh = int(aff.gather_ptr[si]), int(aff.gather_ptr[si + 1])
+            n_groups = len(st.groups)
+            if gl == gh:
+                p0 += sum(aff.counts[k0:k0 + n_groups])
+                k0 += n_groups
+                continue
+            x = state.index_select(1, aff.gather[gl:gh])
+            outs, auxs, slots, off = [], [], [], 0
+            for i, g in enumerate(st.groups):
+                n = aff.counts[k0 + i]
+                if not n:
+                    continue
+                pos = aff.positions[p0:p0 + n]
+                o, a = self._run(k0 + i, x[:, off:off + n * g.n_inputs], B, pos)
+                outs.append(o)
+                auxs.append(a)
+                slots.append(pos + g.slot_lo)
+                off += n * g.n_inputs
+                p0 += n
+            state.index_copy_(1, aff.scatter[int(aff.scatter_ptr[si]):
+                                             int(aff.scatter_ptr[si + 1])], torch.cat(outs, 1))
+            aux.index_copy_(1, torch.cat(slots), torch.cat(auxs).T)
+            k0 += n_groups
+        return state, aux
+
+    def forward(self, removed, ptr, affected=None):
+        """(prediction [B], aux [B, n_terms] in slot order, state) of a batch
+        given its removed annotation positions and ptr (int64 tensors);
+        with `affected` (schedule.affected(batch)) only the affected terms
+        are computed."""
+        if affected is not None:
+            state, aux = self.affected_only(removed, ptr, affected)
+        else:
+            B = len(ptr) - 1
+            kept = self.head.weight.new_ones((B, self.s.n_annotations))
+            rows = torch.repeat_interleave(torch.arange(B, device=ptr.device), ptr.diff())
+            kept[rows, removed] = 0
+            state, aux = self.full(kept)
+        root = state[:, torch.as_tensor(self.root_cols, device=state.device)]
+        return self.head(root)[:, 0], aux, state
+
+
+def dcell_loss(pred, aux, y, aux_weight=0.3):
+    """DCell's loss: the root's squared error plus aux_weight times every
+    term's auxiliary squared error, over the samples whose label is known."""
+    ok = ~torch.isnan(y)
+    y, pred, aux = y[ok], pred[ok], aux[ok]
+    return ((pred - y) ** 2).mean() + aux_weight * ((aux - y[:, None]) ** 2).mean(0).sum()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("db")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--min-width", type=int, default=4)
+    ap.add_argument("--width-share", type=float, default=0.3)
+    ap.add_argument("--all-terms", action="store_true",
+                    help="compute every term (default: affected terms only)")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    torch.manual_seed(a.seed)
+    loader = pertload.Loader(a.db, batch_size=a.batch_size, shuffle=True, seed=a.seed)
+    onto = loader.graph.ontology
+    if onto is None or not loader.graph.n_labels:
+        raise SystemExit(f"{a.db}: a database with an ontology and a label is needed")
+    sched = onto.schedule(width=lambda n: max(a.min_width, math.ceil(a.width_share * n)))
+    print(f"{sched.n_terms} terms, {len(sched.strata)} strata, {len(sched.groups)} groups, "
+          f"state {sched.state_size} columns; {'all' if a.all_terms else 'affected'} terms")
+    model = DCell(sched)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    step, t0 = 0, time.perf_counter()
+    while step < a.steps:
+        for b in loader:
+            removed, ptr = (torch.from_numpy(v.astype(np.int64)) for v in b.ontology["annotation"])
+            aff = None if a.all_terms else model.s.affected(b)
+            y = torch.from_numpy(b.labels[:, 0].copy())
+            pred, aux, _ = model(removed, ptr, aff)
+            loss = dcell_loss(pred, aux, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            n_aff = len(aff.terms) if aff is not None else sched.n_terms
+            print(f"step {step}: loss {loss.item():.4f}, {n_aff} of {sched.n_terms} terms")
+            step += 1
+            if step == a.steps:
+                break
+    print(f"{step} steps in {time.perf_counter() - t0:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
