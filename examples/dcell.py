@@ -110,41 +110,54 @@ class DCell(nn.Module):
         return state, torch.cat(aux).T
 
     def affected_only(self, removed, ptr, aff):
-        """The terms of `aff` (an AffectedSchedule) only, the wild type's
-        outputs elsewhere: removed/ptr are the batch's removed annotation
-        positions (batch.ontology["annotation"]) as tensors."""
+        """The terms of `aff` (an AffectedSchedule) on every sample and the
+        others on the wild type alone, their outputs copied to every sample:
+        removed/ptr are the batch's removed annotation positions
+        (batch.ontology["annotation"]) as tensors. The wild type is one more
+        state row (the last), so one backward pass serves both."""
         B = len(ptr) - 1
-        wt_state, wt_aux = self.wild_type(self.head.weight)
-        state = wt_state.expand(B, -1).clone()
+        kept = self.head.weight.new_ones((B + 1, self.s.n_annotations))
         rows = torch.repeat_interleave(torch.arange(B, device=ptr.device), ptr.diff())
-        state[rows, removed] = 0
-        aux = wt_aux.expand(B, -1).clone()
-        k0, p0 = 0, 0
+        kept[rows, removed] = 0
+        state = kept.new_zeros((B + 1, self.s.state_size))
+        state[:, :self.s.n_annotations] = kept
+        aux = kept.new_zeros((B + 1, self.s.n_terms))
+        k0, p = 0, [0, 0]
         for si, st in enumerate(self.s.strata):
-            gl, gh = int(aff.gather_ptr[si]), int(aff.gather_ptr[si + 1])
-            n_groups = len(st.groups)
-            if gl == gh:
-                p0 += sum(aff.counts[k0:k0 + n_groups])
-                k0 += n_groups
+            for w, pre in enumerate(("rest_", "")):  # the wild type's terms, then the affected
+                p[w] = self._part(state, aux, B if pre else 0, st, k0, p[w], si, pre, aff)
+            k0 += len(st.groups)
+        return state[:B], aux[:B]
+
+    def _part(self, state, aux, first, st, k0, p0, si, pre, aff):
+        """Stratum st's terms of one part of `aff` ("" the affected terms,
+        "rest_" the others) computed on state rows first.. and written to every
+        row; returns the part's position offset after the stratum."""
+        counts, positions = getattr(aff, pre + "counts"), getattr(aff, pre + "positions")
+        gather_ptr = getattr(aff, pre + "gather_ptr")
+        gl, gh = int(gather_ptr[si]), int(gather_ptr[si + 1])
+        if gl == gh:
+            return p0 + sum(counts[k0:k0 + len(st.groups)])
+        x = state[first:].index_select(1, getattr(aff, pre + "gather")[gl:gh])
+        rows = x.shape[0]
+        outs, auxs, slots, off = [], [], [], 0
+        for i, g in enumerate(st.groups):
+            n = counts[k0 + i]
+            if not n:
                 continue
-            x = state.index_select(1, aff.gather[gl:gh])
-            outs, auxs, slots, off = [], [], [], 0
-            for i, g in enumerate(st.groups):
-                n = aff.counts[k0 + i]
-                if not n:
-                    continue
-                pos = aff.positions[p0:p0 + n]
-                o, a = self._run(k0 + i, x[:, off:off + n * g.n_inputs], B, pos)
-                outs.append(o)
-                auxs.append(a)
-                slots.append(pos + g.slot_lo)
-                off += n * g.n_inputs
-                p0 += n
-            state.index_copy_(1, aff.scatter[int(aff.scatter_ptr[si]):
-                                             int(aff.scatter_ptr[si + 1])], torch.cat(outs, 1))
-            aux.index_copy_(1, torch.cat(slots), torch.cat(auxs).T)
-            k0 += n_groups
-        return state, aux
+            pos = positions[p0:p0 + n]
+            o, a = self._run(k0 + i, x[:, off:off + n * g.n_inputs], rows, pos)
+            outs.append(o)
+            auxs.append(a)
+            slots.append(pos + g.slot_lo)
+            off += n * g.n_inputs
+            p0 += n
+        sp = getattr(aff, pre + "scatter_ptr")
+        cols = getattr(aff, pre + "scatter")[int(sp[si]):int(sp[si + 1])]
+        n_rows = state.shape[0]
+        state.index_copy_(1, cols, torch.cat(outs, 1).expand(n_rows, -1))
+        aux.index_copy_(1, torch.cat(slots), torch.cat(auxs).T.expand(n_rows, -1))
+        return p0
 
     def forward(self, removed, ptr, affected=None):
         """(prediction [B], aux [B, n_terms] in slot order, state) of a batch

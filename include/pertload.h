@@ -272,12 +272,16 @@ typedef struct pl_schedule_affected_out {
     int64_t *scatter_ptr;  /**< [n_strata + 1] */
     int64_t *scatter;      /**< room for the output columns of all slots: per
                                 stratum those of the affected slots */
+    /* The same four for the other slots (no sample affects them), each with
+     * the same room: rest_group_ptr, rest_positions, rest_gather_ptr, ... */
+    int64_t *rest_group_ptr, *rest_positions, *rest_gather_ptr, *rest_gather;
+    int64_t *rest_scatter_ptr, *rest_scatter;
 } pl_schedule_affected_out;
 
 /** The affected-term schedule of a batch: from each sample's affected terms
  *  (the batch's ontology term lists, terms[ptr[b] .. ptr[b+1])), the union
- *  over the batch laid out by group and stratum of `m`, and each sample's
- *  slots.
+ *  over the batch laid out by group and stratum of `m`, its complement (the
+ *  `rest_` arrays) likewise, and each sample's slots.
  *  @return 0, PL_ERANGE with err naming the sample and term when a term is
  *          out of range or a ptr decreases, -ENOMEM. */
 PL_API int pl_schedule_affected(const pl_schedule_map *m, const int32_t *terms,

@@ -182,7 +182,8 @@ class ScheduleAffectedOut(ctypes.Structure):
     """struct pl_schedule_affected_out, field for field."""
     _fields_ = [(name, _vp) for name in (
         "group_ptr", "positions", "sample_ptr", "sample_slots", "gather_ptr", "gather",
-        "scatter_ptr", "scatter")]
+        "scatter_ptr", "scatter", "rest_group_ptr", "rest_positions", "rest_gather_ptr",
+        "rest_gather", "rest_scatter_ptr", "rest_scatter")]
 
 
 # name: (restype, argtypes) of every function this package calls.

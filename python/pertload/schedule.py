@@ -211,8 +211,12 @@ class AffectedSchedule:
     sample_slots, sample_ptr  per sample b, the slots (schedule positions,
                 ascending) of its affected terms:
                 sample_slots[sample_ptr[b]:sample_ptr[b+1]]
+    rest_group_ptr, rest_positions, rest_counts, rest_gather(_ptr),
+    rest_scatter(_ptr), rest_terms   the same of the other terms (no sample
+                affects them): a model computes these on the wild type alone
     Arrays are torch tensors on `device`, or numpy arrays without one;
-    gather_ptr, scatter_ptr and counts stay on the host (numpy / list).
+    the _ptr arrays of gather and scatter, and counts, stay on the host
+    (numpy / list).
     """
 
     def __init__(self, sched, terms, ptr, device=None):
@@ -221,30 +225,36 @@ class AffectedSchedule:
         ptr = np.ascontiguousarray(ptr, np.int64)
         n_samples = len(ptr) - 1
         i64, vp = np.int64, ctypes.c_void_p
-        out = {"group_ptr": np.zeros(m.n_groups + 1, i64),
-               "positions": np.empty(max(m.n_terms, 1), i64),
-               "sample_ptr": np.zeros(n_samples + 1, i64),
-               "sample_slots": np.empty(max(len(terms), 1), i64),
-               "gather_ptr": np.zeros(m.n_strata + 1, i64),
-               "gather": np.empty(max(int(m.slot_in_ptr[-1]), 1), i64),
-               "scatter_ptr": np.zeros(m.n_strata + 1, i64),
-               "scatter": np.empty(max(int(m.slot_out[-1] - m.slot_out[0]), 1), i64)}
+        room = {"group_ptr": m.n_groups + 1, "positions": max(m.n_terms, 1),
+                "gather_ptr": m.n_strata + 1, "gather": max(int(m.slot_in_ptr[-1]), 1),
+                "scatter_ptr": m.n_strata + 1,
+                "scatter": max(int(m.slot_out[-1] - m.slot_out[0]), 1)}
+        out = {"sample_ptr": np.zeros(n_samples + 1, i64),
+               "sample_slots": np.empty(max(len(terms), 1), i64)}
+        for k, n in room.items():
+            out[k] = np.zeros(n, i64)
+            out["rest_" + k] = np.zeros(n, i64)
         err = _lib.PlErr()
         res = _lib.ScheduleAffectedOut(**{k: v.ctypes.data_as(vp) for k, v in out.items()})
         rc = _lib.lib().pl_schedule_affected(
             ctypes.byref(m.struct), terms.ctypes.data_as(vp), ptr.ctypes.data_as(vp), n_samples,
             ctypes.byref(res), ctypes.byref(err))
         _lib.check(rc, err, "the affected-term schedule")
-        gp, sp = out["group_ptr"], out["sample_ptr"]
-        self.counts = np.diff(gp).tolist()
-        self.gather_ptr, self.scatter_ptr = out["gather_ptr"], out["scatter_ptr"]
-        arrays = {"group_ptr": gp, "positions": out["positions"][:gp[-1]],
-                  "sample_ptr": sp, "sample_slots": out["sample_slots"][:sp[-1]],
-                  "gather": out["gather"][:self.gather_ptr[-1]],
-                  "scatter": out["scatter"][:self.scatter_ptr[-1]]}
-        arrays["terms"] = m.slot_term[
-            np.repeat(m.group_slot_lo, self.counts) + arrays["positions"]] \
-            if m.n_groups else np.zeros(0, i64)
+        sp = out["sample_ptr"]
+        arrays = {"sample_ptr": sp, "sample_slots": out["sample_slots"][:sp[-1]]}
+        for pre in ("", "rest_"):
+            gp = out[pre + "group_ptr"]
+            counts = np.diff(gp)
+            setattr(self, pre + "counts", counts.tolist())
+            setattr(self, pre + "gather_ptr", out[pre + "gather_ptr"])
+            setattr(self, pre + "scatter_ptr", out[pre + "scatter_ptr"])
+            arrays[pre + "group_ptr"] = gp
+            arrays[pre + "positions"] = out[pre + "positions"][:gp[-1]]
+            arrays[pre + "gather"] = out[pre + "gather"][:out[pre + "gather_ptr"][-1]]
+            arrays[pre + "scatter"] = out[pre + "scatter"][:out[pre + "scatter_ptr"][-1]]
+            arrays[pre + "terms"] = m.slot_term[
+                np.repeat(m.group_slot_lo, counts) + arrays[pre + "positions"]] \
+                if m.n_groups else np.zeros(0, i64)
         self.device = None
         if device is not None:
             import torch

@@ -121,21 +121,25 @@ def test_affected_schedule_equals_the_closure(small, onto):
         union = set().union(*per)
         a = s.affected(b)
         n_aff += len(union)
-        pos, gather, scatter = [], [], []
-        for k, g in enumerate(s.groups):
-            p = [j for j, t in enumerate(g.terms.tolist()) if t in union]
-            got = a.positions[a.group_ptr[k]:a.group_ptr[k + 1]].tolist()
-            assert got == p and a.counts[k] == len(p)
-        assert sorted(a.terms.tolist()) == sorted(union)
-        for si, st in enumerate(s.strata):
-            gather, scatter = [], []
-            for g in st.groups:
-                for j, t in enumerate(g.terms.tolist()):
-                    if t in union:
-                        gather += g.input[j].tolist()
-                        scatter += range(s.term_offset[t], s.term_offset[t] + g.width)
-            assert a.gather[a.gather_ptr[si]:a.gather_ptr[si + 1]].tolist() == gather
-            assert a.scatter[a.scatter_ptr[si]:a.scatter_ptr[si + 1]].tolist() == scatter
+        everything = set(range(onto.o.n_terms))
+        for pre, part in (("", union), ("rest_", everything - union)):
+            for k, g in enumerate(s.groups):
+                p = [j for j, t in enumerate(g.terms.tolist()) if t in part]
+                gp = getattr(a, pre + "group_ptr")
+                assert getattr(a, pre + "positions")[gp[k]:gp[k + 1]].tolist() == p
+                assert getattr(a, pre + "counts")[k] == len(p)
+            assert sorted(getattr(a, pre + "terms").tolist()) == sorted(part)
+            for si, st in enumerate(s.strata):
+                gather, scatter = [], []
+                for g in st.groups:
+                    for j, t in enumerate(g.terms.tolist()):
+                        if t in part:
+                            gather += g.input[j].tolist()
+                            scatter += range(s.term_offset[t], s.term_offset[t] + g.width)
+                ga, gptr = getattr(a, pre + "gather"), getattr(a, pre + "gather_ptr")
+                sc, sptr = getattr(a, pre + "scatter"), getattr(a, pre + "scatter_ptr")
+                assert ga[gptr[si]:gptr[si + 1]].tolist() == gather
+                assert sc[sptr[si]:sptr[si + 1]].tolist() == scatter
         for i, terms in enumerate(per):
             got = a.sample_slots[a.sample_ptr[i]:a.sample_ptr[i + 1]].tolist()
             assert got == sorted(s.term_slot[terms].tolist())

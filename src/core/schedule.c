@@ -2,7 +2,8 @@
  * of a DCell schedule any sample of the batch affects, by group and stratum,
  * so that a model computes those terms only and keeps the wild type's outputs
  * for the rest. One pass over the batch's term lists marks the slots; one pass
- * over the slots writes the positions, gather and scatter columns in order. */
+ * over the slots writes the positions, gather and scatter columns in order,
+ * of the marked slots and of the rest. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,24 +45,33 @@ PL_API int pl_schedule_affected(const pl_schedule_map *m, const int32_t *terms,
         qsort(s, (size_t)(ptr[b + 1] - ptr[b]), sizeof *s, cmp_i64);
         out->sample_ptr[b + 1] = ptr[b + 1];
     }
-    int64_t np = 0, ng = 0, ns = 0;
-    out->group_ptr[0] = out->gather_ptr[0] = out->scatter_ptr[0] = 0;
+    int64_t np[2] = {0, 0}, ng[2] = {0, 0}, ns[2] = {0, 0};
+    int64_t *gptr[2] = {out->group_ptr, out->rest_group_ptr};
+    int64_t *pos[2] = {out->positions, out->rest_positions};
+    int64_t *gaptr[2] = {out->gather_ptr, out->rest_gather_ptr};
+    int64_t *ga[2] = {out->gather, out->rest_gather};
+    int64_t *scptr[2] = {out->scatter_ptr, out->rest_scatter_ptr};
+    int64_t *sc[2] = {out->scatter, out->rest_scatter};
+    for (int w = 0; w < 2; w++)
+        gptr[w][0] = gaptr[w][0] = scptr[w][0] = 0;
     for (uint32_t st = 0; st < m->n_strata; st++) {
         for (uint32_t g = m->stratum_ptr[st]; g < m->stratum_ptr[st + 1]; g++) {
             for (uint32_t slot = m->group_ptr[g]; slot < m->group_ptr[g + 1]; slot++) {
-                if (!hit[slot])
-                    continue;
-                out->positions[np++] = slot - m->group_ptr[g];
+                int w = !hit[slot]; /* 0: affected, 1: the rest */
+                pos[w][np[w]++] = slot - m->group_ptr[g];
                 uint64_t a = m->slot_in_ptr[slot], n = m->slot_in_ptr[slot + 1] - a;
-                memcpy(out->gather + ng, m->slot_in + a, n * sizeof *out->gather);
-                ng += (int64_t)n;
+                memcpy(ga[w] + ng[w], m->slot_in + a, n * sizeof *ga[w]);
+                ng[w] += (int64_t)n;
                 for (uint64_t c = m->slot_out[slot]; c < m->slot_out[slot + 1]; c++)
-                    out->scatter[ns++] = (int64_t)c;
+                    sc[w][ns[w]++] = (int64_t)c;
             }
-            out->group_ptr[g + 1] = np;
+            gptr[0][g + 1] = np[0];
+            gptr[1][g + 1] = np[1];
         }
-        out->gather_ptr[st + 1] = ng;
-        out->scatter_ptr[st + 1] = ns;
+        for (int w = 0; w < 2; w++) {
+            gaptr[w][st + 1] = ng[w];
+            scptr[w][st + 1] = ns[w];
+        }
     }
     free(hit);
     return 0;
