@@ -78,7 +78,7 @@ class DCell(nn.Module):
         (outputs [B, n * W], aux [n, B])."""
         g = self.s.groups[k]
         w, b, aw, ab = self.weight[k], self.bias[k], self.aux_weight[k], self.aux_bias[k]
-        if pos is not None:
+        if pos is not None and len(pos) < len(g.terms):  # a part of the group
             w, b, aw, ab = w[pos], b[pos], aw[pos], ab[pos]
         n = w.shape[0]
         y = torch.tanh(torch.baddbmm(b, x.reshape(B, n, g.n_inputs).transpose(0, 1), w))

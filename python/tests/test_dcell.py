@@ -225,13 +225,50 @@ def test_dcell_model_equals_the_per_term_reference(small, onto):
     assert 0 < len(affected.terms) < o.n_terms
 
 
-def test_dcell_example_trains(onto):
+def test_dcell_example_trains(onto, onto_only):
     ex = os.path.join(ROOT, "examples", "dcell.py")
-    for extra in ([], ["--all-terms"]):
-        r = subprocess.run([sys.executable, ex, str(onto.db), "--steps", "6", "--batch-size",
+    for db, extra in ((onto.db, []), (onto.db, ["--all-terms"]), (onto_only.db, [])):
+        r = subprocess.run([sys.executable, ex, str(db), "--steps", "6", "--batch-size",
                             "16", *extra], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr[-3000:]
         losses = [float(ln.split()[3].rstrip(",")) for ln in r.stdout.splitlines()
                   if ln.startswith("step ")]
         assert len(losses) == 6 and all(math.isfinite(v) for v in losses), r.stdout
         assert "6 steps in" in r.stdout
+
+
+@pytest.fixture(scope="module")
+def onto_only(small, tmp_path_factory):
+    """An ontology-only database: genes, samples and the ontology, no edge
+    type and no metabolism."""
+    tmp = tmp_path_factory.mktemp("onto_only")
+    write_ontology(tmp / "onto.txt", small.genes, random.Random(28))
+    run_cli("build", "-o", tmp / "db", "--genes", small.dir / "genes.txt", "--samples",
+            small.dir / "samples.tsv", "--ontology-dcell", tmp / "onto.txt", "--quiet")
+    return Onto(tmp / "db")
+
+
+@pytest.mark.parametrize("dense", [None, "bool"])
+def test_ontology_only_database(small, onto, onto_only, dense):
+    g = pertload.Loader(onto_only.db).graph
+    assert g.type_names == [] and not g.has_metabolism and g.edge_index == {}
+    assert g.ontology.term_names == onto.o.term_names
+    assert "genes: 300" in run_cli("inspect", onto_only.db).stdout
+    t = g.to_torch()
+    assert set(t) == {"gene", "term", ("gene", "annotated", "term")}
+    seen = 0
+    for b in pertload.Loader(onto_only.db, batch_size=64, dense=dense):
+        assert b.removed == {}
+        m = b.to_torch()
+        assert not [k for k in m if isinstance(k, tuple) and k[1] != "annotated"]
+        for i, row in enumerate(b.row.tolist()):
+            terms, ann = onto_only.lists(small.sample_genes[row])
+            tp, tptr = b.ontology["term"]
+            assert tp[tptr[i]:tptr[i + 1]].tolist() == terms
+            kept = np.ones(g.ontology.n_terms, bool)
+            kept[terms] = False
+            np.testing.assert_array_equal(m["term"]["mask"][i].numpy(), kept)
+            seen += 1
+    assert seen == small.n
+    j = run_cli("masks", onto_only.db, "--row", 5, "--json").stdout
+    assert '"ontology/term"' in j
