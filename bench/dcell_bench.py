@@ -17,7 +17,7 @@ terms, backward):
              and one auxiliary head per term, as a DCell user writes it
   grouped    examples/dcell.py over every term (one gather per stratum, one
              torch.bmm per group)
-  affected   the same over the batch's affected terms only
+  affected   the same with only the groups that hold an affected term
              (schedule.affected(batch)), the wild type's outputs (one
              grouped forward of a single sample) elsewhere
 The data side of a step: the next batch from the loader (ring, zero-copy),
@@ -163,7 +163,7 @@ def main():
                 if name == "per-term":
                     pred, aux = m(removed, ptr)
                 else:
-                    pred, aux, _ = m(removed, ptr, aff if name == "affected" else None)
+                    pred, aux, _ = m(removed, ptr, aff if name == "affected" else None, "group")
                 loss = dcell.dcell_loss(pred, aux, y)
                 m.zero_grad()
                 loss.backward()

@@ -101,71 +101,108 @@ class DCell(nn.Module):
         for st in self.s.strata:
             x = state.index_select(1, torch.as_tensor(st.gather, device=state.device))
             outs = []
-            for i in range(len(st.groups)):
-                o, a = self._run(k0 + i, x[:, st.gather_ptr[i]:st.gather_ptr[i + 1]], B)
+            # split, not slices: one backward copy per stratum, not one per group
+            for i, xg in enumerate(x.split(np.diff(st.gather_ptr).tolist(), 1)):
+                o, a = self._run(k0 + i, xg, B)
                 outs.append(o)
                 aux.append(a)
             state[:, st.out_lo:st.out_hi] = torch.cat(outs, 1)
             k0 += len(st.groups)
         return state, torch.cat(aux).T
 
-    def affected_only(self, removed, ptr, aff):
-        """The terms of `aff` (an AffectedSchedule) on every sample and the
-        others on the wild type alone, their outputs copied to every sample:
-        removed/ptr are the batch's removed annotation positions
-        (batch.ontology["annotation"]) as tensors. The wild type is one more
-        state row (the last), so one backward pass serves both."""
+    def _rows(self, removed, ptr):
+        """(state [B + 1, state_size] with the annotation inputs, the last row
+        the wild type's, aux [B + 1, n_terms] zeros)."""
         B = len(ptr) - 1
         kept = self.head.weight.new_ones((B + 1, self.s.n_annotations))
         rows = torch.repeat_interleave(torch.arange(B, device=ptr.device), ptr.diff())
         kept[rows, removed] = 0
         state = kept.new_zeros((B + 1, self.s.state_size))
         state[:, :self.s.n_annotations] = kept
-        aux = kept.new_zeros((B + 1, self.s.n_terms))
-        k0, p = 0, [0, 0]
-        for si, st in enumerate(self.s.strata):
-            for w, pre in enumerate(("rest_", "")):  # the wild type's terms, then the affected
-                p[w] = self._part(state, aux, B if pre else 0, st, k0, p[w], si, pre, aff)
+        return state, kept.new_zeros((B + 1, self.s.n_terms))
+
+    def affected_groups(self, removed, ptr, aff):
+        """The groups holding a term of `aff` (an AffectedSchedule) on every
+        sample, the other groups on the wild type alone, their outputs taken
+        by every sample: removed/ptr are the batch's removed annotation
+        positions (batch.ontology["annotation"]) as tensors. The wild type is
+        one more state row (the last). A group with an affected term runs
+        whole (its other terms give the wild type's outputs): no weight is
+        gathered, one torch.bmm per group as in full()."""
+        B = len(ptr) - 1
+        state, aux = self._rows(removed, ptr)
+        k0 = 0
+        for st in self.s.strata:
+            hit = [aff.counts[k0 + i] > 0 for i in range(len(st.groups))]
+            # one gather per stratum, as in full(); a group without an
+            # affected term takes the wild type's row of its inputs only
+            x = state.index_select(1, torch.as_tensor(st.gather, device=state.device))
+            outs, auxs = [], []
+            for i, (h, xg) in enumerate(zip(hit, x.split(np.diff(st.gather_ptr).tolist(), 1))):
+                o, a = self._run(k0 + i, xg if h else xg[B:], B + 1 if h else 1)
+                outs.append(o if h else o.expand(B + 1, -1))
+                auxs.append(a if h else a.expand(-1, B + 1))
+            g_last = st.groups[-1]
+            state[:, st.out_lo:st.out_hi] = torch.cat(outs, 1)
+            aux[:, st.groups[0].slot_lo:g_last.slot_lo + len(g_last.terms)] = torch.cat(auxs).T
             k0 += len(st.groups)
         return state[:B], aux[:B]
 
-    def _part(self, state, aux, first, st, k0, p0, si, pre, aff):
-        """Stratum st's terms of one part of `aff` ("" the affected terms,
-        "rest_" the others) computed on state rows first.. and written to every
-        row; returns the part's position offset after the stratum."""
-        counts, positions = getattr(aff, pre + "counts"), getattr(aff, pre + "positions")
-        gather_ptr = getattr(aff, pre + "gather_ptr")
-        gl, gh = int(gather_ptr[si]), int(gather_ptr[si + 1])
+    def affected_only(self, removed, ptr, aff):
+        """The terms of `aff` (an AffectedSchedule) only on every sample, every
+        term on the wild type, whose outputs the other terms take: as
+        affected_groups() but term by term (the weights of the affected terms
+        of a group gathered), after a wild-type pass over every group."""
+        B = len(ptr) - 1
+        state, aux = self._rows(removed, ptr)
+        k0, p0 = 0, 0
+        for si, st in enumerate(self.s.strata):
+            # the wild type: every group whole, on the last row, copied to every row
+            x = state[B:].index_select(1, torch.as_tensor(st.gather, device=state.device))
+            outs, auxs = [], []
+            for i, xg in enumerate(x.split(np.diff(st.gather_ptr).tolist(), 1)):
+                o, a = self._run(k0 + i, xg, 1)
+                outs.append(o)
+                auxs.append(a)
+            lo, hi = st.groups[0].slot_lo, st.groups[-1].slot_lo + len(st.groups[-1].terms)
+            state[:, st.out_lo:st.out_hi] = torch.cat(outs, 1).expand(B + 1, -1)
+            aux[:, lo:hi] = torch.cat(auxs).T.expand(B + 1, -1)
+            p0 = self._part(state, aux, st, k0, p0, si, aff)
+            k0 += len(st.groups)
+        return state[:B], aux[:B]
+
+    def _part(self, state, aux, st, k0, p0, si, aff):
+        """Stratum st's affected terms (aff.positions from p0) computed on
+        every row and written over the wild type's; returns the position
+        offset after the stratum."""
+        gl, gh = int(aff.gather_ptr[si]), int(aff.gather_ptr[si + 1])
         if gl == gh:
-            return p0 + sum(counts[k0:k0 + len(st.groups)])
-        x = state[first:].index_select(1, getattr(aff, pre + "gather")[gl:gh])
+            return p0 + sum(aff.counts[k0:k0 + len(st.groups)])
+        x = state.index_select(1, aff.gather[gl:gh])
         rows = x.shape[0]
-        outs, auxs, slots, off = [], [], [], 0
-        for i, g in enumerate(st.groups):
-            n = counts[k0 + i]
-            if not n:
-                continue
-            pos = positions[p0:p0 + n]
-            o, a = self._run(k0 + i, x[:, off:off + n * g.n_inputs], rows, pos)
+        run = [(i, g, aff.counts[k0 + i]) for i, g in enumerate(st.groups) if aff.counts[k0 + i]]
+        outs, auxs, slots = [], [], []
+        for (i, g, n), xg in zip(run, x.split([n * g.n_inputs for _, g, n in run], 1)):
+            pos = aff.positions[p0:p0 + n]
+            o, a = self._run(k0 + i, xg, rows, pos)
             outs.append(o)
             auxs.append(a)
             slots.append(pos + g.slot_lo)
-            off += n * g.n_inputs
             p0 += n
-        sp = getattr(aff, pre + "scatter_ptr")
-        cols = getattr(aff, pre + "scatter")[int(sp[si]):int(sp[si + 1])]
-        n_rows = state.shape[0]
-        state.index_copy_(1, cols, torch.cat(outs, 1).expand(n_rows, -1))
-        aux.index_copy_(1, torch.cat(slots), torch.cat(auxs).T.expand(n_rows, -1))
+        cols = aff.scatter[int(aff.scatter_ptr[si]):int(aff.scatter_ptr[si + 1])]
+        state.index_copy_(1, cols, torch.cat(outs, 1))
+        aux.index_copy_(1, torch.cat(slots), torch.cat(auxs).T)
         return p0
 
-    def forward(self, removed, ptr, affected=None):
+    def forward(self, removed, ptr, affected=None, by="group"):
         """(prediction [B], aux [B, n_terms] in slot order, state) of a batch
         given its removed annotation positions and ptr (int64 tensors);
-        with `affected` (schedule.affected(batch)) only the affected terms
-        are computed."""
+        with `affected` (schedule.affected(batch)) only the groups holding an
+        affected term (by="group", affected_groups()) or only the affected
+        terms (by="term", affected_only()) run on every sample."""
         if affected is not None:
-            state, aux = self.affected_only(removed, ptr, affected)
+            run = self.affected_groups if by == "group" else self.affected_only
+            state, aux = run(removed, ptr, affected)
         else:
             B = len(ptr) - 1
             kept = self.head.weight.new_ones((B, self.s.n_annotations))

@@ -205,8 +205,8 @@ def test_dcell_model_equals_the_per_term_reference(small, onto):
     wt_state = wt_state.detach()
     affected = s.to("cpu").affected(b)
     checked = 0
-    for aff in (None, affected):
-        pred, aux, state = model(removed, ptr, aff)
+    for aff, by in ((None, None), (affected, "group"), (affected, "term")):
+        pred, aux, state = model(removed, ptr, aff, by)
         torch.testing.assert_close(pred, pred_r, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(aux, aux_r_slots, rtol=1e-12, atol=1e-12)
         for t in range(o.n_terms):
