@@ -22,7 +22,7 @@ from pertload import _lib
 from pertload.schedule import PAD
 from conftest import run_cli
 from test_ontology import write_ontology
-from test_ontology_batches import Onto
+from test_ontology_batches import Onto, random_onto  # noqa: F401 (a fixture)
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "examples"))
@@ -34,12 +34,9 @@ def width_rule(n):
 
 
 @pytest.fixture(scope="module")
-def onto(small, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("dcell")
-    write_ontology(tmp / "onto.txt", small.genes, random.Random(28))
-    run_cli("build", "-o", tmp / "db", *small.build_args, "--ontology-dcell", tmp / "onto.txt",
-            "--quiet")
-    return Onto(tmp / "db")
+def onto(random_onto):
+    """The random DAG of test_ontology_batches over the small database."""
+    return random_onto
 
 
 def term_inputs(o, offset, width, t):
@@ -242,7 +239,7 @@ def onto_only(small, tmp_path_factory):
     """An ontology-only database: genes, samples and the ontology, no edge
     type and no metabolism."""
     tmp = tmp_path_factory.mktemp("onto_only")
-    write_ontology(tmp / "onto.txt", small.genes, random.Random(28))
+    write_ontology(tmp / "onto.txt", small.genes, random.Random(11))  # random_onto's
     run_cli("build", "-o", tmp / "db", "--genes", small.dir / "genes.txt", "--samples",
             small.dir / "samples.tsv", "--ontology-dcell", tmp / "onto.txt", "--quiet")
     return Onto(tmp / "db")
