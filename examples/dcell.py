@@ -33,6 +33,57 @@ from torch import nn
 import pertload
 
 
+class State:
+    """The state rows of a forward pass (one row per sample, the schedule's
+    state layout) outside autograd, with one gradient buffer of the same
+    shape: a stratum's gather adds its gradient into the buffer at the
+    gathered columns, and the write of a stratum's outputs hands the buffer's
+    columns back as their gradient once every later stratum's gather has
+    added to them (a token tensor chains the writes and gathers so that
+    autograd runs them in that order). No pass allocates or sums a
+    full-width gradient per stratum, as index_select and slice assignment on
+    one autograd state tensor would."""
+
+    def __init__(self, kept, state_size):
+        rows = kept.shape[0]
+        self.buf = kept.new_zeros((rows, state_size))
+        self.buf[:, :kept.shape[1]] = kept.detach()
+        self.grad = kept.new_zeros((rows, state_size))
+        self.token = kept.new_zeros(1, requires_grad=True)
+
+    def gather(self, idx):
+        """buf[:, idx] (autograd through the buffer)."""
+        return _Gather.apply(self.token, self, idx)
+
+    def write(self, lo, hi, out):
+        """buf[:, lo:hi] = out."""
+        self.token = _Write.apply(out, self.token, self, lo, hi)
+
+
+class _Gather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, token, st, idx):
+        ctx.st, ctx.idx = st, idx
+        return st.buf.index_select(1, idx)
+
+    @staticmethod
+    def backward(ctx, g):
+        ctx.st.grad.index_add_(1, ctx.idx, g)
+        return g.new_zeros(1), None, None
+
+
+class _Write(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, out, token, st, lo, hi):
+        st.buf[:, lo:hi] = out
+        ctx.st, ctx.lo, ctx.hi = st, lo, hi
+        return token.clone()
+
+    @staticmethod
+    def backward(ctx, g_token):
+        return ctx.st.grad[:, ctx.lo:ctx.hi].clone(), g_token, None, None, None
+
+
 class DCell(nn.Module):
     """The model over a Schedule (numpy or on a device). Parameters per
     group: weight [K, I, W], bias [K, 1, W], aux_weight [K, W], aux_bias
@@ -89,37 +140,46 @@ class DCell(nn.Module):
         """(state [1, state_size], aux [1, n_terms] in slot order) with every
         annotation kept."""
         kept = like.new_ones((1, self.s.n_annotations))
-        return self.full(kept)
+        return self.full(kept)[:2]
 
     def full(self, kept):
         """Every term for annotation inputs kept [B, n_annotations] (float):
-        (state [B, state_size], aux [B, n_terms] in slot order)."""
+        (state values [B, state_size], aux [B, n_terms] in slot order, the
+        roots' outputs [B, root columns])."""
         B = kept.shape[0]
-        state = kept.new_zeros((B, self.s.state_size))
-        state[:, :self.s.n_annotations] = kept
+        state = State(kept, self.s.state_size)
         aux, k0 = [], 0
         for st in self.s.strata:
-            x = state.index_select(1, torch.as_tensor(st.gather, device=state.device))
+            x = state.gather(torch.as_tensor(st.gather, device=kept.device))
             outs = []
             # split, not slices: one backward copy per stratum, not one per group
             for i, xg in enumerate(x.split(np.diff(st.gather_ptr).tolist(), 1)):
                 o, a = self._run(k0 + i, xg, B)
                 outs.append(o)
                 aux.append(a)
-            state[:, st.out_lo:st.out_hi] = torch.cat(outs, 1)
+            state.write(st.out_lo, st.out_hi, torch.cat(outs, 1))
             k0 += len(st.groups)
-        return state, torch.cat(aux).T
+        return state.buf, torch.cat(aux).T, state.gather(self._root_cols(kept))
 
-    def _rows(self, removed, ptr):
-        """(state [B + 1, state_size] with the annotation inputs, the last row
-        the wild type's, aux [B + 1, n_terms] zeros)."""
+    def _root_cols(self, like):
+        return torch.as_tensor(self.root_cols, device=like.device)
+
+    def _kept(self, removed, ptr):
+        """The annotation inputs [B + 1, n_annotations]: 1 = kept, the last
+        row the wild type's (all kept)."""
         B = len(ptr) - 1
         kept = self.head.weight.new_ones((B + 1, self.s.n_annotations))
         rows = torch.repeat_interleave(torch.arange(B, device=ptr.device), ptr.diff())
         kept[rows, removed] = 0
-        state = kept.new_zeros((B + 1, self.s.state_size))
+        return kept
+
+    def _rows(self, removed, ptr):
+        """(state [B + 1, state_size] with the annotation inputs, the last row
+        the wild type's, aux [B + 1, n_terms] zeros)."""
+        kept = self._kept(removed, ptr)
+        state = kept.new_zeros((kept.shape[0], self.s.state_size))
         state[:, :self.s.n_annotations] = kept
-        return state, kept.new_zeros((B + 1, self.s.n_terms))
+        return state, kept.new_zeros((kept.shape[0], self.s.n_terms))
 
     def affected_groups(self, removed, ptr, aff):
         """The groups holding a term of `aff` (an AffectedSchedule) on every
@@ -130,23 +190,22 @@ class DCell(nn.Module):
         whole (its other terms give the wild type's outputs): no weight is
         gathered, one torch.bmm per group as in full()."""
         B = len(ptr) - 1
-        state, aux = self._rows(removed, ptr)
-        k0 = 0
+        state = State(self._kept(removed, ptr), self.s.state_size)
+        aux, k0 = [], 0
         for st in self.s.strata:
             hit = [aff.counts[k0 + i] > 0 for i in range(len(st.groups))]
             # one gather per stratum, as in full(); a group without an
             # affected term takes the wild type's row of its inputs only
-            x = state.index_select(1, torch.as_tensor(st.gather, device=state.device))
-            outs, auxs = [], []
+            x = state.gather(torch.as_tensor(st.gather, device=ptr.device))
+            outs = []
             for i, (h, xg) in enumerate(zip(hit, x.split(np.diff(st.gather_ptr).tolist(), 1))):
                 o, a = self._run(k0 + i, xg if h else xg[B:], B + 1 if h else 1)
                 outs.append(o if h else o.expand(B + 1, -1))
-                auxs.append(a if h else a.expand(-1, B + 1))
-            g_last = st.groups[-1]
-            state[:, st.out_lo:st.out_hi] = torch.cat(outs, 1)
-            aux[:, st.groups[0].slot_lo:g_last.slot_lo + len(g_last.terms)] = torch.cat(auxs).T
+                aux.append(a if h else a.expand(-1, B + 1))
+            state.write(st.out_lo, st.out_hi, torch.cat(outs, 1))
             k0 += len(st.groups)
-        return state[:B], aux[:B]
+        root = state.gather(self._root_cols(ptr))
+        return state.buf[:B], torch.cat(aux).T[:B], root[:B]
 
     def affected_only(self, removed, ptr, aff):
         """The terms of `aff` (an AffectedSchedule) only on every sample, every
@@ -169,7 +228,7 @@ class DCell(nn.Module):
             aux[:, lo:hi] = torch.cat(auxs).T.expand(B + 1, -1)
             p0 = self._part(state, aux, st, k0, p0, si, aff)
             k0 += len(st.groups)
-        return state[:B], aux[:B]
+        return state[:B], aux[:B], state[:B, self._root_cols(ptr)]
 
     def _part(self, state, aux, st, k0, p0, si, aff):
         """Stratum st's affected terms (aff.positions from p0) computed on
@@ -202,14 +261,9 @@ class DCell(nn.Module):
         terms (by="term", affected_only()) run on every sample."""
         if affected is not None:
             run = self.affected_groups if by == "group" else self.affected_only
-            state, aux = run(removed, ptr, affected)
+            state, aux, root = run(removed, ptr, affected)
         else:
-            B = len(ptr) - 1
-            kept = self.head.weight.new_ones((B, self.s.n_annotations))
-            rows = torch.repeat_interleave(torch.arange(B, device=ptr.device), ptr.diff())
-            kept[rows, removed] = 0
-            state, aux = self.full(kept)
-        root = state[:, torch.as_tensor(self.root_cols, device=state.device)]
+            state, aux, root = self.full(self._kept(removed, ptr)[:-1])
         return self.head(root)[:, 0], aux, state
 
 
