@@ -17,9 +17,10 @@ terms, backward):
              and one auxiliary head per term, as a DCell user writes it
   grouped    examples/dcell.py over every term (one gather per stratum, one
              torch.bmm per group)
-  affected   the same with only the groups that hold an affected term
-             (schedule.affected(batch)), the wild type's outputs (one
-             grouped forward of a single sample) elsewhere
+  affected   the same, but only the groups that hold a term the batch
+             affects (schedule.affected(batch)) run on every sample; the
+             others run on one wild-type row whose outputs every sample takes
+             (forward(..., affected, by="group"))
 The data side of a step: the next batch from the loader (ring, zero-copy),
 its tensors and its affected-term schedule. Times are medians of --reps
 interleaved repetitions (the three models in turn, each on the same batch).
