@@ -143,7 +143,8 @@ def main():
     report = {"terms": onto.n_terms, "strata": len(sched.strata), "groups": len(sched.groups),
               "published_groups": sum(len(s) for s in onto.strata),
               "state_columns": sched.state_size, "widths": [int(least), float(share)],
-              "parameters": sum(p.numel() for p in models["grouped"].parameters()), "schedule_build_ms": sched_s * 1e3,
+              "parameters": sum(p.numel() for p in models["grouped"].parameters()),
+              "schedule_build_ms": sched_s * 1e3,
               "threads": torch.get_num_threads(), "device": device, "sizes": {}}
     for B in sizes:
         loader = pertload.Loader(db, batch_size=B, shuffle=True, seed=B)

@@ -213,8 +213,12 @@ def test_dcell_model_equals_the_per_term_reference(small, onto):
         for a, r in zip(g, g_ref):
             torch.testing.assert_close(a, r, rtol=1e-10, atol=1e-12)
         # the terms whose output leaves the wild type's are the affected ones
+        def cols(t):
+            return slice(s.term_offset[t], s.term_offset[t] + s.width[t])
+
         for i, row in enumerate(b.row.tolist()):
-            moved = [t for t in range(o.n_terms) if (state[i, s.term_offset[t]:s.term_offset[t] + s.width[t]] - wt_state[0, s.term_offset[t]:s.term_offset[t] + s.width[t]]).abs().max() > 1e-9]
+            moved = [t for t in range(o.n_terms)
+                     if (state[i, cols(t)] - wt_state[0, cols(t)]).abs().max() > 1e-9]
             want = b.ontology["term"][0][b.ontology["term"][1][i]:b.ontology["term"][1][i + 1]]
             assert moved == want.tolist() == onto.lists(small.sample_genes[row])[0]
             checked += bool(moved)
