@@ -115,9 +115,11 @@ static int parse(int argc, char **argv, pl_build_opts *o, const char **names,
         }
     }
     if (!o->out || !o->genes || !o->samples ||
-        (o->n_types == 0 && !o->gpr && !o->rules && !o->rmr && !o->reactions))
+        (o->n_types == 0 && !o->gpr && !o->rules && !o->rmr && !o->reactions && !o->ontology &&
+         !o->ontology_dcell))
         return pl_cli_usage(cmd, usage, "-o, --genes and --samples are required, and --edges "
-                            "unless the database has metabolism (--gpr, --rules, --rmr)");
+                            "unless the database has metabolism (--gpr, --rules, --rmr) or an "
+                            "ontology (--ontology, --ontology-dcell)");
     for (size_t t = 0; t < o->n_types; t++)
         min_score[t] = NAN;
     for (size_t s = 0; s < n_scores; s++) {

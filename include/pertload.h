@@ -250,6 +250,50 @@ PL_API int pl_ontology_removed(const pl_ontology *o, const int32_t *genes, uint3
                                uint32_t *terms, uint32_t *n_out_terms, uint32_t *ann,
                                uint64_t *n_out_ann);
 
+/** The schedule of a DCell-style model (docs/dcell.md; built by the Python
+ *  client's Schedule): terms in slots (schedule order), slots in groups,
+ *  groups in strata. Every array is the caller's. */
+typedef struct pl_schedule_map {
+    uint32_t n_terms, n_groups, n_strata;
+    const uint32_t *term_slot;   /**< [n_terms] slot of each term */
+    const uint32_t *group_ptr;   /**< [n_groups + 1] slots of each group */
+    const uint32_t *stratum_ptr; /**< [n_strata + 1] groups of each stratum */
+    const uint64_t *slot_in_ptr; /**< [n_terms + 1] each slot's run of slot_in */
+    const int64_t *slot_in;      /**< the state columns of each slot's input */
+    const uint64_t *slot_out;    /**< [n_terms + 1] slot s writes columns
+                                      slot_out[s] .. slot_out[s+1] */
+} pl_schedule_map;
+
+/** Where pl_schedule_affected writes (the caller's arrays). */
+typedef struct pl_schedule_affected_out {
+    int64_t *group_ptr;    /**< [n_groups + 1] */
+    int64_t *positions;    /**< room for n_terms: per group the positions in
+                                the group of the terms any sample affects */
+    int64_t *sample_ptr;   /**< [n_samples + 1] */
+    int64_t *sample_slots; /**< room for ptr[n_samples]: per sample its slots,
+                                ascending */
+    int64_t *gather_ptr;   /**< [n_strata + 1] */
+    int64_t *gather;       /**< room for slot_in_ptr[n_terms]: per stratum the
+                                input columns of the affected slots, in order */
+    int64_t *scatter_ptr;  /**< [n_strata + 1] */
+    int64_t *scatter;      /**< room for the output columns of all slots: per
+                                stratum those of the affected slots */
+    /* The same four for the other slots (no sample affects them), each with
+     * the same room: rest_group_ptr, rest_positions, rest_gather_ptr, ... */
+    int64_t *rest_group_ptr, *rest_positions, *rest_gather_ptr, *rest_gather;
+    int64_t *rest_scatter_ptr, *rest_scatter;
+} pl_schedule_affected_out;
+
+/** The affected-term schedule of a batch: from each sample's affected terms
+ *  (the batch's ontology term lists, terms[ptr[b] .. ptr[b+1])), the union
+ *  over the batch laid out by group and stratum of `m`, its complement (the
+ *  `rest_` arrays) likewise, and each sample's slots.
+ *  @return 0, PL_ERANGE with err naming the sample and term when a term is
+ *          out of range or a ptr decreases, -ENOMEM. */
+PL_API int pl_schedule_affected(const pl_schedule_map *m, const int32_t *terms,
+                                const int64_t *ptr, uint32_t n_samples,
+                                const pl_schedule_affected_out *out, pl_err *err);
+
 /** Close a database; NULL is accepted. Every pl_graph built on it must be
  *  freed first. */
 PL_API void pl_db_close(pl_db *db);

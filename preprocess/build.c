@@ -28,9 +28,11 @@
 static int check_type_names(const pl_build_opts *o, pl_err *err)
 {
     int metabolism = o->gpr || o->rmr || o->reactions || o->rules;
-    PL_FAIL_IF((o->n_types < 1 && !metabolism) || o->n_types > PL_MAX_TYPES, err, PL_EUSAGE,
-               "%zu edge types given; between 1 and %d are supported (0 with metabolism)",
-               o->n_types, PL_MAX_TYPES);
+    int ontology = o->ontology || o->ontology_dcell;
+    PL_FAIL_IF((o->n_types < 1 && !metabolism && !ontology) || o->n_types > PL_MAX_TYPES, err,
+               PL_EUSAGE,
+               "%zu edge types given; between 1 and %d are supported (0 with metabolism or an "
+               "ontology)", o->n_types, PL_MAX_TYPES);
     for (size_t t = 0; t < o->n_types; t++) {
         const char *n = o->type_names[t];
         size_t len = strlen(n);

@@ -172,6 +172,23 @@ class Ontology(ctypes.Structure):
         ("gene_ann_ptr", _u64p), ("gene_ann_idx", _u32p),
     ]
 
+class ScheduleMap(ctypes.Structure):
+    """struct pl_schedule_map, field for field."""
+    _fields_ = [
+        ("n_terms", ctypes.c_uint32), ("n_groups", ctypes.c_uint32),
+        ("n_strata", ctypes.c_uint32), ("term_slot", _vp), ("group_ptr", _vp),
+        ("stratum_ptr", _vp), ("slot_in_ptr", _vp), ("slot_in", _vp), ("slot_out", _vp),
+    ]
+
+
+class ScheduleAffectedOut(ctypes.Structure):
+    """struct pl_schedule_affected_out, field for field."""
+    _fields_ = [(name, _vp) for name in (
+        "group_ptr", "positions", "sample_ptr", "sample_slots", "gather_ptr", "gather",
+        "scatter_ptr", "scatter", "rest_group_ptr", "rest_positions", "rest_gather_ptr",
+        "rest_gather", "rest_scatter_ptr", "rest_scatter")]
+
+
 # name: (restype, argtypes) of every function this package calls.
 _PROTOTYPES = {
     "pl_strerror": (ctypes.c_char_p, [ctypes.c_int]),
@@ -201,6 +218,9 @@ _PROTOTYPES = {
                                     ctypes.c_int64, ctypes.c_int64, _vp, _vp, _vp, _err_p]),
     "pl_ontology_load": (ctypes.c_int, [_vp, ctypes.POINTER(ctypes.POINTER(Ontology)), _err_p]),
     "pl_ontology_free": (None, [ctypes.POINTER(Ontology)]),
+    "pl_schedule_affected": (ctypes.c_int, [ctypes.POINTER(ScheduleMap), _vp, _vp,
+                                            ctypes.c_uint32,
+                                            ctypes.POINTER(ScheduleAffectedOut), _err_p]),
 }
 
 

@@ -41,6 +41,15 @@ class OntologyGraph:
         self.annotation_index = np.stack([o["ann_gene"].astype(i64), o["ann_term"].astype(i64)])
         self.n_annotations = self.annotation_index.shape[1]
 
+    def schedule(self, width=1):
+        """The DCell schedule (pertload.schedule.Schedule) of these terms:
+        `width` is each term's output size, an int, an array of one int per
+        term, or a function of |genes(T)| (an int) such as
+        lambda n: max(20, math.ceil(0.3 * n)). See docs/dcell.md."""
+        from .schedule import Schedule
+
+        return Schedule(self, width)
+
     def __repr__(self):
         return (f"<pertload.OntologyGraph: {self.n_terms} terms in {len(self.strata)} strata, "
                 f"{self.n_annotations} annotations>")

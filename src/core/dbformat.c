@@ -147,8 +147,10 @@ int pl__meta_decode(const void *v, size_t len, struct pl__meta *out, pl_err *err
                "key meta/meta: not a pertload metadata record (%zu bytes)", len);
     struct pl__meta m;
     memcpy(&m, v, sizeof m);
-    /* No edge type only with metabolism (a metabolism-only database). */
-    int bad = (m.n_types < 1 && m.has_metabolism != 1) || m.n_types > PL_MAX_TYPES ||
+    /* No edge type only with metabolism or an ontology (a metabolism-only or
+     * ontology-only database). */
+    int bad = (m.n_types < 1 && m.has_metabolism != 1 && m.n_terms == 0) ||
+              m.n_types > PL_MAX_TYPES ||
               m.n_genes < 1 ||
               m.n_genes > INT32_MAX || m.block_rows != PL_BLOCK_ROWS ||
               m.n_blocks != m.n_samples / PL_BLOCK_ROWS + (m.n_samples % PL_BLOCK_ROWS != 0) ||
