@@ -5,7 +5,7 @@ pkgs=(build-essential meson ninja-build pkg-config liblmdb-dev liburing-dev libz
       libroaring-dev libcriterion-dev zlib1g-dev libyaml-dev libsbml5-dev libxml2-dev python3 python3-numpy python3-pytest python3-torch
       python3-matplotlib
       python3-cobra python3-venv python3-mesonpy patchelf
-      valgrind clang libclang-rt-14-dev libfuzzer-14-dev)
+      valgrind clang libclang-rt-14-dev libfuzzer-14-dev gcovr)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
