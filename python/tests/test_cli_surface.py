@@ -1,0 +1,139 @@
+"""The command line's text outputs against oracles: `pertload masks` without
+--json (the summary per list) equals the brute-force masks of the input files
+and the JSON; `masks --all` (with --khop too) reports the mean the oracle
+gives; every command's --help and the program's --version; `serve --io`
+and `--order rows` give the batches of the default."""
+
+import json
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+import pertload
+from conftest import pertload_bin, run_cli, unique
+
+COMMANDS = ("synth", "build", "masks", "inspect", "verify", "serve", "top", "bench", "recipe")
+
+
+def lists_of(inputs):
+    """(name in the text, key of Inputs.expected, positions in the list)."""
+    out = [(t, "edges/" + t, inputs.edges[t].shape[1]) for t in inputs.types]
+    return out + [("gpr", "gpr", inputs.gpr.shape[1]),
+                  ("reaction", "reaction", len(inputs.reactions)),
+                  ("rmr", "rmr", inputs.rmr.shape[1])]
+
+
+@pytest.mark.parametrize("row", [0, 3, 117])
+def test_masks_text_equals_the_oracle_and_the_json(small, row):
+    text = run_cli("masks", small.db, "--row", row).stdout
+    js = small.masks_json(row)
+    want = small.expected(row)
+    head = text.splitlines()
+    assert head[0] == f"row {row}: id {small.ids[row]}", text
+    genes = small.sample_genes[row]
+    listed = ", ".join(f"{small.genes[g]} ({g})" for g in genes)
+    assert f"deleted genes: {len(genes)}" + (f" - {listed}" if genes else "") in text, text
+    assert js["perturbation_indices"] == genes
+    for name, key, total in lists_of(small):
+        m = re.search(rf"^  {re.escape(name)} +(\d+) of (\d+)$", text, re.M)
+        assert m, (name, text)
+        got = js["edges"][name] if key.startswith("edges/") else js[key]
+        assert int(m.group(1)) == len(want[key]) == len(got), (name, m.group(0))
+        assert int(m.group(2)) == total, (name, m.group(0))
+    edges = sum(len(want["edges/" + t]) for t in small.types)
+    m = re.search(r"^  \(all edge types\) +(\d+) of (\d+)$", text, re.M)
+    assert m and int(m.group(1)) == edges, text
+    assert int(m.group(2)) == sum(small.edges[t].shape[1] for t in small.types), text
+    for name, value in js["labels"].items():
+        assert f"{name}={value}" in text or value is None, (name, value, text)
+
+
+def test_masks_khop_text_equals_the_json(small):
+    text = run_cli("masks", small.db, "--row", 5, "--khop", 1).stdout
+    k = json.loads(run_cli("masks", small.db, "--row", 5, "--khop", 1, "--json").stdout)["khop"]
+    assert f"1-hop neighbourhood: {len(k['genes'])} genes" in text, text
+    # The genes within one hop of the deleted ones, from the edge lists.
+    P = set(small.sample_genes[5])
+    near = set(P)
+    for t in small.types:
+        src, dst = small.edges[t]
+        near |= {int(b) for a, b in zip(src, dst) if a in P} | \
+            {int(a) for a, b in zip(src, dst) if b in P}
+    assert k["capped"] == 0 and sorted(k["genes"]) == sorted(near)
+    for t, e in k["edges"].items():
+        assert re.search(rf"^  {re.escape(t)} +{len(e)}$", text, re.M), (t, text)
+
+
+def test_masks_all_reports_the_oracles_mean(small):
+    out = run_cli("masks", small.db, "--all").stdout
+    m = re.search(r"masks of (\d+) samples \((\d+) lists each\) in [\d.]+ s on one core: "
+                  r"[\d.]+ samples/s, (\d+) removed positions per sample \(digest ([0-9a-f]+)\)",
+                  out)
+    assert m, out
+    removed = [sum(len(v) for k, v in small.expected(r).items() if k != "gene")
+               for r in range(small.n)]
+    assert int(m.group(1)) == small.n and int(m.group(2)) == len(lists_of(small))
+    assert int(m.group(3)) == round(np.mean(removed)), (out, np.mean(removed))
+    again = run_cli("masks", small.db, "--all", "--khop", 1).stdout
+    assert m.group(4) in again, "the same masks, the same digest"
+    k = re.search(r"with the 1-hop neighbourhoods: (\d+) genes and (\d+) edges per sample, "
+                  r"(\d+) capped", again)
+    assert k, again
+    rows = [json.loads(run_cli("masks", small.db, "--row", r, "--khop", 1, "--json").stdout)
+            ["khop"] for r in range(0, small.n, 30)]
+    assert int(k.group(3)) == 0 and all(not r["capped"] for r in rows)
+    # The mean over every row lies within the sampled rows' range.
+    genes = [len(r["genes"]) for r in rows]
+    assert min(genes) - 1 <= int(k.group(1)) <= max(genes) + 1 or len(rows) < small.n
+
+
+def test_every_command_has_help_and_the_program_a_version():
+    top = subprocess.run([pertload_bin(), "--help"], capture_output=True, text=True, timeout=60)
+    assert top.returncode == 0
+    listed = re.findall(r"^  (\w+) ", top.stdout.split("commands:")[1], re.M)
+    assert sorted(listed) == sorted(COMMANDS), top.stdout
+    for cmd in COMMANDS:
+        r = subprocess.run([pertload_bin(), cmd, "--help"], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert r.stdout.startswith(f"usage: pertload {cmd}"), (cmd, r.stdout[:200])
+    v = subprocess.run([pertload_bin(), "--version"], capture_output=True, text=True, timeout=60)
+    assert v.returncode == 0 and re.fullmatch(r"pertload \d+\.\d+\.\d+\n", v.stdout), v.stdout
+    assert top.stdout.startswith(v.stdout.strip() + ": "), (v.stdout, top.stdout[:80])
+
+
+WITH_IO = """#!/bin/sh
+cmd=$1
+shift
+exec "$PERTLOAD_REAL_BIN" "$cmd" --io "$PERTLOAD_TEST_IO" "$@"
+"""
+
+
+@pytest.mark.parametrize("io", ["auto", "uring", "pread"])
+def test_serve_io_modes_give_the_batches_of_the_default(small, tmp_path, monkeypatch, io):
+    """`serve --io MODE` (the Loader's serve given the option by a wrapper):
+    every batch's rows and payload equal those of the default serve."""
+    def batches():
+        loader = pertload.Loader(small.db, batch_size=32, shuffle=True, seed=3,
+                                 ring=unique("io"))
+        return [(b.row.tolist(), np.array(b.payload).tolist()) for b in loader]
+
+    default = batches()
+    wrapper = tmp_path / "serve-with-io"
+    wrapper.write_text(WITH_IO)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PERTLOAD_REAL_BIN", pertload_bin())
+    monkeypatch.setenv("PERTLOAD_BIN", str(wrapper))
+    monkeypatch.setenv("PERTLOAD_TEST_IO", io)
+    got = batches()
+    assert len(got) == len(default) == -(-small.n // 32)
+    assert got == default
+    rows = sorted(r for b, _ in got for r in b)
+    assert rows == list(range(small.n))
+    assert np.allclose([p for _, ps in got for p in ps],
+                       [small.payload[r].tolist() for b, _ in got for r in b])
+    monkeypatch.setenv("PERTLOAD_TEST_IO", "bogus")
+    with pytest.raises(pertload.LoaderError, match="--io"):
+        batches()
