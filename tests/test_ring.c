@@ -534,6 +534,7 @@ Test(ring, oversized_and_empty_rings_refused)
     pl_ring_stats st;
     pl_ring_stats_get(r, &st);
     cr_assert_eq(st.total_bytes, 4096 + 3 * 8192);
+    cr_assert_eq(pl_ring_bytes(3, 5000), st.total_bytes, "the size told before creation");
     char path[128];
     struct stat fs;
     shm_file(path, sizeof path, name);
@@ -545,6 +546,7 @@ Test(ring, oversized_and_empty_rings_refused)
     cr_assert_eq(pl_ring_create(name, 4000, 4096, 0, &r, &err), 0, "%s", err.msg);
     pl_ring_stats_get(r, &st);
     cr_assert_eq(st.total_bytes, pl__ring_header_bytes(4000) + 4000 * 4096);
+    cr_assert_eq(pl_ring_bytes(4000, 4096), st.total_bytes);
     cr_assert_gt(pl__ring_header_bytes(4000), 4096);
     cr_assert_eq((uintptr_t)pl_ring_slot(r, 3999) % 4096, 0);
     pl_ring_destroy(r);
