@@ -2,11 +2,16 @@
 --json (the summary per list) equals the brute-force masks of the input files
 and the JSON; `masks --all` (with --khop too) reports the mean the oracle
 gives; every command's --help and the program's --version; `serve --io`
-and `--order rows` give the batches of the default."""
+gives the batches of the default; `inspect --recipe` of a database built
+without one; `top`'s continuous mode and its MASTER_ADDR grouping."""
 
 import json
+import os
 import re
+import signal
 import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -137,3 +142,56 @@ def test_serve_io_modes_give_the_batches_of_the_default(small, tmp_path, monkeyp
     monkeypatch.setenv("PERTLOAD_TEST_IO", "bogus")
     with pytest.raises(pertload.LoaderError, match="--io"):
         batches()
+
+
+def test_inspect_recipe_of_a_database_built_without_one(small):
+    r = subprocess.run([pertload_bin(), "inspect", "--recipe", str(small.db)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"pertload inspect: {small.db} was not built from a recipe"
+
+
+CONSUMER = """
+import sys, time, pertload
+loader = pertload.Loader(sys.argv[1], batch_size=8, ring=sys.argv[2])
+it = iter(loader)
+next(it)
+print("ready", flush=True)
+for batch in it:
+    time.sleep(0.02)
+"""
+
+
+def test_top_continuous_mode_and_a_master_addr_job(small):
+    """`top` without --once redraws every interval until SIGINT; a consumer
+    started with MASTER_ADDR and MASTER_PORT (no torchrun or Slurm id) is
+    grouped under ADDR:PORT."""
+    ring, port = unique("topc"), str(20000 + int.from_bytes(os.urandom(2), "big") % 40000)
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCHELASTIC_RUN_ID",
+                                                            "SLURM_JOB_ID")}
+    env.update(MASTER_ADDR="10.9.8.7", MASTER_PORT=port, RANK="1", WORLD_SIZE="2")
+    c = subprocess.Popen([sys.executable, "-c", CONSUMER, str(small.db), ring], env=env,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert c.stdout.readline().strip() == "ready"
+        top = subprocess.Popen([pertload_bin(), "top", "--interval", "0.2"],
+                               stdout=subprocess.PIPE, text=True)
+        out = ""
+        deadline = time.monotonic() + 60
+        while out.count("pertload top - ") < 3 and time.monotonic() < deadline:
+            line = top.stdout.readline()
+            if not line:
+                break
+            out += line
+        top.send_signal(signal.SIGINT)
+        rest, _ = top.communicate(timeout=60)
+        out += rest
+    finally:
+        c.kill()
+        c.wait()
+    assert top.returncode == 0, out
+    assert out.count("pertload top - ") >= 3 and "every 0.2 s (Ctrl-C quits)" in out, out
+    assert re.search(rf"^{re.escape(ring)} +\d+ +{c.pid} ", out, re.M), out
+    assert f"job 10.9.8.7:{port}: 1 ring" in out, out
+    block = out.split(f"job 10.9.8.7:{port}")[1].split("\njob ")[0]
+    assert re.search(rf"^ +1 +{re.escape(ring)} ", block, re.M), block
