@@ -3,7 +3,8 @@
 and the JSON; `masks --all` (with --khop too) reports the mean the oracle
 gives; every command's --help and the program's --version; `serve --io`
 gives the batches of the default; `inspect --recipe` of a database built
-without one; `top`'s continuous mode and its MASTER_ADDR grouping."""
+without one; `top`'s continuous mode and its MASTER_ADDR grouping; `build
+--reaction-rule any` and `--drop-unknown-genes` on the command line."""
 
 import json
 import os
@@ -195,3 +196,42 @@ def test_top_continuous_mode_and_a_master_addr_job(small):
     assert f"job 10.9.8.7:{port}: 1 ring" in out, out
     block = out.split(f"job 10.9.8.7:{port}")[1].split("\njob ")[0]
     assert re.search(rf"^ +1 +{re.escape(ring)} ", block, re.M), block
+
+
+def build_with(inputs, out, *extra, replace=None):
+    """`pertload build` of `inputs`' files plus `extra` options; `replace`
+    maps an argument (a file) to another. The completed process."""
+    args = [replace.get(a, a) if replace else a for a in inputs.build_args]
+    return subprocess.run([pertload_bin(), "build", "-o", str(out), *args, *extra, "--quiet"],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_build_reaction_rule_any_and_drop_unknown_genes(small, tmp_path):
+    # --reaction-rule any: a reaction goes with any of its GPR genes.
+    r = build_with(small, tmp_path / "any", "--reaction-rule", "any")
+    assert r.returncode == 0, r.stderr
+    for row in (0, 7, 150):
+        js = json.loads(run_cli("masks", tmp_path / "any", "--row", row, "--json").stdout)
+        P = set(small.sample_genes[row])
+        gone = sorted({int(rx) for g, rx in zip(*small.gpr) if int(g) in P})
+        assert js["reaction_rule"] == "any"
+        assert js["reaction"] == gone, row
+        assert js["rmr"] == [i for i, rx in enumerate(small.rmr[0]) if int(rx) in gone], row
+    # A gene outside the genes file in a rule: an error naming the file and
+    # line; with --drop-unknown-genes the gene is always present (`R and X`
+    # is R): the masks of the original database.
+    lines = (small.dir / "rules.tsv").read_text().splitlines()
+    k = next(i for i, ln in enumerate(lines[1:], 1) if ln.split("\t")[1].strip())
+    rx, rule = lines[k].split("\t")
+    lines[k] = f"{rx}\t({rule}) and YZZ999UNKNOWN"
+    rules = tmp_path / "rules.tsv"
+    rules.write_text("\n".join(lines) + "\n")
+    swap = {str(small.dir / "rules.tsv"): str(rules)}
+    r = build_with(small, tmp_path / "strict", replace=swap)
+    assert r.returncode != 0 and f"rules.tsv:{k + 1}:" in r.stderr and "YZZ999UNKNOWN" in \
+        r.stderr, r.stderr
+    r = build_with(small, tmp_path / "dropped", "--drop-unknown-genes", replace=swap)
+    assert r.returncode == 0, r.stderr
+    for row in range(0, small.n, 37):
+        got = json.loads(run_cli("masks", tmp_path / "dropped", "--row", row, "--json").stdout)
+        assert got["reaction"] == small.masks_json(row)["reaction"], row
