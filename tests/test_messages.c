@@ -418,3 +418,20 @@ Test(error_codes, strerror_names_every_code)
     cr_assert_str_eq(pl_strerror(-5000), "unknown error");
     cr_assert_str_eq(pl_errname(-ENOENT), "ENOENT");
 }
+
+/* LMDB's return codes as pertload's: errno values pass through, a full map is
+ * ENOSPC, damage is PL_ECORRUPT, another LMDB version PL_EFORMAT, the rest
+ * PL_ELMDB. */
+Test(error_codes, lmdb_codes)
+{
+    cr_assert_eq(pl__lmdb_code(0), 0);
+    cr_assert_eq(pl__lmdb_code(EIO), -EIO);
+    cr_assert_eq(pl__lmdb_code(ENOSPC), -ENOSPC);
+    cr_assert_eq(pl__lmdb_code(MDB_MAP_FULL), -ENOSPC);
+    cr_assert_eq(pl__lmdb_code(MDB_CORRUPTED), PL_ECORRUPT);
+    cr_assert_eq(pl__lmdb_code(MDB_PAGE_NOTFOUND), PL_ECORRUPT);
+    cr_assert_eq(pl__lmdb_code(MDB_INVALID), PL_ECORRUPT);
+    cr_assert_eq(pl__lmdb_code(MDB_VERSION_MISMATCH), PL_EFORMAT);
+    cr_assert_eq(pl__lmdb_code(MDB_KEYEXIST), PL_ELMDB);
+    cr_assert_eq(pl__lmdb_code(MDB_READERS_FULL), PL_ELMDB);
+}
