@@ -4,7 +4,8 @@ and the JSON; `masks --all` (with --khop too) reports the mean the oracle
 gives; every command's --help and the program's --version; `serve --io`
 gives the batches of the default; `inspect --recipe` of a database built
 without one; `top`'s continuous mode and its MASTER_ADDR grouping; `build
---reaction-rule any` and `--drop-unknown-genes` on the command line."""
+--reaction-rule any` and `--drop-unknown-genes` on the command line; `bench
+khop` against `masks --khop` and `bench memory --table` against its JSON."""
 
 import json
 import os
@@ -235,3 +236,38 @@ def test_build_reaction_rule_any_and_drop_unknown_genes(small, tmp_path):
     for row in range(0, small.n, 37):
         got = json.loads(run_cli("masks", tmp_path / "dropped", "--row", row, "--json").stdout)
         assert got["reaction"] == small.masks_json(row)["reaction"], row
+
+
+def test_bench_khop_dump_equals_masks_and_its_means(small, tmp_path):
+    """`bench khop --dump`: each sample's neighbourhood and edges equal
+    `masks --row I --khop K --json`; the reported means are the dump's."""
+    types = ",".join(small.types[:2])
+    js, dump = tmp_path / "khop.json", tmp_path / "khop.dump"
+    run_cli("bench", "khop", small.db, "--k", 1, "--types", types, "--samples", 12,
+            "--json", js, "--dump", dump)
+    d, r = json.loads(dump.read_text()), json.loads(js.read_text())
+    assert d["k"] == 1 and d["types"] == types and len(d["samples"]) == 12
+    for row, (capped, genes, *edges) in enumerate(d["samples"]):
+        k = json.loads(run_cli("masks", small.db, "--row", row, "--khop", 1, "--types", types,
+                               "--json").stdout)["khop"]
+        assert capped == k["capped"] and genes == k["genes"], row
+        assert edges == [k["edges"][t] for t in small.types[:2]], row
+    assert r["khop_samples"] == 12 and r["khop_types"] == types
+    assert r["khop_k1_genes"] == pytest.approx(np.mean([len(s[1]) for s in d["samples"]]))
+    assert r["khop_k1_edges"] == pytest.approx(
+        np.mean([sum(map(len, s[2:])) for s in d["samples"]]))
+    assert r["khop_k1_capped"] == sum(s[0] for s in d["samples"])
+
+
+def test_bench_memory_table_reports_its_json(small, tmp_path):
+    js = tmp_path / "mem.json"
+    out = run_cli("bench", "memory", "--table", small.db, "--ranks", 2, "--json", js).stdout
+    r = json.loads(js.read_text())
+    assert r["ranks"] == 2 and out.startswith(f"2 serve ranks of {small.db}"), out
+    for key in ("pss_private_bytes", "pss_shared_bytes"):
+        assert r[key] > 0, key
+    lines = out.splitlines()
+    private = next(ln for ln in lines if "table per rank (--no-shared-table)" in ln)
+    shared = next(ln for ln in lines if "shared table (default)" in ln)
+    assert f" {r['pss_private_bytes'] / 2**20:.1f} MiB" in private, out
+    assert f" {r['pss_shared_bytes'] / 2**20:.1f} MiB" in shared, out
