@@ -467,33 +467,49 @@ Test(table_shared, another_users_segment_is_refused)
     free(db);
 }
 
-Test(table_shared, truncated_segment_is_an_error)
+/* A complete table segment of `db` left by a rank killed after its table was
+ * done (its ring removed), its path in `seg`. @return a descriptor holding
+ * LOCK_SH on it (hold()). */
+static int complete_segment(const char *db, const char *ring, const char *log, char *seg,
+                            size_t cap)
 {
-    char *db = pl_test_path(base, "db"), *log = pl_test_path(base, "serve.log");
-    make_db(db, 20000, 4);
-    char ring[64], seg[300], p[1100];
-    snprintf(ring, sizeof ring, "ttrunc-%d", (int)getpid());
-    /* A rank killed after its table is done leaves the segment complete. */
+    char p[1100];
     pid_t a = serve_alone(db, ring, log);
     wait_ring(ring);
-    segment_in_log(log, seg, sizeof seg);
+    segment_in_log(log, seg, cap);
     int fd = hold(seg);
     kill(a, SIGKILL);
     waitpid(a, NULL, 0);
     snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring);
     unlink(p);
+    return fd;
+}
+
+/* A lone rank over `db` fails with a malformed sample table, for `why`. */
+static void expect_refused(const char *db, const char *ring, const char *log, const char *why)
+{
+    int rc = exit_status(serve_alone(db, ring, log));
+    size_t len;
+    char *text = pl_test_read_file(log, &len);
+    cr_assert_neq(rc, 0, "a damaged table was served (%s)", why);
+    cr_assert(strstr(text, "malformed sample table") && strstr(text, why), "%s", text);
+    free(text);
+}
+
+Test(table_shared, truncated_segment_is_an_error)
+{
+    char *db = pl_test_path(base, "db"), *log = pl_test_path(base, "serve.log");
+    make_db(db, 20000, 4);
+    char ring[64], seg[300];
+    snprintf(ring, sizeof ring, "ttrunc-%d", (int)getpid());
+    int fd = complete_segment(db, ring, log, seg, sizeof seg);
     struct stat st;
     cr_assert_eq(stat(seg, &st), 0);
     off_t sizes[2] = {st.st_size / 2, 100};
     const char *want[2] = {"size differs from the segment's", "shorter than its header"};
     for (int k = 0; k < 2; k++) {
         cr_assert_eq(truncate(seg, sizes[k]), 0);
-        int rc = exit_status(serve_alone(db, ring, log));
-        size_t len;
-        char *text = pl_test_read_file(log, &len);
-        cr_assert_neq(rc, 0, "a truncated table was served");
-        cr_assert(strstr(text, "malformed sample table") && strstr(text, want[k]), "%s", text);
-        free(text);
+        expect_refused(db, ring, log, want[k]);
     }
     close(fd);
     unlink(seg);
@@ -510,17 +526,10 @@ Test(table_shared, altered_segment_is_an_error)
          *log = pl_test_path(base, "serve.log");
     make_db(db, 20000, 4);
     make_db(other, 20000, 5);
-    char ring[64], seg[300], seg_other[300], p[1100];
+    char ring[64], seg[300], seg_other[300];
     segment_of(other, 20000, seg_other, sizeof seg_other);
     snprintf(ring, sizeof ring, "talter-%d", (int)getpid());
-    pid_t a = serve_alone(db, ring, log);
-    wait_ring(ring);
-    segment_in_log(log, seg, sizeof seg);
-    int fd = hold(seg);
-    kill(a, SIGKILL);
-    waitpid(a, NULL, 0);
-    snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring);
-    unlink(p);
+    int fd = complete_segment(db, ring, log, seg, sizeof seg);
     static const struct {
         uint64_t off;
         const char *why;
@@ -528,26 +537,14 @@ Test(table_shared, altered_segment_is_an_error)
                  {40, "header checksum mismatch"}, {4096 + 8, "data checksum mismatch"}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         pl_test_xor_byte(seg, cases[k].off, 0x10);
-        int rc = exit_status(serve_alone(db, ring, log));
-        size_t len;
-        char *text = pl_test_read_file(log, &len);
-        cr_assert_neq(rc, 0, "an altered table was served (byte %llu)",
-                      (unsigned long long)cases[k].off);
-        cr_assert(strstr(text, "malformed sample table") && strstr(text, cases[k].why),
-                  "%s", text);
-        free(text);
+        expect_refused(db, ring, log, cases[k].why);
         pl_test_xor_byte(seg, cases[k].off, 0x10);
     }
     /* The intact table of `db` under the name of `other`'s. */
     pl_test_copy_file(seg, seg_other);
     cr_assert_eq(chmod(seg_other, 0600), 0);
     int fd_other = hold(seg_other); /* in use: no other creator removes it */
-    int rc = exit_status(serve_alone(other, ring, log));
-    size_t len;
-    char *text = pl_test_read_file(log, &len);
-    cr_assert_neq(rc, 0, "another database's table was served");
-    cr_assert(strstr(text, "made for another database"), "%s", text);
-    free(text);
+    expect_refused(other, ring, log, "made for another database");
     close(fd_other);
     unlink(seg_other);
     close(fd);
