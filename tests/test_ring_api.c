@@ -442,6 +442,21 @@ Test(ring, top_once_shows_a_running_ring)
     pl_ring_destroy(r);
 }
 
+/* Whether process `pid` sleeps (state S in /proc/PID/stat). */
+static int sleeping(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *end = strrchr(buf, ')'); /* the state follows the command name */
+    return end && end[1] == ' ' && end[2] == 'S';
+}
+
 /* Serve's end of an epoch: the producer waits until the consumer drained the
  * last batch (pl_ring_acquire of batch n_batches - 1 + n_slots). */
 static int drain_wait_main(const char *name)
@@ -475,7 +490,12 @@ Test(ring, consumer_leaving_after_the_last_release)
     cr_assert_eq(pl_ring_attach(name, 5000, &c, &err), 0, "%s", err.msg);
     const void *slot;
     cr_assert_eq(pl_ring_next(c, 0, &slot, &err), 0, "%s", err.msg);
-    sleep_ms(100); /* the producer sleeps in its wait for the slot */
+    /* The producer sleeps in its wait for the slot: past its publish, the
+     * only sleep left to it (state S in /proc/PID/stat). */
+    for (int i = 0; !sleeping(p); i++) {
+        cr_assert_lt(i, 30000, "the producer never waited for the slot");
+        sleep_ms(1);
+    }
     cr_assert_eq(kill(p, SIGSTOP), 0);
     int st;
     cr_assert_eq(waitpid(p, &st, WUNTRACED), p);
