@@ -5,7 +5,8 @@ gives; every command's --help and the program's --version; `serve --io`
 gives the batches of the default; `inspect --recipe` of a database built
 without one; `top`'s continuous mode and its MASTER_ADDR grouping; `build
 --reaction-rule any` and `--drop-unknown-genes` on the command line; `bench
-khop` against `masks --khop` and `bench memory --table` against its JSON."""
+khop` against `masks --khop` and `bench memory --table` against its JSON;
+`top` and a dead producer's segment."""
 
 import json
 import os
@@ -271,3 +272,33 @@ def test_bench_memory_table_reports_its_json(small, tmp_path):
     shared = next(ln for ln in lines if "shared table (default)" in ln)
     assert f" {r['pss_private_bytes'] / 2**20:.1f} MiB" in private, out
     assert f" {r['pss_shared_bytes'] / 2**20:.1f} MiB" in shared, out
+
+
+def test_top_counts_a_dead_producers_segment_as_stale(small):
+    """A ring whose producer was killed is not listed as running: `top`
+    counts it among the stale segments (below the table of the running
+    rings: a live ring of the test's own keeps one there)."""
+    rings = [unique("stale"), unique("live")]
+    paths = [f"/dev/shm/pertload-{r}" for r in rings]
+    procs = [subprocess.Popen([pertload_bin(), "serve", str(small.db), "--ring", r, "--quiet",
+                               "--consumer-pid", str(os.getpid())]) for r in rings]
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(map(os.path.exists, paths)):
+            time.sleep(0.01)
+        assert all(map(os.path.exists, paths)), "serve made no ring"
+        running = run_cli("top", "--once", "--interval", 0.1).stdout
+        procs[0].kill()
+        procs[0].wait()
+        out = run_cli("top", "--once", "--interval", 0.1).stdout
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for path in paths:
+            if os.path.exists(path):
+                os.unlink(path)
+    assert re.search(rf"^{re.escape(rings[0])} +{procs[0].pid} ", running, re.M), running
+    assert rings[0] not in out and re.search(rf"^{re.escape(rings[1])} ", out, re.M), out
+    assert re.search(r"^\(\d+ stale segments? of dead producers in /dev/shm\)$", out, re.M), out
