@@ -7,7 +7,7 @@ pkgs=(build-essential meson ninja-build pkg-config liblmdb-dev liburing-dev libz
       python3-jinja2 python3-tqdm python3-sklearn python3-scipy python3-psutil python3-requests
       python3-pyparsing
       python3-cobra python3-venv python3-mesonpy patchelf
-      valgrind clang libclang-rt-14-dev libfuzzer-14-dev)
+      valgrind clang libclang-rt-14-dev libfuzzer-14-dev gcovr)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,6 +18,13 @@
 #define MAX_NAMES 8
 #define WORD_MIX 0x9E3779B97F4A7C15ULL
 
+/* The longest a wake-up or the detection of a dead or departed peer may take
+ * in a test: the ring checks its peer every 100 ms, and a machine at load 15
+ * on 2 cores can leave a runnable process unscheduled for a good part of a
+ * second. A bound that must hold (a peer's death is seen at all, and soon) and
+ * keeps a wide margin; the latency itself is a figure for the bench. */
+#define DETECT_NS 5000000000ull
+
 /* Shared between the test and its children. */
 typedef struct box {
     _Atomic int stage;           /* handshakes */

@@ -117,8 +117,17 @@ static void random_reads_fd(int mi, unsigned depth, int n_reads, int registered,
     if (direct) {
         fd = open(F.file, O_RDONLY | O_DIRECT);
         if (fd < 0 && errno == EINVAL) {
-            cr_log_warn("O_DIRECT refused by the file system of %s: buffered only", F.file);
-            return;
+            /* $TMPDIR's file system refuses O_DIRECT (tmpfs before Linux
+             * 6.6): the same file in the working directory (meson runs the
+             * tests in the build directory), never a pass without it. */
+            char local[64];
+            snprintf(local, sizeof local, "io-direct-%d.bin", (int)getpid());
+            pl_test_copy_file(F.file, local);
+            fd = open(local, O_RDONLY | O_DIRECT);
+            int e = errno;
+            unlink(local);
+            cr_assert_geq(fd, 0, "O_DIRECT refused in %s and in the working directory: %s",
+                          F.dir, strerror(e));
         }
         cr_assert_geq(fd, 0, "%s: %s", F.file, strerror(errno));
     }

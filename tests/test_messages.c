@@ -421,4 +421,52 @@ Test(long_messages, control_characters_escaped)
     cr_expect_str_eq(out, "a\\x09b");
     cr_expect_eq(pl__ctrl_escape(out, 5, "\x01\x02", 2, 0), 4); /* cut at a character */
     cr_expect_str_eq(out, "\\x01");
+
+/* pl_strerror: the text of every library code, errno's for -errno, and the
+ * fallbacks; pl_errname names the same codes. */
+Test(error_codes, strerror_names_every_code)
+{
+    static const struct {
+        int code;
+        const char *text, *name;
+    } codes[] = {
+        {PL_EPARSE, "malformed input", "PL_EPARSE"},
+        {PL_EFORMAT, "unsupported database format version", "PL_EFORMAT"},
+        {PL_ECORRUPT, "database corrupt (checksum or structure)", "PL_ECORRUPT"},
+        {PL_ELMDB, "LMDB error", "PL_ELMDB"},
+        {PL_EZSTD, "zstd error", "PL_EZSTD"},
+        {PL_ERANGE, "index out of range", "PL_ERANGE"},
+        {PL_EEXIST, "output already exists", "PL_EEXIST"},
+        {PL_EUSAGE, "invalid argument", "PL_EUSAGE"},
+        {PL_EPEER, "peer process died", "PL_EPEER"},
+        {PL_EBUSY, "in use by a live process", "PL_EBUSY"},
+        {PL_ETIMEDOUT, "timed out", "PL_ETIMEDOUT"},
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        cr_assert_str_eq(pl_strerror(codes[i].code), codes[i].text);
+        cr_assert_str_eq(pl_errname(codes[i].code), codes[i].name);
+    }
+    cr_assert_str_eq(pl_strerror(0), "success");
+    cr_assert_str_eq(pl_strerror(-ENOENT), strerror(ENOENT));
+    cr_assert_str_eq(pl_strerror(-ENOSPC), strerror(ENOSPC));
+    cr_assert_str_eq(pl_strerror(5), "unknown error");
+    cr_assert_str_eq(pl_strerror(-5000), "unknown error");
+    cr_assert_str_eq(pl_errname(-ENOENT), "ENOENT");
+}
+
+/* LMDB's return codes as pertload's: errno values pass through, a full map is
+ * ENOSPC, damage is PL_ECORRUPT, another LMDB version PL_EFORMAT, the rest
+ * PL_ELMDB. */
+Test(error_codes, lmdb_codes)
+{
+    cr_assert_eq(pl__lmdb_code(0), 0);
+    cr_assert_eq(pl__lmdb_code(EIO), -EIO);
+    cr_assert_eq(pl__lmdb_code(ENOSPC), -ENOSPC);
+    cr_assert_eq(pl__lmdb_code(MDB_MAP_FULL), -ENOSPC);
+    cr_assert_eq(pl__lmdb_code(MDB_CORRUPTED), PL_ECORRUPT);
+    cr_assert_eq(pl__lmdb_code(MDB_PAGE_NOTFOUND), PL_ECORRUPT);
+    cr_assert_eq(pl__lmdb_code(MDB_INVALID), PL_ECORRUPT);
+    cr_assert_eq(pl__lmdb_code(MDB_VERSION_MISMATCH), PL_EFORMAT);
+    cr_assert_eq(pl__lmdb_code(MDB_KEYEXIST), PL_ELMDB);
+    cr_assert_eq(pl__lmdb_code(MDB_READERS_FULL), PL_ELMDB);
 }

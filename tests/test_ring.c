@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/statvfs.h>
@@ -28,6 +29,7 @@
 #include "ring/ring_layout.h"
 #include "src/core/error.h"
 #include "ring_fx.h"
+#include "testutil.h"
 
 TestSuite(ring, .init = setup, .fini = cleanup, .timeout = 60);
 
@@ -218,7 +220,7 @@ Test(ring, consumer_detects_killed_producer)
     cr_assert_eq(reap(c, 10000), 0);
     uint64_t dt = B->t_ns[1] - t_kill;
     cr_assert_eq(B->rc[1], PL_EPEER, "rc %d", B->rc[1]);
-    cr_assert_lt(dt, 1500000000u, "detected after %.3f s", dt * 1e-9);
+    cr_assert_lt(dt, DETECT_NS, "detected after %.3f s", dt * 1e-9);
     cr_log_info("dead producer detected after %.3f s", dt * 1e-9);
     char pid[32];
     snprintf(pid, sizeof pid, "%d", (int)p);
@@ -260,7 +262,7 @@ Test(ring, producer_detects_killed_consumer_and_destroy_unlinks)
     int rc = pl_ring_acquire(r, 2, &err);
     uint64_t dt = now_ns() - t0;
     cr_assert_eq(rc, PL_EPEER, "rc %d", rc);
-    cr_assert_lt(dt, 1500000000u, "detected after %.3f s", dt * 1e-9);
+    cr_assert_lt(dt, DETECT_NS, "detected after %.3f s", dt * 1e-9);
     cr_log_info("dead consumer detected after %.3f s", dt * 1e-9);
     cr_assert(strstr(err.msg, "died"), "message: %s", err.msg);
     cr_assert(exists(name));
@@ -308,7 +310,7 @@ Test(ring, producer_sees_detached_consumer)
     cr_assert_eq(await_stage(1, 10000), 0);
     uint64_t t0 = now_ns();
     cr_assert_eq(pl_ring_acquire(r, 1, &err), PL_EPEER, "%s", err.msg);
-    cr_assert_lt(now_ns() - t0, 1500000000u);
+    cr_assert_lt(now_ns() - t0, DETECT_NS);
     cr_assert(strstr(err.msg, "detached"), "message: %s", err.msg);
     pl_ring_destroy(r);
     kill(c, SIGKILL);
@@ -443,6 +445,68 @@ Test(ring, segment_mode_is_0600)
     }
 }
 
+#define NO_MOUNT 50
+
+/* In a private mount namespace over a 64 MiB tmpfs: a ring over half the free
+ * space is refused with a message naming the limit; one under it is made.
+ * @return 0, NO_MOUNT when no namespace or mount can be had, or the step that
+ * failed (its message in B->msg). */
+static int small_shm_main(const char *name)
+{
+    pl_ring *r = NULL;
+    pl_err err = {0};
+    const char *what;
+    int e = pl_test_small_fs("/dev/shm", "64m", &what);
+    if (e) {
+        snprintf(B->msg, sizeof B->msg, "%s: %s", what, strerror(e));
+        return NO_MOUNT;
+    }
+    struct statvfs v;
+    if (statvfs("/dev/shm", &v) < 0)
+        return 51;
+    uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize;
+    if (free_bytes > (64u << 20) || free_bytes < (60u << 20)) {
+        snprintf(B->msg, sizeof B->msg, "the tmpfs has %llu bytes free",
+                 (unsigned long long)free_bytes);
+        return 52;
+    }
+    char want[32];
+    snprintf(want, sizeof want, "%llu", (unsigned long long)(free_bytes / 2));
+    int rc = pl_ring_create(name, 1, free_bytes / 2 + 1, 0, &r, &err);
+    snprintf(B->msg, sizeof B->msg, "%s", err.msg);
+    if (rc != -ENOSPC || r)
+        return 53;
+    if (!strstr(err.msg, "half") || !strstr(err.msg, want))
+        return 54;
+    if (exists(name))
+        return 55;
+    if (pl_ring_create(name, 1, free_bytes / 4, 0, &r, &err) < 0) {
+        snprintf(B->msg, sizeof B->msg, "%s", err.msg);
+        return 56;
+    }
+    pl_ring_destroy(r);
+    return exists(name) ? 57 : 0;
+}
+
+/* Under a 1 MiB file-size limit a 4 MiB ring cannot be sized: a clear error,
+ * and the half-made segment is removed. @return 0 or the step that failed. */
+static int fsize_limit_main(const char *name)
+{
+    pl_ring *r = NULL;
+    pl_err err = {0};
+    struct rlimit lim = {1u << 20, 1u << 20};
+    signal(SIGXFSZ, SIG_IGN);
+    if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
+        return 60;
+    int rc = pl_ring_create(name, 1, 4u << 20, 0, &r, &err);
+    snprintf(B->msg, sizeof B->msg, "rc %d: %.4000s", rc, err.msg);
+    if (rc != -EFBIG || r)
+        return 61;
+    if (!strstr(err.msg, name) || !strstr(err.msg, "File too large"))
+        return 62;
+    return exists(name) ? 63 : 0;
+}
+
 Test(ring, oversized_and_empty_rings_refused)
 {
     const char *name = ring_name("big");
@@ -457,25 +521,24 @@ Test(ring, oversized_and_empty_rings_refused)
     cr_assert_null(r);
     cr_assert(!exists(name));
 
-    struct statvfs v;
-    cr_assert_eq(statvfs("/dev/shm", &v), 0);
-    uint64_t free_bytes = (uint64_t)v.f_bavail * v.f_frsize;
-    if (free_bytes / 2 + (1u << 20) < PL_RING_MAX_BYTES) {
-        char want[32];
-        cr_assert_eq(pl_ring_create(name, 1, free_bytes / 2 + 1, 0, &r, &err), -ENOSPC,
-                     "%s", err.msg);
-        snprintf(want, sizeof want, "%llu", (unsigned long long)(free_bytes / 2));
-        cr_assert(strstr(err.msg, "half") && strstr(err.msg, want), "%s", err.msg);
-        cr_assert(!exists(name));
-    } else {
-        cr_log_info("/dev/shm has %llu bytes free: the half-free-space limit is not "
-                    "reachable under PL_RING_MAX_BYTES here", (unsigned long long)free_bytes);
-    }
+    /* The free-space limit, against a file system of known size: a 64 MiB
+     * tmpfs over /dev/shm in a mount namespace of a child's own (whatever the
+     * machine's /dev/shm holds); where no namespace can be had, a file-size
+     * limit the child sets makes the segment's sizing fail instead. */
+    pid_t k = spawn(small_shm_main, name);
+    int rc = reap(k, 30000);
+    cr_assert(rc == 0 || rc == NO_MOUNT, "exit %d: %s", rc, B->msg);
+    if (rc == NO_MOUNT)
+        cr_log_info("no private tmpfs here (%s): a file-size limit only", B->msg);
+    k = spawn(fsize_limit_main, name);
+    cr_assert_eq(reap(k, 30000), 0, "%s", B->msg);
+    cr_assert(!exists(name), "nothing left behind");
     /* The size the caller reports. */
     cr_assert_eq(pl_ring_create(name, 3, 5000, 0, &r, &err), 0, "%s", err.msg);
     pl_ring_stats st;
     pl_ring_stats_get(r, &st);
     cr_assert_eq(st.total_bytes, 4096 + 3 * 8192);
+    cr_assert_eq(pl_ring_bytes(3, 5000), st.total_bytes, "the size told before creation");
     char path[128];
     struct stat fs;
     shm_file(path, sizeof path, name);
@@ -487,6 +550,7 @@ Test(ring, oversized_and_empty_rings_refused)
     cr_assert_eq(pl_ring_create(name, 4000, 4096, 0, &r, &err), 0, "%s", err.msg);
     pl_ring_stats_get(r, &st);
     cr_assert_eq(st.total_bytes, pl__ring_header_bytes(4000) + 4000 * 4096);
+    cr_assert_eq(pl_ring_bytes(4000, 4096), st.total_bytes);
     cr_assert_gt(pl__ring_header_bytes(4000), 4096);
     cr_assert_eq((uintptr_t)pl_ring_slot(r, 3999) % 4096, 0);
     pl_ring_destroy(r);

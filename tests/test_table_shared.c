@@ -181,6 +181,28 @@ static void wait_ring(const char *ring)
     }
 }
 
+/* Wait until the producer of ring `ring` filled every slot it can before a
+ * consumer takes one (batches produced: its slots, or the epoch when shorter). */
+static void wait_filled(const char *ring)
+{
+    for (int i = 0;; i++) {
+        int n = pl_ring_list(NULL, 0), cap = n + 16, full = 0;
+        pl_ring_stats *v = calloc((size_t)cap, sizeof *v);
+        cr_assert_not_null(v);
+        n = pl_ring_list(v, cap);
+        for (int k = 0; k < (n < cap ? n : cap); k++)
+            if (!strcmp(v[k].name, ring) && v[k].n_batches &&
+                v[k].batches_produced >= (v[k].n_batches < v[k].n_slots ? v[k].n_batches
+                                                                         : v[k].n_slots))
+                full = 1;
+        free(v);
+        if (full)
+            return;
+        cr_assert_lt(i, 60000, "ring %s: its slots were not filled", ring);
+        sleep_ms(1);
+    }
+}
+
 /* The table segment a rank named in its log `log` (it prints the path once
  * its ring is made). Other tests run beside this one and make segments of
  * their own: every check names the segment of its database. */
@@ -223,7 +245,8 @@ static uint64_t run_ranks(const char *db, uint64_t n, const char *extra, uint64_
     /* A ring appears once its rank has its table and sized its slots. */
     for (int r = 0; r < RANKS; r++)
         wait_ring(ring[r]);
-    sleep_ms(300); /* each producer fills its slots and waits */
+    for (int r = 0; r < RANKS; r++)
+        wait_filled(ring[r]); /* each producer fills its slots and waits */
     uint64_t total = 0;
     *table_kb = 0;
     char log[4200];
@@ -317,6 +340,25 @@ static void segment_of(const char *db, uint64_t n, char *seg, size_t cap)
     free(log);
 }
 
+/* Whether process `pid` is blocked on a file lock (a "->" line of
+ * /proc/locks names the waiters). */
+static int waits_for_lock(pid_t pid)
+{
+    FILE *f = fopen("/proc/locks", "r");
+    cr_assert_not_null(f);
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        char *w = strstr(line, "->");
+        char kind[32], adv[32], mode[32];
+        int who;
+        if (w && sscanf(w + 2, "%31s %31s %31s %d", kind, adv, mode, &who) == 4 && who == pid)
+            found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
 /* Hold LOCK_SH on segment `seg` (as a user does), so that no creator of
  * another test's table removes it as unused meanwhile. */
 static int hold(const char *seg)
@@ -335,16 +377,41 @@ Test(table_shared, creator_killed_halfway)
     segment_of(db, n, seg, sizeof seg);
     for (int r = 0; r < 4; r++)
         snprintf(ring[r], sizeof ring[r], "tkill-%d-%d", (int)getpid(), r);
-    pid_t creator = start_rank(db, ring[0], 0, 4, NULL, NULL);
-    for (int i = 0; !exists(seg); i++) {
-        cr_assert_lt(i, 600000, "no table segment appeared");
-        usleep(100);
+    /* Stop the creator halfway: the segment is there and the creator still
+     * holds its exclusive lock (the table is not done). A loaded machine may
+     * let it finish before the stop: then again, with a fresh creator. */
+    pid_t creator = -1;
+    for (int attempt = 0;; attempt++) {
+        cr_assert_lt(attempt, 50, "the creator was never stopped halfway");
+        creator = start_rank(db, ring[0], 0, 4, NULL, NULL);
+        for (int i = 0; !exists(seg); i++) {
+            cr_assert_lt(i, 600000, "no table segment appeared");
+            usleep(100);
+        }
+        kill(creator, SIGSTOP);
+        int st, fd = open(seg, O_RDONLY | O_CLOEXEC);
+        cr_assert_eq(waitpid(creator, &st, WUNTRACED), creator);
+        cr_assert(WIFSTOPPED(st));
+        int halfway = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+        if (fd >= 0)
+            close(fd);
+        if (halfway)
+            break;
+        kill(creator, SIGKILL);
+        waitpid(creator, NULL, 0);
+        char p0[1100];
+        snprintf(p0, sizeof p0, "/dev/shm/pertload-%s", ring[0]);
+        unlink(p0);
+        unlink(seg);
     }
-    kill(creator, SIGSTOP); /* halfway: the segment is there, the table not done */
     pid_t pid[4];
     for (int r = 1; r < 4; r++)
         pid[r] = start_rank(db, ring[r], r, 4, NULL, NULL);
-    sleep_ms(500);
+    for (int r = 1; r < 4; r++) /* each waits for the creator's lock */
+        for (int i = 0; !waits_for_lock(pid[r]); i++) {
+            cr_assert_lt(i, 60000, "rank %d never waited for the table's lock", r);
+            sleep_ms(1);
+        }
     for (int r = 1; r < 4; r++) {
         char p[1100];
         snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring[r]);
@@ -411,37 +478,90 @@ Test(table_shared, another_users_segment_means_a_private_table)
     free(db);
 }
 
-Test(table_shared, truncated_segment_is_an_error)
+/* A complete table segment of `db` left by a rank killed after its table was
+ * done (its ring removed), its path in `seg`. @return a descriptor holding
+ * LOCK_SH on it (hold()). */
+static int complete_segment(const char *db, const char *ring, const char *log, char *seg,
+                            size_t cap)
 {
-    char *db = pl_test_path(base, "db"), *log = pl_test_path(base, "serve.log");
-    make_db(db, 20000, 4);
-    char ring[64], seg[300], p[1100];
-    snprintf(ring, sizeof ring, "ttrunc-%d", (int)getpid());
-    /* A rank killed after its table is done leaves the segment complete. */
+    char p[1100];
     pid_t a = serve_alone(db, ring, log);
     wait_ring(ring);
-    segment_in_log(log, seg, sizeof seg);
+    segment_in_log(log, seg, cap);
     int fd = hold(seg);
     kill(a, SIGKILL);
     waitpid(a, NULL, 0);
     snprintf(p, sizeof p, "/dev/shm/pertload-%s", ring);
     unlink(p);
+    return fd;
+}
+
+/* A lone rank over `db` fails with a malformed sample table, for `why`. */
+static void expect_refused(const char *db, const char *ring, const char *log, const char *why)
+{
+    int rc = exit_status(serve_alone(db, ring, log));
+    size_t len;
+    char *text = pl_test_read_file(log, &len);
+    cr_assert_neq(rc, 0, "a damaged table was served (%s)", why);
+    cr_assert(strstr(text, "malformed sample table") && strstr(text, why), "%s", text);
+    free(text);
+}
+
+Test(table_shared, truncated_segment_is_an_error)
+{
+    char *db = pl_test_path(base, "db"), *log = pl_test_path(base, "serve.log");
+    make_db(db, 20000, 4);
+    char ring[64], seg[300];
+    snprintf(ring, sizeof ring, "ttrunc-%d", (int)getpid());
+    int fd = complete_segment(db, ring, log, seg, sizeof seg);
     struct stat st;
     cr_assert_eq(stat(seg, &st), 0);
     off_t sizes[2] = {st.st_size / 2, 100};
     const char *want[2] = {"size differs from the segment's", "shorter than its header"};
     for (int k = 0; k < 2; k++) {
         cr_assert_eq(truncate(seg, sizes[k]), 0);
-        int rc = exit_status(serve_alone(db, ring, log));
-        size_t len;
-        char *text = pl_test_read_file(log, &len);
-        cr_assert_neq(rc, 0, "a truncated table was served");
-        cr_assert(strstr(text, "malformed sample table") && strstr(text, want[k]), "%s", text);
-        free(text);
+        expect_refused(db, ring, log, want[k]);
     }
     close(fd);
     unlink(seg);
     free(log);
+    free(db);
+}
+
+/* A complete segment altered in place (its magic, version, header or data
+ * bytes), or another database's table under this one's name: each is an
+ * error naming the reason, never a table served. */
+Test(table_shared, altered_segment_is_an_error)
+{
+    char *db = pl_test_path(base, "db"), *other = pl_test_path(base, "other"),
+         *log = pl_test_path(base, "serve.log");
+    make_db(db, 20000, 4);
+    make_db(other, 20000, 5);
+    char ring[64], seg[300], seg_other[300];
+    segment_of(other, 20000, seg_other, sizeof seg_other);
+    snprintf(ring, sizeof ring, "talter-%d", (int)getpid());
+    int fd = complete_segment(db, ring, log, seg, sizeof seg);
+    static const struct {
+        uint64_t off;
+        const char *why;
+    } cases[] = {{0, "magic is not"}, {8, "unsupported version"},
+                 {40, "header checksum mismatch"}, {4096 + 8, "data checksum mismatch"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        pl_test_xor_byte(seg, cases[k].off, 0x10);
+        expect_refused(db, ring, log, cases[k].why);
+        pl_test_xor_byte(seg, cases[k].off, 0x10);
+    }
+    /* The intact table of `db` under the name of `other`'s. */
+    pl_test_copy_file(seg, seg_other);
+    cr_assert_eq(chmod(seg_other, 0600), 0);
+    int fd_other = hold(seg_other); /* in use: no other creator removes it */
+    expect_refused(other, ring, log, "made for another database");
+    close(fd_other);
+    unlink(seg_other);
+    close(fd);
+    unlink(seg);
+    free(log);
+    free(other);
     free(db);
 }
 

@@ -8,6 +8,7 @@
  * the slot collated directly for the same plan batch, and its dense masks
  * with a brute-force scan of the stored edge arrays. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -317,9 +318,25 @@ Test(upload, worker_read_error_reaches_the_consumer)
     pl_loader_close(l);
 }
 
+/* Entries of the directory `path` (/proc/self/task: threads, /proc/self/fd:
+ * descriptors). */
+static int entries(const char *path)
+{
+    DIR *d = opendir(path);
+    cr_assert_not_null(d, "%s", path);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
 Test(upload, close_with_batches_in_flight)
 {
     atomic_store(&pl__upload_host_copy_delay_us, 50);
+    /* Whatever is in flight, close joins every thread of the loader and
+     * closes every descriptor it opened. */
+    const int threads = entries("/proc/self/task"), fds = entries("/proc/self/fd");
     for (int i = 0; i < 12; i++) {
         pl_loader_opts o = opts(8, i % 3 == 0 ? PL_MASK_BOOL : PL_MASK_BITS, 1 + i % 4, 2);
         pl_loader *l = open_ok(&o);
@@ -340,7 +357,10 @@ Test(upload, close_with_batches_in_flight)
             pl_loader_release(l, &b[0]);
             usleep(2000);
         }
+        cr_assert_gt(entries("/proc/self/task"), threads, "the loader runs threads");
         pl_loader_close(l);
+        cr_assert_eq(entries("/proc/self/task"), threads, "case %d: threads left by close", i);
+        cr_assert_eq(entries("/proc/self/fd"), fds, "case %d: descriptors left by close", i);
     }
     pl_loader_close(NULL);
     pl_loader_release(NULL, NULL);

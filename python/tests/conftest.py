@@ -21,6 +21,12 @@ SHM = Path("/dev/shm")
 PYG_TARBALL = (Path(__file__).resolve().parents[3] / "shared" / "deps" /
                "torch_geometric-2.4.0.tar.gz")
 
+# The longest a test lets the detection of a dead peer or the report of a
+# failure take: "at once" next to the 30 s timeouts it must beat, with a margin
+# that holds on a machine at load 15 on 2 cores (the latency itself is a
+# figure for the bench, not for a test).
+DETECT_S = 15.0
+
 
 def pertload_bin():
     return pertload.program_path()
@@ -271,6 +277,12 @@ def block_plan_batches(n, seed, epoch, rank, world, batch_size, drop_last, block
     steps = n // g if drop_last else -(-n // g)
     return [sorted(order[((k * world + rank) * batch_size + i) % n] for i in range(batch_size))
             for k in range(steps)]
+
+
+def unique(tag):
+    """A name for something machine-wide (a ring, a job id) that no other test
+    run on this machine uses: the tag, this process's pid and random hex."""
+    return f"{tag}-{os.getpid()}-{os.urandom(4).hex()}"
 
 
 def rings():

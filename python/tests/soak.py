@@ -39,6 +39,9 @@ ring then; no process of the soak is left and no segment in /dev/shm.
   python3 soak.py --build BUILD [--duration SECONDS] [--seed N] [--ranks W]
                   [--faults KIND,...] [--workdir DIR] [-v]
 
+The seed is printed first; --seed N, or PERTLOAD_SOAK_SEED=N in the
+environment (`PERTLOAD_SOAK_SEED=N meson test --suite soak`), repeats a run.
+
 Exit status 0 when every check passed, 1 otherwise (the failures are listed).
 """
 
@@ -89,7 +92,7 @@ def options(argv):
     p.add_argument("--duration", type=float, default=150.0,
                    help="seconds of fault injection (default 150)")
     p.add_argument("--seed", type=int, default=None, help="fault schedule seed "
-                   "(default: a random one; printed)")
+                   "(default: $PERTLOAD_SOAK_SEED, else a random one; printed)")
     p.add_argument("--ranks", type=int, default=3, help="world size (default 3)")
     p.add_argument("--samples", type=int, default=6000, help="samples in the dataset")
     p.add_argument("--batch-size", type=int, default=16)
@@ -828,7 +831,10 @@ def main(argv):
         set_paths(args.build)
     if os.environ.get(NS_ENV) != "1":
         if args.seed is None:
-            argv = [*argv, "--seed", str(int.from_bytes(os.urandom(4), "little"))]
+            # `PERTLOAD_SOAK_SEED=N meson test --suite soak` repeats a run.
+            seed = os.environ.get("PERTLOAD_SOAK_SEED") or int.from_bytes(os.urandom(4),
+                                                                          "little")
+            argv = [*argv, "--seed", str(int(seed))]
         enter_namespace(argv)
     private_shm(args.shm_mb)
     libc = ctypes.CDLL(None, use_errno=True)

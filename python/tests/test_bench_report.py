@@ -63,6 +63,20 @@ def test_quick_report(tmp_path):
                 "database: graph part", "Scaling with the deleted genes",
                 "Scaling with the graph"):
         assert row in md, row
+    # The table's figures are the JSON's (a heading is printed whatever the
+    # run measured: its value is what tells that the part ran).
+    eng, p, g = r["masks"]["engine_samples_per_s"], r["peers"], r["gpu"]
+    for want in (f"| masks engine, sparse, one core | {eng:,.0f} samples/s "
+                 f"({1e6 / eng:.2f} us/sample) |",
+                 f"| masks + collation, sparse, one core | "
+                 f"{r['collate']['sparse_samples_per_s']:,.0f} samples/s, ",
+                 f"worker threads | {p['pertload_samples_per_s']:,.0f} samples/s "
+                 f"({p['pertload_samples']:,} samples in ",
+                 f"| {g['h2d_bytes_per_batch'] / 1e6:.3f} MB mean "
+                 f"({g['h2d_bytes_least'] / 1e6:.3f} - {g['h2d_bytes_most'] / 1e6:.3f}) |"):
+        assert want in md, want
+    assert p["pertload_samples"] > 0 and g["h2d_bytes_least"] <= g["h2d_bytes_per_batch"] \
+        <= g["h2d_bytes_most"], g
     assert r["figures"] == ["scaling.png", "ranks.png", "step-spread.png"]
     for name in r["figures"]:
         data = (out / name).read_bytes()

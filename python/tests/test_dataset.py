@@ -89,7 +89,11 @@ def test_transform_and_bad_options(small):
         pertload.Dataset(small.db, rows=[1, 1])
 
 
-def test_datamodule_splits_and_epochs(medium):
+def test_datamodule_splits_and_epochs(medium, monkeypatch, tmp_path):
+    # A temporary directory of this test's own: other processes of the
+    # machine make and remove rows directories in the shared one meanwhile.
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = rows_dirs()
     perm = np.random.default_rng(1).permutation(medium.n)
     splits = {"train": perm[:1400], "val": perm[1400:1700], "test": perm[1700:]}

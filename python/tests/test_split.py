@@ -14,7 +14,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 import pertload
-from conftest import FOLD, SPLIT, N_SPLIT_ROWS as N, pertload_bin, plan_batches
+from conftest import FOLD, SPLIT, N_SPLIT_ROWS as N, pertload_bin, plan_batches, unique
 
 
 def epoch_rows(loader):
@@ -98,7 +98,7 @@ def test_serve_split(split_db):
     batches on the ready line; errors name the column and level."""
     for spec, rows in (("test", split_db.rows["split", "test"]),
                        ("fold=train", split_db.rows["fold", "train"])):
-        p = subprocess.Popen([pertload_bin(), "serve", "--ring", f"split-cli-{rows[0]}",
+        p = subprocess.Popen([pertload_bin(), "serve", "--ring", unique("split-cli"),
                               "--batch-size", "32", "--world-size", "3", "--rank", "2",
                               "--split", spec, str(split_db.db)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -120,7 +120,7 @@ def test_serve_split(split_db):
             (["--split", "train", "--rows", "0:9"], "--rows and --split cannot be combined"),
             (["--split", "train", "--budget", "removed=50"],
              "--split and --budget cannot be combined")):
-        r = subprocess.run([pertload_bin(), "serve", "--ring", "split-bad", "--quiet", *args,
+        r = subprocess.run([pertload_bin(), "serve", "--ring", unique("split-bad"), "--quiet", *args,
                             str(split_db.db)], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0
         assert err in r.stderr, r.stderr

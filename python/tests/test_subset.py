@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pertload
-from conftest import pertload_bin, plan_batches
+from conftest import pertload_bin, plan_batches, unique
 
 
 def epoch_rows(loader):
@@ -122,7 +122,7 @@ def test_serve_rows_errors(small, tmp_path, spec, err):
         paths[k] = str(tmp_path / f"{k}.npy")
         np.save(paths[k], a)
     paths["missing"] = str(tmp_path / "missing.npy")
-    r = subprocess.run([pertload_bin(), "serve", "--ring", "rows-test", "--quiet", "--rows",
+    r = subprocess.run([pertload_bin(), "serve", "--ring", unique("rows-test"), "--quiet", "--rows",
                         spec.format(**paths), str(small.db)], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode != 0

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from conftest import pertload_bin
+from conftest import pertload_bin, unique
 
 CONSUMER = """
 import sys, time, pertload
@@ -21,15 +21,19 @@ for batch in loader:
 
 
 def test_top_groups_the_ranks_of_a_job(medium, tmp_path):
+    # `top` lists every ring of the machine: job ids of this run alone, and
+    # checks only of this run's jobs and rings.
+    job, slurm = unique("job"), str(int.from_bytes(os.urandom(4), "big"))
     procs = []
     try:
         for rank, pause in enumerate([0.04, 0.15, 0.06]):
-            env = dict(os.environ, TORCHELASTIC_RUN_ID="job42", RANK=str(rank), WORLD_SIZE="3")
+            env = dict(os.environ, TORCHELASTIC_RUN_ID=job, RANK=str(rank), WORLD_SIZE="3")
             procs.append(subprocess.Popen([sys.executable, "-c", CONSUMER, medium.db,
                                            str(pause)], env=env, stdout=subprocess.PIPE,
                                           text=True))
         # a ring of another job and one of no job
-        other = dict(os.environ, SLURM_JOB_ID="77", RANK="0")
+        other = {k: v for k, v in os.environ.items() if k != "TORCHELASTIC_RUN_ID"}
+        other.update(SLURM_JOB_ID=slurm, RANK="0")
         procs.append(subprocess.Popen([sys.executable, "-c", CONSUMER, medium.db, "0.02"],
                                       env=other, stdout=subprocess.PIPE, text=True))
         alone = {k: v for k, v in os.environ.items()
@@ -45,9 +49,9 @@ def test_top_groups_the_ranks_of_a_job(medium, tmp_path):
         for p in procs:
             p.kill()
             p.wait()
-    assert "job torchrun job42: 3 rings" in out, out
-    assert "job slurm 77: 1 ring" in out, out
-    block = out.split("job torchrun job42")[1].split("\njob ")[0]
+    assert f"job torchrun {job}: 3 rings" in out, out
+    assert f"job slurm {slurm}: 1 ring\n" in out, out
+    block = out.split(f"job torchrun {job}")[1].split("\njob ")[0]
     rates = {}
     for line in block.splitlines():
         m = re.match(r"\s+(\d)\s+(\S+)\s+([\d.]+)\s+([\d.]+)%", line)
@@ -60,4 +64,10 @@ def test_top_groups_the_ranks_of_a_job(medium, tmp_path):
                   r"\(rank 1\): ([\d.]+)x", block)
     assert m, block
     assert float(m.group(4)) > 1.5
-    assert out.count("\njob ") == 2  # the ring of no job is not grouped
+    # The ring of no job is listed but not grouped: its consumer's pid names
+    # it in the table, and no job block holds its name.
+    table, _, jobs = out.partition("\njob ")
+    alone_ring = [ln.split()[0] for ln in table.splitlines()[1:]
+                  if len(ln.split()) > 2 and ln.split()[2] == str(procs[-1].pid)]
+    assert len(alone_ring) == 1, out
+    assert alone_ring[0] not in jobs, out
