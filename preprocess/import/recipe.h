@@ -43,7 +43,8 @@
  *     payload: payload.npy  # optional per-sample .npy
  *   ontology:               # optional: ontology layers (DESIGN section 10)
  *     format: obo           # obo (OBO + GAF annotations) or dcell (the
- *     file: go-basic.obo.gz #   three-column `parent child type` file)
+ *     file: go-basic.obo.gz #   three-column `parent child type` file, or
+ *                           #   DCell's ROOT:/GENES:/TERMS: topology blocks)
  *     annotations: gene_association.sgd.gz  # obo: the GAF file
  *     namespaces: [biological_process]      # obo, optional (default: all)
  *     relations: [is_a, part_of]            # obo, optional (default: is_a)
