@@ -161,6 +161,14 @@ static int source_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
         c->pairs_set = 1;
         return 0;
     }
+    if (!strcmp(key, "allow_empty"))
+        return pl__ry_bool(l, v, key, &s->allow_empty);
+    if (!strcmp(key, "min_resolved")) {
+        PL_TRY(pl__ry_double(l, v, key, &s->min_resolved));
+        if (!(s->min_resolved >= 0 && s->min_resolved <= 1))
+            return pl__ry_fail(l, v, "'min_resolved' must be a share 0..1");
+        return 0;
+    }
     for (size_t i = 0; i < sizeof fkeys / sizeof fkeys[0]; i++) {
         if (strcmp(fkeys[i].key, key))
             continue;
@@ -199,6 +207,7 @@ static int source(pl__ry *l, yaml_node_t *m)
     s->fmt = f;
     s->undirected = f->undirected;
     s->line = m->start_mark.line + 1;
+    s->min_resolved = 0.5;
     pl__imp_opts_init(&s->opts);
     src_ctx c = {.s = s};
     PL_TRY(pl__ry_pairs(l, m, "an edge source", source_pair, &c));
