@@ -29,8 +29,28 @@ int pl__smp_col_number(const char *c)
     return -2;
 }
 
+/* A constant category named like a category of the file, or twice. */
+static int check_set(const pl_smp_spec *s, pl_err *err)
+{
+    for (uint32_t i = 0; i < s->n_set; i++) {
+        const char *n = s->set_names[i];
+        PL_FAIL_IF(s->format == PL_SMP_SGA && !strcmp(n, "arraytype_temp"), err, PL_EUSAGE,
+                   "'set' names the sga table's own category 'arraytype_temp'");
+        for (uint32_t j = 0; s->format == PL_SMP_TABLE && j < s->n_categories; j++)
+            PL_FAIL_IF(!strcmp(n, s->categories[j]), err, PL_EUSAGE,
+                       "'set' names '%s', a category column of the file", n);
+        for (uint32_t j = 0; j < i; j++)
+            PL_FAIL_IF(!strcmp(n, s->set_names[j]), err, PL_EUSAGE,
+                       "'set' names '%s' twice", n);
+        PL_FAIL_IF(strpbrk(s->set_values[i], "\t\n\r"), err, PL_EUSAGE,
+                   "'set' value of '%s' holds a tab or a line break", n);
+    }
+    return 0;
+}
+
 int pl__smp_check(const pl_smp_spec *s, pl_err *err)
 {
+    PL_TRY(check_set(s, err));
     if (s->format == PL_SMP_SGA)
         return 0;
     const char *all[3 * PL_IMP_MAX_LIST + 2];
@@ -62,6 +82,8 @@ int pl__smp_check(const pl_smp_spec *s, pl_err *err)
 int pl__smp_setup(pl_smp_rd *d, uint32_t n_labels, uint32_t n_cats)
 {
     pl_smp_result *r = d->r;
+    uint32_t n_own = n_cats;
+    n_cats += d->s->n_set; /* the constant categories follow the file's own */
     d->lnames = calloc(n_labels + 1, sizeof *d->lnames);
     d->cnames = calloc(n_cats + 1, sizeof *d->cnames);
     d->labels = calloc(n_labels + 1, sizeof *d->labels);
@@ -70,6 +92,10 @@ int pl__smp_setup(pl_smp_rd *d, uint32_t n_labels, uint32_t n_cats)
         return NOMEM(d);
     d->nl = n_labels;
     d->nc = n_cats;
+    for (uint32_t k = 0; k < d->s->n_set; k++) {
+        const char *n = d->s->set_names[k];
+        PL_TRY(pl__smp_name(d, &d->cnames[n_own + k], n, strlen(n)));
+    }
     if (r->cat_values) /* a later file: the first one's categories */
         return 0;
     r->cat_values = calloc(n_cats + 1, sizeof *r->cat_values);
@@ -194,6 +220,10 @@ int pl__smp_row_end(pl_smp_rd *d, uint64_t id, uint32_t col)
     uint64_t row = r->rows;
     if (!d->unknown && d->ng == 0)
         return pl__src_fail(d->src, col, d->err, "sample has no genes");
+    for (uint32_t k = 0, base = d->nc - d->s->n_set; k < d->s->n_set; k++) {
+        pl__field f = {d->s->set_values[k], (uint32_t)strlen(d->s->set_values[k]), 0};
+        PL_TRY(pl__smp_cat(d, &f, base + k));
+    }
     r->rows++;
     d->out = (pl_smp_row){row, id, d->genes, d->ng, d->labels, d->cats, d->unknown > 0};
     if (d->unknown) {
