@@ -146,22 +146,10 @@ Test(import_string_actions, malformed_actions)
 
 /* ------------------------------------------------------------- recipes */
 
+/* `pertload ARGS` in the test's folder. */
 static int run(const char *args, char **out)
 {
-    const char *bin = getenv("PERTLOAD_BIN");
-    cr_assert_not_null(bin);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", dir, bin, args);
-    FILE *f = popen(cmd, "r");
-    cr_assert_not_null(f);
-    pl_test_text t = {0};
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        pl_test_tprintf(&t, "%.*s", (int)n, buf);
-    int st = pclose(f);
-    *out = t.s ? t.s : strdup("");
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return pl_test_run_in(dir, args, out);
 }
 
 #define GENES "Y000\nY001\nY002\nY003\n"

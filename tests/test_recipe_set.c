@@ -34,20 +34,9 @@ static uint32_t rnd(uint32_t n)
 
 static int build(const char *recipe, const char *out, char **msg)
 {
-    const char *bin = getenv("PERTLOAD_BIN");
-    cr_assert_not_null(bin);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' build --recipe '%s' -o '%s' --quiet 2>&1", bin, recipe, out);
-    FILE *f = popen(cmd, "r");
-    cr_assert_not_null(f);
-    pl_test_text t = {0};
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        pl_test_tprintf(&t, "%.*s", (int)n, buf);
-    int st = pclose(f);
-    *msg = t.s ? t.s : strdup("");
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char args[4096];
+    snprintf(args, sizeof args, "build --recipe '%s' -o '%s' --quiet", recipe, out);
+    return pl_test_run_in(NULL, args, msg);
 }
 
 static const char *const split[3] = {"train", "val", "test"};
