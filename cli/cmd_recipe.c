@@ -23,7 +23,10 @@ static void help(void)
            "for the metabolism: reactions, metabolites, stoichiometry entries, rules, GPR\n"
            "pairs, unresolved gene names; for the ontology: terms, annotations, strata,\n"
            "annotation rows, unresolved gene names; per sample table: rows, samples\n"
-           "kept, rows dropped for an unresolved gene, labels and categories.\n\n"
+           "kept, rows dropped for an unresolved gene, labels and categories.\n"
+           "An edge source a build would refuse (it keeps no edge, or resolves under its\n"
+           "min_resolved share of rows) is reported as the build reports it, and the\n"
+           "exit status is 1.\n\n"
            "  --root DIR         base folder of the recipe's relative paths\n"
            "  --strict           an unresolved gene name is an error (file:line:col)\n"
            "  --unresolved FILE  write every unresolved name: source, name, count, first\n"
@@ -165,6 +168,7 @@ static int check(const char *path, const char *root, int strict, const char *unr
         fprintf(uf, "source\tname\tcount\tfirst_seen\n");
     }
     uint64_t kept = 0, unresolved = 0;
+    int refused = 0; /* the first source a build would refuse */
     for (uint32_t i = 0; i < r->n_sources; i++) {
         const pl_imp_source *s = &r->sources[i];
         pl_imp_result res;
@@ -187,6 +191,13 @@ static int check(const char *path, const char *root, int strict, const char *unr
                (double)res.read.bytes / 1e6, secs);
         kept += res.kept;
         unresolved += res.unresolved;
+        /* The build's resolution check, reported here for every source. */
+        pl_err cerr = {0};
+        int crc = pl__imp_check_resolved(s, &res, &cerr);
+        if (crc < 0) {
+            pl_cli_fail("recipe", crc, &cerr);
+            refused = crc;
+        }
         if (pl_cli_write_unresolved(uf, s, &res.names) < 0) {
             pl__unres_free(&res.names);
             rc = pl__err(&err, -EIO, "%s: write failed", unres_path);
@@ -213,6 +224,7 @@ static int check(const char *path, const char *root, int strict, const char *unr
         goto fail;
     }
     uf = NULL;
+    status = refused < 0; /* the messages are out already */
     goto done;
 fail:
     status = pl_cli_fail("recipe", rc, &err);

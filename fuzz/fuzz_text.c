@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t lines = 0;
     while ((rc = pl__text_next(&t, &err)) == 1) {
         lines++;
-        if (t.cur < t.data || t.cur + t.cur_len > t.data + t.size || t.line < lines)
-            fuzz_fail("line outside the file");
+        if (t.line < lines)
+            fuzz_fail("line numbers go back");
         int n = pl__text_fields(&t, f, 8);
         if (n < 1)
             fuzz_fail("a non-blank line without fields");

@@ -1,110 +1,41 @@
 #include "text.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "preprocess/import/source/source.h"
 #include "src/core/error.h"
-
-/* Read `fd` to its end into a new buffer: files of /proc and /sys report a
- * size of 0 (or a page) and cannot be mapped, yet have contents. */
-static int read_to_eof(pl__text *t, int fd, pl_err *err)
-{
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    PL_FAIL_IF(!buf, err, -ENOMEM, "out of memory");
-    for (;;) {
-        if (len == cap) {
-            char *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (!nb) {
-                free(buf);
-                return pl__err(err, -ENOMEM, "out of memory");
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = errno;
-            free(buf);
-            return pl__err(err, -e, "%s: cannot read: %s", t->path, strerror(e));
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    t->data = buf;
-    t->size = len;
-    t->owned = 1;
-    return 0;
-}
-
-/* A UTF-8 byte order mark opens the file: skip it (editors on Windows write
- * one; it would otherwise become part of the first name). */
-static void skip_bom(pl__text *t)
-{
-    if (t->size >= 3 && !memcmp(t->data, "\xEF\xBB\xBF", 3))
-        t->pos = 3;
-}
 
 int pl__text_open(pl__text *t, const char *path, pl_err *err)
 {
     memset(t, 0, sizeof *t);
     t->path = path;
-    errno = 0;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
-     * below as not a regular file. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    PL_FAIL_IF(fd < 0, err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    /* Regular files, FIFOs and standard input hold text; a device or socket
+     * would read as nothing or never end. */
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        int e = errno;
-        const char *why = strerror(e);
-        if (e == 0 || S_ISDIR(st.st_mode)) {
-            e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-            why = e == EISDIR ? strerror(e) : "not a regular file";
-        }
-        close(fd);
-        return pl__err(err, -e, "%s: cannot read: %s", path, why);
-    }
-    int rc = 0;
-    void *p = MAP_FAILED;
-    if (st.st_size > 0)
-        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p != MAP_FAILED) {
-        t->size = (size_t)st.st_size;
-        madvise(p, t->size, MADV_SEQUENTIAL);
-        t->data = p;
-    } else if (st.st_size == 0 || errno == ENODEV || errno == EINVAL) {
-        rc = read_to_eof(t, fd, err);
-    } else {
-        rc = pl__err(err, -errno, "%s: cannot map: %s", path, strerror(errno));
-    }
-    close(fd);
-    if (rc == 0)
-        skip_bom(t);
-    return rc;
+    if (strcmp(path, "-") && stat(path, &st) == 0 && !S_ISREG(st.st_mode) &&
+        !S_ISFIFO(st.st_mode) && !S_ISDIR(st.st_mode))
+        return pl__err(err, -EINVAL, "%s: cannot read: not a regular file", path);
+    PL_TRY(pl__src_open(path, &t->src, err));
+    t->path = pl__src_path(t->src);
+    return 0;
 }
 
 void pl__text_close(pl__text *t)
 {
-    if (t && t->data && t->owned)
-        free((void *)t->data);
-    else if (t && t->data)
-        munmap((void *)t->data, t->size);
     if (t)
-        t->data = NULL;
+        pl__src_close(t->src);
+    if (t)
+        t->src = NULL;
 }
+
+double pl__text_frac(const pl__text *t) { return pl__src_frac(t->src); }
 
 int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt, ...)
 {
@@ -120,46 +51,28 @@ int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt,
 /* Field separators of a line without tabs; a line of nothing else is blank. */
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
 
-/* Byte offset of the first invalid UTF-8 sequence in s[0..n), or n. */
-static size_t utf8_invalid_at(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        size_t len = s[i] < 0x80 ? 1 : pl__utf8_seq(s + i, n - i);
-        if (len == 0)
-            return i;
-        i += len;
-    }
-    return n;
-}
-
 int pl__text_next(pl__text *t, pl_err *err)
 {
-    while (t->pos < t->size) {
-        const char *s = t->data + t->pos;
-        size_t rest = t->size - t->pos;
-        const char *nl = memchr(s, '\n', rest);
-        size_t len = nl ? (size_t)(nl - s) : rest;
-        t->pos += nl ? len + 1 : len;
-        t->line++;
-        if (len > 0 && s[len - 1] == '\r')
-            len--;
+    for (;;) {
+        const char *s;
+        size_t len;
+        int rc = pl__src_line(t->src, &s, &len, err);
+        if (rc <= 0)
+            return rc;
+        t->line = pl__src_lineno(t->src);
+        /* A UTF-8 byte order mark opens the file: skip it (editors on Windows
+         * write one; it would otherwise become part of the first name). */
+        if (t->line == 1 && len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3))
+            s += 3, len -= 3;
         t->cur = s;
         t->cur_len = len;
         /* Any CR left is not part of a CRLF: a file with CR-only line endings
-         * would otherwise read as one long line. */
+         * would otherwise read as one long line. (The source has refused
+         * invalid UTF-8 and NUL bytes already.) */
         const char *cr = memchr(s, '\r', len);
         if (cr)
             return pl__text_fail(t, (uint32_t)(cr - s) + 1, err,
                                  "carriage return without line feed (CR-only line endings?)");
-        size_t bad = utf8_invalid_at((const unsigned char *)s, len);
-        if (bad < len)
-            return pl__text_fail(t, (uint32_t)bad + 1, err, "invalid UTF-8 (byte 0x%02x)",
-                                 (unsigned char)s[bad]);
-        /* Names are stored NUL-terminated: a NUL inside one would split it. */
-        const char *nul = memchr(s, '\0', len);
-        if (nul)
-            return pl__text_fail(t, (uint32_t)(nul - s) + 1, err, "NUL byte in a text file");
         size_t i = 0;
         while (i < len && is_space(s[i]))
             i++;
@@ -167,7 +80,6 @@ int pl__text_next(pl__text *t, pl_err *err)
             continue;
         return 1;
     }
-    return 0;
 }
 
 /* Code point of the valid UTF-8 sequence at s[0..n) and its length. */

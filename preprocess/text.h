@@ -1,5 +1,9 @@
 /* Line-oriented reader of the UTF-8 text inputs of `pertload build`.
  *
+ * The bytes come from the line source (preprocess/import/source.h): a regular
+ * file, a FIFO or standard input ("-"), plain, gzip or zstd as its first bytes
+ * say, read in bounded memory.
+ *
  * Fields: a line that contains a tab is split at every tab (empty fields kept,
  * spaces around a field trimmed); any other line is split at runs of spaces.
  * Lines whose first non-blank character is '#' and blank lines (nothing but
@@ -18,23 +22,24 @@
 #include "pertload.h"
 #include "src/core/parse.h"
 
+struct pl_src;
+
 typedef struct pl__text {
-    const char *path;
-    const char *data; /* whole file, mapped (or read, when `owned`) */
-    size_t size, pos;
-    int owned;        /* data is a malloc'd copy (files that cannot be mapped) */
-    uint64_t line;    /* 1-based number of the current line */
-    const char *cur;  /* current line (without newline / CR) */
+    const char *path;     /* as errors name it ("<stdin>" for "-"); owned by src */
+    struct pl_src *src;   /* the line source */
+    uint64_t line;        /* 1-based number of the current line */
+    const char *cur;      /* current line (without newline / CR) */
     size_t cur_len;
 } pl__text;
 
-/** Map `path` for reading; a file that reports no size or cannot be mapped
- *  (/proc, /sys) is read to its end instead. Errors: a missing, unreadable or
- *  not regular file (a FIFO is refused without waiting for a writer), naming
- *  it. */
+/** Open `path` for reading: a regular file (also one that reports no size,
+ *  as in /proc), a FIFO (waited on until a writer opens it) or "-" for
+ *  standard input; gzip and zstd are recognised by their first bytes.
+ *  Errors: a missing or unreadable file, a directory (-EISDIR), a device or
+ *  socket (-EINVAL, "not a regular file"), naming it. */
 int pl__text_open(pl__text *t, const char *path, pl_err *err);
 
-/** Unmap; safe on a zeroed struct. */
+/** Release the source; safe on a zeroed struct. */
 void pl__text_close(pl__text *t);
 
 /** Advance to the next non-blank, non-comment line.
@@ -95,10 +100,8 @@ static inline size_t pl__utf8_seq(const unsigned char *p, size_t n)
     return len;
 }
 
-/** Fraction of the file consumed, for progress estimates. */
-static inline double pl__text_frac(const pl__text *t)
-{
-    return t->size ? (double)t->pos / (double)t->size : 1.0;
-}
+/** Fraction of the file read so far (of its compressed bytes), for progress
+ *  estimates; 0 for a pipe. */
+double pl__text_frac(const pl__text *t);
 
 #endif

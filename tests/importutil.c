@@ -1,9 +1,11 @@
 #include "importutil.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -106,4 +108,24 @@ char *pl_test_real_data(void)
         pl_test_die("out of memory");
     sprintf(p, "%s/tests/data", root);
     return p;
+}
+
+int pl_test_run_in(const char *cwd, const char *args, char **out)
+{
+    const char *bin = getenv("PERTLOAD_BIN");
+    if (!bin || !*bin)
+        pl_test_die("PERTLOAD_BIN is not set");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", cwd ? cwd : ".", bin, args);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        pl_test_die("popen: %s", strerror(errno));
+    pl_test_text t = {0};
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        pl_test_tprintf(&t, "%.*s", (int)n, buf);
+    int st = pclose(f);
+    *out = t.s ? t.s : strdup("");
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

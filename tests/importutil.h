@@ -31,6 +31,11 @@ int pl_test_imp_collect(const char *fmt, const char *path, const pl_imp_opts *o,
 void pl_test_expect_at(int rc, int code, const pl_err *err, const char *path, unsigned long line,
                        unsigned long col, const char *reason);
 
+/** Run `pertload ARGS` ($PERTLOAD_BIN; ARGS as a shell would split them) in
+ *  folder `cwd` (NULL: the current one); its stdout and stderr together
+ *  into *out (malloc'd). @return the exit status (-1: no normal exit). */
+int pl_test_run_in(const char *cwd, const char *args, char **out);
+
 /** The directory of the real data files: $PERTLOAD_REAL_DATA, else
  *  "<source root>/../shared/data" (given by meson as PERTLOAD_SOURCE_ROOT);
  *  malloc'd. */

@@ -212,22 +212,13 @@ Test(import_recipe, bad_documents)
 }
 
 /* Run the program; stdout into *out (malloc'd). @return the exit status. */
+/* Run `pertload recipe check ARGS`; stdout and stderr into *out (malloc'd).
+ * @return the exit status. */
 static int run(const char *args, char **out)
 {
-    const char *bin = getenv("PERTLOAD_BIN");
-    cr_assert_not_null(bin);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' recipe check %s 2>&1", bin, args);
-    FILE *f = popen(cmd, "r");
-    cr_assert_not_null(f);
-    pl_test_text t = {0};
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        pl_test_tprintf(&t, "%.*s", (int)n, buf);
-    int st = pclose(f);
-    *out = t.s ? t.s : strdup("");
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char a[8192 + 16];
+    snprintf(a, sizeof a, "recipe check %s", args);
+    return pl_test_run_in(NULL, a, out);
 }
 
 static const char *small =

@@ -3,7 +3,8 @@
  * kind of text input; CRLF line endings too; CR-only line endings and header
  * names holding characters that cannot be seen are refused with
  * "file:line:col: reason"; files that report no size (/proc) are read to
- * their end; a FIFO is refused without waiting for a writer. */
+ * their end; gzip and zstd files (by their first bytes), FIFOs and standard
+ * input build the database of the plain files; a device is refused. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
@@ -12,10 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pertload.h"
+#include "importutil.h"
 #include "testutil.h"
 
 #define BOM "\xEF\xBB\xBF"
@@ -376,33 +380,182 @@ Test(text_inputs, proc_file_read_to_end)
     inputs_free(&in);
 }
 
+/* ------------------------------------------ compressed, FIFOs and stdin */
+
+/* Replace the file of `kind` by its gzip or zstd image under the same name:
+ * the first bytes decide, never the name. */
+static void compress_in_place(const char *path, int codec)
+{
+    size_t len, zlen;
+    char *text = pl_test_read_file(path, &len);
+    void *z = pl_test_compress(text, len, codec, &zlen);
+    pl_test_write_bytes(path, z, zlen);
+    free(z);
+    free(text);
+}
+
+static void codec_case(int kind, int codec)
+{
+    inputs ref, zin;
+    inputs_write(&ref, "ref", -1, "\n");
+    inputs_write(&zin, "z", -1, "\n");
+    compress_in_place(zin.paths[kind], codec);
+    pl_db *want = build_open(&ref, "ref.db");
+    expect_reference(want);
+    pl_db *got = build_open(&zin, "z.db");
+    expect_same_db(got, want);
+    pl_db_close(got);
+    pl_db_close(want);
+    inputs_free(&ref);
+    inputs_free(&zin);
+}
+
+Test(text_inputs, gzip_genes) { codec_case(GENES, PL_TEST_GZIP); }
+Test(text_inputs, gzip_edges) { codec_case(EDGES, PL_TEST_GZIP); }
+Test(text_inputs, gzip_reactions) { codec_case(REACTIONS, PL_TEST_GZIP); }
+Test(text_inputs, gzip_gpr) { codec_case(GPR, PL_TEST_GZIP); }
+Test(text_inputs, gzip_rmr) { codec_case(RMR, PL_TEST_GZIP); }
+Test(text_inputs, gzip_samples) { codec_case(SAMPLES, PL_TEST_GZIP); }
+Test(text_inputs, zstd_genes) { codec_case(GENES, PL_TEST_ZSTD); }
+Test(text_inputs, zstd_edges) { codec_case(EDGES, PL_TEST_ZSTD); }
+Test(text_inputs, zstd_reactions) { codec_case(REACTIONS, PL_TEST_ZSTD); }
+Test(text_inputs, zstd_gpr) { codec_case(GPR, PL_TEST_ZSTD); }
+Test(text_inputs, zstd_rmr) { codec_case(RMR, PL_TEST_ZSTD); }
+Test(text_inputs, zstd_samples) { codec_case(SAMPLES, PL_TEST_ZSTD); }
+
+/* A gene-reaction rules file (--rules) compressed builds the same rules. */
+static void rules_codec_case(int codec)
+{
+    inputs ref, zin;
+    inputs_write(&ref, "ref", -1, "\n");
+    inputs_write(&zin, "z", -1, "\n");
+    const char *rules = "r1\tg1 and g2\nr2\tg3 or g4\n";
+    char *d = pl_test_path(dir, "ref");
+    char *rp = pl_test_write(d, "rules.tsv", rules);
+    free(d);
+    d = pl_test_path(dir, "z");
+    char *zp = pl_test_write(d, "rules.tsv", rules);
+    free(d);
+    compress_in_place(zp, codec);
+    ref.o.gpr = zin.o.gpr = NULL;
+    ref.o.rules = rp;
+    zin.o.rules = zp;
+    pl_db *want = build_open(&ref, "ref.db");
+    const pl_db_info *wi = pl_db_info_get(want);
+    cr_assert_eq(wi->n_rules, 2);
+    cr_assert_eq(wi->n_gpr, 4, "the genes of the two rules");
+    pl_db *got = build_open(&zin, "z.db");
+    cr_expect_eq(pl_db_info_get(got)->n_rules, 2);
+    expect_same_db(got, want);
+    size_t words = wi->n_reactions + 1 + wi->n_rule_words;
+    uint32_t *a = calloc(words, 4), *b = calloc(words, 4);
+    pl_err err;
+    int64_t na = pl_db_graph_array(want, PL_ARRAY_RULES, a, 4 * words, &err);
+    cr_assert_eq(na, (int64_t)(4 * words), "%s", err.msg);
+    cr_assert_eq(pl_db_graph_array(got, PL_ARRAY_RULES, b, 4 * words, &err), na);
+    cr_expect(memcmp(a, b, (size_t)na) == 0, "the compiled rules differ");
+    free(a), free(b);
+    pl_db_close(got);
+    pl_db_close(want);
+    free(rp), free(zp);
+    inputs_free(&ref);
+    inputs_free(&zin);
+}
+
+Test(text_inputs, gzip_rules) { rules_codec_case(PL_TEST_GZIP); }
+Test(text_inputs, zstd_rules) { rules_codec_case(PL_TEST_ZSTD); }
+
 static void on_alarm(int sig)
 {
     (void)sig;
-    static const char msg[] = "pl_build waited on a FIFO\n";
+    static const char msg[] = "pl_build never finished reading a FIFO\n";
     (void)!write(2, msg, sizeof msg - 1);
     _exit(1);
 }
 
-/* A FIFO given as a text input is refused at once, without waiting for a
- * writer (the test process dies on the alarm otherwise). */
-Test(text_inputs, fifo_refused_at_once, .timeout = 30)
+/* A child that writes `len` bytes of `data` to `path` (a FIFO) and exits. */
+static pid_t feed_fifo(const char *path, const char *data, size_t len)
+{
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fd = open(path, O_WRONLY);
+        if (fd < 0)
+            _exit(2);
+        while (len > 0) {
+            ssize_t w = write(fd, data, len);
+            if (w <= 0)
+                _exit(3);
+            data += w, len -= (size_t)w;
+        }
+        _exit(close(fd) == 0 ? 0 : 4);
+    }
+    return pid;
+}
+
+/* A FIFO (gzip'd data written into it by another process) and standard
+ * input ("-") read as the files they carry. */
+static void stream_case(int kind, int use_stdin)
+{
+    inputs ref, in;
+    inputs_write(&ref, "ref", -1, "\n");
+    inputs_write(&in, "in", -1, "\n");
+    size_t len, zlen;
+    char *text = pl_test_read_file(in.paths[kind], &len);
+    char *z = pl_test_compress(text, len, PL_TEST_GZIP, &zlen);
+    cr_assert_eq(unlink(in.paths[kind]), 0);
+    pid_t pid;
+    if (use_stdin) {
+        int p[2];
+        cr_assert_eq(pipe(p), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+            close(p[0]);
+            _exit(write(p[1], z, zlen) == (ssize_t)zlen ? 0 : 3);
+        }
+        close(p[1]);
+        cr_assert_eq(dup2(p[0], 0), 0);
+        close(p[0]);
+        strcpy(in.paths[kind], "-");
+    } else {
+        cr_assert_eq(mkfifo(in.paths[kind], 0644), 0, "%s", strerror(errno));
+        pid = feed_fifo(in.paths[kind], z, zlen);
+    }
+    in.o.genes = in.paths[GENES], in.o.samples = in.paths[SAMPLES];
+    in.files[0] = in.paths[EDGES];
+    signal(SIGALRM, on_alarm);
+    alarm(20);
+    pl_db *want = build_open(&ref, "ref.db");
+    pl_db *got = build_open(&in, "stream.db");
+    alarm(0);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the writer failed: %d", status);
+    expect_same_db(got, want);
+    pl_db_close(got);
+    pl_db_close(want);
+    free(text), free(z);
+    inputs_free(&ref);
+    inputs_free(&in);
+}
+
+Test(text_inputs, fifo_samples_read, .timeout = 60) { stream_case(SAMPLES, 0); }
+Test(text_inputs, fifo_edges_read, .timeout = 60) { stream_case(EDGES, 0); }
+Test(text_inputs, stdin_genes_read, .timeout = 60) { stream_case(GENES, 1); }
+
+/* A device is no text input: refused at once. */
+Test(text_inputs, device_refused)
 {
     inputs in;
     inputs_write(&in, "in", -1, "\n");
-    cr_assert_eq(unlink(in.paths[SAMPLES]), 0);
-    cr_assert_eq(mkfifo(in.paths[SAMPLES], 0644), 0, "%s", strerror(errno));
-    signal(SIGALRM, on_alarm);
-    alarm(10);
-    char *out = pl_test_path(dir, "fifo.db");
+    in.o.samples = "/dev/zero";
+    char *out = pl_test_path(dir, "dev.db");
     in.o.out = out;
     pl_err err = {0};
     int rc = pl_build(&in.o, NULL, &err);
-    alarm(0);
     cr_assert_eq(rc, -EINVAL, "rc %d (%s): %s", rc, pl_errname(rc), err.msg);
-    char want[4400];
-    snprintf(want, sizeof want, "%s: cannot read: not a regular file", in.paths[SAMPLES]);
-    cr_expect_str_eq(err.msg, want);
+    cr_expect_str_eq(err.msg, "/dev/zero: cannot read: not a regular file");
     free(out);
     inputs_free(&in);
 }

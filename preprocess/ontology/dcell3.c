@@ -1,7 +1,9 @@
 /* The three-column ontology file of the DCell and DrugCell code: one line
  * `parent child type`, tab- or blank-separated; type `gene` annotates gene
  * `child` to term `parent`, any other type is a term-term edge. '#' starts a
- * comment line; blank lines are skipped. */
+ * comment line; blank lines are skipped. A file whose first such line starts
+ * with "ROOT:" (or "GENES:", "TERMS:") is a DCell topology file instead
+ * (dcell_topo.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,13 @@ static int row(pl_onto_raw *r, const pl_src *src, const char *line, size_t len,
     return pl__onto_raw_edge(r, child, parent, pl__src_lineno(src));
 }
 
+/* 1 when s[0..n) starts with keyword `k` followed by a blank or the end. */
+static int topo_keyword(const char *s, size_t n, const char *k)
+{
+    size_t l = strlen(k);
+    return n >= l && !memcmp(s, k, l) && (n == l || s[l] == ' ' || s[l] == '\t');
+}
+
 int pl__onto_read_dcell(pl_onto_raw *r, const char *path, pl_onto_resolve_fn resolve, void *ctx,
                         int strict, pl_onto_stats *st, pl_err *err)
 {
@@ -58,6 +67,7 @@ int pl__onto_read_dcell(pl_onto_raw *r, const char *path, pl_onto_resolve_fn res
         rc = -ENOMEM;
     const char *line;
     size_t len;
+    int first = 1;
     while (rc == 0 && (rc = pl__src_line(src, &line, &len, err)) == 1) {
         size_t i = 0;
         while (i < len && (line[i] == ' ' || line[i] == '\t'))
@@ -65,6 +75,15 @@ int pl__onto_read_dcell(pl_onto_raw *r, const char *path, pl_onto_resolve_fn res
         rc = 0;
         if (i == len || line[i] == '#')
             continue;
+        /* Recognised by content: the first line of a topology file (or a
+         * block's later line, refused there as before any ROOT:). */
+        if (first && (topo_keyword(line + i, len - i, "ROOT:") ||
+                      topo_keyword(line + i, len - i, "GENES:") ||
+                      topo_keyword(line + i, len - i, "TERMS:"))) {
+            rc = pl__onto_read_dcell_blocks(r, src, line, len, resolve, ctx, strict, st, err);
+            break;
+        }
+        first = 0;
         rc = row(r, src, line, len, resolve, ctx, strict, st, err);
     }
     if (rc == -ENOMEM)

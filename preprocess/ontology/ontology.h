@@ -112,9 +112,22 @@ int pl__onto_read_gaf(pl_onto_raw *r, const char *path, const pl_onto_opts *o,
 /** Read the three-column file of the DCell code: `parent child type` (tabs or
  *  blanks); type `gene` makes `child` a gene annotated to `parent`, any other
  *  type a term-term edge. Every term named is defined. `strict`: a gene that
- *  does not resolve is an error (else counted in unknown_genes). */
+ *  does not resolve is an error (else counted in unknown_genes). A file whose
+ *  first line (after blank and '#' lines) starts with "ROOT:" is read as a
+ *  DCell topology file (pl__onto_read_dcell_blocks()). */
 int pl__onto_read_dcell(pl_onto_raw *r, const char *path, pl_onto_resolve_fn resolve, void *ctx,
                         int strict, pl_onto_stats *st, pl_err *err);
+
+/** The rest of a DCell topology file (dcell_topo.c: blocks `ROOT: <term>
+ *  <n>`, `GENES: <gene> ...`, `TERMS: <child> ...`) whose first line
+ *  `line[0..len)` has just been read from `src`. Terms are defined in block
+ *  order; a term's own annotations are the genes of its GENES: line that no
+ *  child's GENES: line lists; edges are child -> term. Counts: terms_read
+ *  (blocks), rows (names under GENES:), edges_read; unresolved genes as in
+ *  pl__onto_read_dcell(). @return 0 or PL_EPARSE naming file:line. */
+int pl__onto_read_dcell_blocks(pl_onto_raw *r, struct pl_src *src, const char *line,
+                               size_t len, pl_onto_resolve_fn resolve, void *ctx, int strict,
+                               pl_onto_stats *st, pl_err *err);
 
 /** Build the ontology over `n_genes` genes from `r` (see the top of this
  *  header). @return 0, PL_EPARSE (a cycle, naming its terms), PL_EUSAGE (an

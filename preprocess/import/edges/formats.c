@@ -8,7 +8,7 @@
 
 static const pl_imp_format *const formats[] = {
     &pl__imp_string, &pl__imp_biogrid, &pl__imp_yeastract,
-    &pl__imp_tflink, &pl__imp_dango,   &pl__imp_delim,
+    &pl__imp_tflink, &pl__imp_dango,   &pl__imp_delim,  &pl__imp_string_actions,
 };
 
 const pl_imp_format *pl__imp_format(const char *name)

@@ -23,6 +23,8 @@ typedef struct pl_imp_source {
     pl_imp_opts opts;
     int undirected;            /**< pair policy, see above */
     uint64_t line;             /**< line of the recipe that starts it */
+    double min_resolved;       /**< share of rows that must resolve (recipe default 0.5) */
+    int allow_empty;           /**< 1: no resolution check (pl__imp_check_resolved) */
 } pl_imp_source;
 
 /** Counts of one run. */
@@ -42,5 +44,13 @@ typedef int (*pl_imp_out)(void *ctx, uint32_t src, uint32_t dst, double score, p
  *  @return 0 or a negative code. */
 int pl__imp_run(const pl_names *nm, const pl_imp_source *s, int strict, pl_imp_out out,
                 void *ctx, pl_imp_result *r, pl_err *err);
+
+/** The resolution check of a run: PL_EPARSE naming the source, its file,
+ *  the share of its rows (those the format's filters kept) whose names both
+ *  resolve and its 10 most frequent unresolved names, when the source keeps
+ *  no edge (unless min_resolved is 0) or that share is under
+ *  `s->min_resolved`; `s->allow_empty` accepts anything. @return 0 or
+ *  PL_EPARSE. */
+int pl__imp_check_resolved(const pl_imp_source *s, const pl_imp_result *r, pl_err *err);
 
 #endif

@@ -30,6 +30,13 @@
  *   dango      DANGO adjacency: "i j weight" (tabs or spaces), i and j 1-based
  *              indices into the `gene_list` file (one name a line); kept when
  *              weight >= `min_score`.
+ *   string_actions
+ *              STRING protein.actions (v11, v11.5): tab-separated, header
+ *              "item_id_a item_id_b mode action is_directional a_is_acting
+ *              score"; `modes` keeps rows of those modes (default all),
+ *              `min_score`; `directed` keeps only rows with is_directional
+ *              and a_is_acting both "t", edge from item_id_a to item_id_b
+ *              (and makes as_listed the default pair policy).
  *   delim      generic delimited edge list: `sep` (default tab), `header`
  *              (true/false), `source`/`target`/`score` columns by 1-based
  *              number or, with a header, by name; `min_score`; lines starting
@@ -74,6 +81,9 @@ typedef struct pl_imp_opts {
     const char *comment;     /**< delim: prefix of lines to skip, or NULL */
     const char *col_src, *col_dst, *col_score; /**< delim: number or name */
     int small_scale;         /**< tflink: keep only Small-scale.evidence == Yes */
+    const char *modes[PL_IMP_MAX_LIST]; /**< string_actions: modes kept (none: all) */
+    uint32_t n_modes;
+    int directed;            /**< string_actions: acting protein -> the other only */
 } pl_imp_opts;
 
 /** Fill `o` with the defaults (NAN minimum, everything else unset). */
@@ -102,6 +112,8 @@ enum {
     PL_IMP_K_COMMENT = 1u << 10,
     PL_IMP_K_COLUMNS = 1u << 11,
     PL_IMP_K_SMALL_SCALE = 1u << 12,
+    PL_IMP_K_MODES = 1u << 13,
+    PL_IMP_K_DIRECTED = 1u << 14,
 };
 
 /** A reader. */
@@ -127,9 +139,9 @@ int pl__imp_read_file(const pl_imp_format *fmt, const char *path, const pl_imp_o
                       pl_imp_emit emit, void *ctx, pl_imp_stats *st, pl_err *err);
 
 /* Readers, one file each (string.c, biogrid.c, yeastract.c, tflink.c,
- * dango.c, delim.c). */
+ * dango.c, delim.c, string_actions.c). */
 extern const pl_imp_format pl__imp_string, pl__imp_biogrid, pl__imp_yeastract,
-    pl__imp_tflink, pl__imp_dango, pl__imp_delim;
+    pl__imp_tflink, pl__imp_dango, pl__imp_delim, pl__imp_string_actions;
 
 /* Helpers shared by the readers (formats.c). */
 
@@ -155,6 +167,18 @@ int pl__imp_header(pl_src *src, pl__field *f, int max, const char *expected, pl_
  *  row without exactly `ncols` fields fails naming file:line and both counts.
  *  @return 1 a row, 0 at the end, or a negative code. */
 int pl__imp_row(pl_src *src, pl__field *f, int max, int ncols, pl_err *err);
+
+/** The taxon of STRING ids, as first seen (lines do not outlive their call). */
+typedef struct pl_imp_taxon {
+    char s[24];
+    size_t len;
+} pl_imp_taxon;
+
+/** Strip the "TAXON." prefix of a STRING id in place ("4932.YAL001C" ->
+ *  "YAL001C"); the taxon must be the same on every row (`tx` remembers the
+ *  first; zero it before the first row). Fails at file:line:col when the id
+ *  is not TAXON.NAME or the taxon differs (string.c). */
+int pl__imp_strip_taxon(const pl_src *src, pl__field *f, pl_imp_taxon *tx, pl_err *err);
 
 /** Fail with "file:line:col: empty <what>" when the field is empty. */
 int pl__imp_nonempty(const pl_src *src, const pl__field *f, const char *what, pl_err *err);

@@ -36,14 +36,7 @@ static int check(const pl_imp_opts *o, pl_err *err)
     return 0;
 }
 
-/* The taxon of the first row, copied (lines do not outlive their call). */
-typedef struct taxon {
-    char s[24];
-    size_t len;
-} taxon;
-
-/* "4932.YAL001C" -> "YAL001C"; the taxon must be the same on every row. */
-static int strip_taxon(const pl_src *src, pl__field *f, taxon *tx, pl_err *err)
+int pl__imp_strip_taxon(const pl_src *src, pl__field *f, pl_imp_taxon *tx, pl_err *err)
 {
     const char *dot = memchr(f->s, '.', f->len);
     size_t t = dot ? (size_t)(dot - f->s) : 0;
@@ -104,7 +97,7 @@ static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
         return pl__src_fail(src, 0, err, "channel '%s' is not a column of this file (it has: "
                             "%s)", want, have);
     }
-    taxon tx = {0};
+    pl_imp_taxon tx = {0};
     while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
         if (len == 0)
             continue;
@@ -119,8 +112,8 @@ static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
                                 "integer 0..1000)", want, (int)(f[col].len > 40 ? 40 : f[col].len),
                                 f[col].s);
         pl_imp_edge e = {f[0], f[1], (double)v};
-        PL_TRY(strip_taxon(src, &e.src, &tx, err));
-        PL_TRY(strip_taxon(src, &e.dst, &tx, err));
+        PL_TRY(pl__imp_strip_taxon(src, &e.src, &tx, err));
+        PL_TRY(pl__imp_strip_taxon(src, &e.dst, &tx, err));
         if (!isnan(o->min_score) && e.score < o->min_score) {
             st->filtered++;
             continue;

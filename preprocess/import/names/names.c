@@ -171,11 +171,30 @@ static int add_alias(pl_names *nm, const char *s, size_t len, int32_t g, uint32_
     return 0;
 }
 
+uint32_t pl__names_table_begin(pl_names *nm)
+{
+    nm->n_tables += 2;
+    return nm->n_tables - 2;
+}
+
+int64_t pl__names_listed(const pl_names *nm, const char *s, size_t len)
+{
+    return pl__strtab_find(&nm->genes, s, len);
+}
+
+int pl__names_add_alias(pl_names *nm, const char *s, size_t len, int32_t g, uint32_t prec,
+                        pl_alias_stats *st)
+{
+    return add_alias(nm, s, len, g, prec, st);
+}
+
 int pl__names_load_aliases(pl_names *nm, const pl_alias_spec *spec, pl_alias_stats *st,
                            pl_err *err)
 {
     memset(st, 0, sizeof *st);
     PL_FAIL_IF(!nm->genes.n, err, PL_EUSAGE, "%s: alias table before the gene list", spec->path);
+    if (spec->kind == PL_ALIAS_STRING)
+        return pl__names_load_string_aliases(nm, spec, st, err);
     int sgd = spec->kind == PL_ALIAS_SGD_FEATURES;
     int gc = sgd ? 3 : spec->gene_col - 1, ac = sgd ? 4 : spec->alias_col - 1;
     PL_FAIL_IF(gc < 0 || ac < 0 || gc == ac || gc > 63 || ac > 63, err, PL_EUSAGE,

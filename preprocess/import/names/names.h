@@ -38,10 +38,13 @@ int pl__names_load_genes(pl_names *nm, const char *path, int header, pl_err *err
 
 /** Alias table layouts. */
 typedef enum pl_alias_kind {
-    PL_ALIAS_TABLE = 0,   /**< delimited, `gene_col` and `alias_col` given */
-    PL_ALIAS_SGD_FEATURES /**< SGD_features.tab: systematic name (col 4) <- standard
-                               name (col 5), SGDID (col 1), aliases (col 6, '|'-split) */
+    PL_ALIAS_TABLE = 0,    /**< delimited, `gene_col` and `alias_col` given */
+    PL_ALIAS_SGD_FEATURES, /**< SGD_features.tab: systematic name (col 4) <- standard
+                                name (col 5), SGDID (col 1), aliases (col 6, '|'-split) */
+    PL_ALIAS_STRING        /**< STRING protein.aliases (string_aliases.c) */
 } pl_alias_kind;
+
+enum { PL_ALIAS_MAX_SOURCES = 64 };
 
 /** How one alias table is read. */
 typedef struct pl_alias_spec {
@@ -50,6 +53,9 @@ typedef struct pl_alias_spec {
     int gene_col, alias_col; /**< PL_ALIAS_TABLE: 1-based columns */
     int header;              /**< PL_ALIAS_TABLE: skip the first line */
     char sep;                /**< PL_ALIAS_TABLE: 0 = tab; ' ' = runs of blanks */
+    /** PL_ALIAS_STRING: alias sources kept (none: all) */
+    const char *sources[PL_ALIAS_MAX_SOURCES];
+    uint32_t n_sources;
 } pl_alias_spec;
 
 /** Counts of one alias table. */
@@ -58,12 +64,30 @@ typedef struct pl_alias_stats {
     uint64_t added;      /**< aliases added */
     uint64_t no_gene;    /**< rows whose gene is not in the gene list */
     uint64_t ambiguous;  /**< aliases this table maps to two genes */
+    uint64_t filtered;   /**< PL_ALIAS_STRING: rows of other sources */
 } pl_alias_stats;
 
 /** Read one alias table (after the gene list). Rows whose gene column is not
  *  a gene of the list are counted, not errors. */
 int pl__names_load_aliases(pl_names *nm, const pl_alias_spec *spec, pl_alias_stats *st,
                            pl_err *err);
+
+/** STRING protein.aliases as an alias table (string_aliases.c): tab-separated
+ *  `string_protein_id alias source`, '#' header line(s) skipped; the
+ *  "TAXON." prefix of the protein id is stripped (one taxon per file) and
+ *  the rest must be a gene of the list; `spec->sources` keeps rows listing
+ *  one of those sources (the column may hold several, blank-separated).
+ *  Called by pl__names_load_aliases() for PL_ALIAS_STRING. */
+int pl__names_load_string_aliases(pl_names *nm, const pl_alias_spec *spec, pl_alias_stats *st,
+                                  pl_err *err);
+
+/** For the alias readers: start a table (its precedence: earlier tables
+ *  win), look a gene-list name up exactly (-1: none), add alias s -> gene g
+ *  with precedence `prec` (counted in st). @return 0 or -ENOMEM. */
+uint32_t pl__names_table_begin(pl_names *nm);
+int64_t pl__names_listed(const pl_names *nm, const char *s, size_t len);
+int pl__names_add_alias(pl_names *nm, const char *s, size_t len, int32_t g, uint32_t prec,
+                        pl_alias_stats *st);
 
 /** Number of genes in the list. */
 uint32_t pl__names_count(const pl_names *nm);

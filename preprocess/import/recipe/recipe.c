@@ -32,9 +32,23 @@ static int alias_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v
             a->kind = PL_ALIAS_TABLE;
         else if (!strcmp(pl__ry_str(v), "sgd_features"))
             a->kind = PL_ALIAS_SGD_FEATURES;
+        else if (!strcmp(pl__ry_str(v), "string_aliases"))
+            a->kind = PL_ALIAS_STRING;
         else
-            return pl__ry_fail(l, v, "unknown alias table format '%s' (table or sgd_features)",
-                               pl__ry_str(v));
+            return pl__ry_fail(l, v, "unknown alias table format '%s' (table, sgd_features or "
+                               "string_aliases)", pl__ry_str(v));
+        return 0;
+    }
+    if (!strcmp(key, "sources")) {
+        if (v->type != YAML_SEQUENCE_NODE)
+            return pl__ry_fail(l, v, "'sources' must be a list of alias sources");
+        for (yaml_node_item_t *i = v->data.sequence.items.start;
+             i < v->data.sequence.items.top; i++) {
+            yaml_node_t *e = pl__ry_node(l, *i);
+            if (a->n_sources == PL_ALIAS_MAX_SOURCES)
+                return pl__ry_fail(l, e, "more than %d alias sources", PL_ALIAS_MAX_SOURCES);
+            PL_TRY(pl__ry_string(l, e, key, &a->sources[a->n_sources++]));
+        }
         return 0;
     }
     if (!strcmp(key, "gene_column") || !strcmp(key, "alias_column")) {
@@ -45,7 +59,7 @@ static int alias_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v
         return 0;
     }
     return pl__ry_fail(l, k, "unknown key '%s' in an alias table (file, format, header, sep, "
-                       "gene_column, alias_column)", key);
+                       "gene_column, alias_column, sources)", key);
 }
 
 static int genes_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
@@ -74,6 +88,8 @@ static int genes_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v
                 return pl__ry_fail(l, m, "an alias table without 'file'");
             if (a->kind == PL_ALIAS_TABLE && a->gene_col == a->alias_col)
                 return pl__ry_fail(l, m, "gene_column and alias_column are the same column");
+            if (a->n_sources && a->kind != PL_ALIAS_STRING)
+                return pl__ry_fail(l, m, "'sources' applies to format string_aliases only");
         }
         return 0;
     }
@@ -94,7 +110,8 @@ static const struct {
     {"sep", PL_IMP_K_SEP},                 {"header", PL_IMP_K_HEADER},
     {"comment", PL_IMP_K_COMMENT},         {"source", PL_IMP_K_COLUMNS},
     {"target", PL_IMP_K_COLUMNS},          {"score", PL_IMP_K_COLUMNS},
-    {"small_scale", PL_IMP_K_SMALL_SCALE},
+    {"small_scale", PL_IMP_K_SMALL_SCALE}, {"modes", PL_IMP_K_MODES},
+    {"directed", PL_IMP_K_DIRECTED},
 };
 
 typedef struct src_ctx {
@@ -111,7 +128,7 @@ static const pl__ry_field okeys[] = {
     OPT("sep", SEP, sep),                    OPT("header", BOOL, header),
     OPT("comment", STRING, comment),         OPT("small_scale", BOOL, small_scale),
     OPT("source", STRING, col_src),          OPT("target", STRING, col_dst),
-    OPT("score", STRING, col_score),
+    OPT("score", STRING, col_score),         OPT("directed", BOOL, directed),
 };
 #undef OPT
 
@@ -121,12 +138,18 @@ static int format_key(pl__ry *l, pl_imp_source *s, const char *key, yaml_node_t 
     int rc = pl__ry_key(l, okeys, sizeof okeys / sizeof *okeys, key, v, o);
     if (rc <= 0)
         return rc;
-    /* lists: systems, organisms */
+    /* lists: systems, organisms, modes */
     if (v->type != YAML_SEQUENCE_NODE)
         return pl__ry_fail(l, v, "'%s' must be a list", key);
     for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
          i++) {
         yaml_node_t *e = pl__ry_node(l, *i);
+        if (key[0] == 'm') {
+            if (o->n_modes == PL_IMP_MAX_LIST)
+                return pl__ry_fail(l, e, "more than %d entries in '%s'", PL_IMP_MAX_LIST, key);
+            PL_TRY(pl__ry_string(l, e, key, &o->modes[o->n_modes++]));
+            continue;
+        }
         uint32_t *n = key[0] == 's' ? &o->n_systems : &o->n_organisms;
         if (*n == PL_IMP_MAX_LIST)
             return pl__ry_fail(l, e, "more than %d entries in '%s'", PL_IMP_MAX_LIST, key);
@@ -163,6 +186,14 @@ static int source_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
         c->pairs_set = 1;
         return 0;
     }
+    if (!strcmp(key, "allow_empty"))
+        return pl__ry_bool(l, v, key, &s->allow_empty);
+    if (!strcmp(key, "min_resolved")) {
+        PL_TRY(pl__ry_double(l, v, key, &s->min_resolved));
+        if (!(s->min_resolved >= 0 && s->min_resolved <= 1))
+            return pl__ry_fail(l, v, "'min_resolved' must be a share 0..1");
+        return 0;
+    }
     for (size_t i = 0; i < sizeof fkeys / sizeof fkeys[0]; i++) {
         if (strcmp(fkeys[i].key, key))
             continue;
@@ -190,17 +221,18 @@ static int source(pl__ry *l, yaml_node_t *m)
     pl_recipe *r = l->r;
     /* The format first: it decides which keys are allowed. */
     yaml_node_t *fmt;
-    PL_TRY(pl__ry_format(l, m, "an edge source", "string, biogrid, yeastract, tflink, dango, "
-                         "delim", &fmt));
+    PL_TRY(pl__ry_format(l, m, "an edge source", "string, string_actions, biogrid, yeastract, "
+                         "tflink, dango, delim", &fmt));
     const pl_imp_format *f = pl__imp_format(pl__ry_str(fmt));
     if (!f)
-        return pl__ry_fail(l, fmt, "unknown format '%s' (string, biogrid, yeastract, tflink, "
-                           "dango, delim)", pl__ry_str(fmt));
+        return pl__ry_fail(l, fmt, "unknown format '%s' (string, string_actions, biogrid, "
+                           "yeastract, tflink, dango, delim)", pl__ry_str(fmt));
     pl_imp_source *s = &r->sources[r->n_sources++];
     memset(s, 0, sizeof *s);
     s->fmt = f;
     s->undirected = f->undirected;
     s->line = m->start_mark.line + 1;
+    s->min_resolved = 0.5;
     pl__imp_opts_init(&s->opts);
     src_ctx c = {.s = s};
     PL_TRY(pl__ry_pairs(l, m, "an edge source", source_pair, &c));
@@ -220,6 +252,9 @@ static int source(pl__ry *l, yaml_node_t *m)
         snprintf(what, sizeof what, "edge source '%s'", s->name);
         return pl__ry_wrap(l, m, what);
     }
+    /* directed actions keep their direction unless pairs says otherwise */
+    if (s->opts.directed && !c.pairs_set)
+        s->undirected = 0;
     if (f == &pl__imp_dango && !s->opts.gene_list)
         return pl__ry_fail(l, m, "edge source '%s': the dango format needs 'gene_list'", s->name);
     return 0;

@@ -11,16 +11,21 @@
  *       - {file: SGD_features.tab.gz, format: sgd_features}
  *       - {file: orftogene.txt.gz, format: table, header: true,
  *          gene_column: 2, alias_column: 1, sep: "\t"}
+ *       - {file: 4932.protein.aliases.v12.0.txt.gz, format: string_aliases,
+ *          sources: [SGD_ID]}     # optional filter
  *   edges:
  *     - name: physical      # the edge type; unique
- *       format: string      # string, biogrid, yeastract, tflink, dango, delim
+ *       format: string      # string, string_actions, biogrid, yeastract,
+ *                           #   tflink, dango, delim
  *       file: 4932.protein.physical.links.v12.0.txt.gz
  *       pairs: unordered    # or as_listed; default per format (reader.h)
  *       channel: combined_score   # format keys, see reader.h:
  *       min_score: 400            #   channel min_score system_type systems
  *                                 #   organisms throughput id gene_list sep
  *                                 #   header comment source target score
- *                                 #   small_scale
+ *                                 #   small_scale modes directed
+ *       min_resolved: 0.5   # optional: share of rows that must resolve
+ *       allow_empty: false  # optional: true accepts any share, no edge
  *   metabolism:             # optional: a metabolic model (metab.h)
  *     format: yeast-gem     # yeast-gem (COBRApy YAML) or sbml
  *     file: yeast-GEM.yml.gz
@@ -30,6 +35,7 @@
  *     - format: table             #   comment genes gene_sep gene_columns
  *       file: screen.tsv          #   id labels categories
  *       categories: [split]
+ *       set: {batch: b1}    # both formats: a constant category column
  *
  *   metabolism:             # or format tsv: pertload's own text files
  *     format: tsv           #   (plain files, as `build --reactions ...` reads)
@@ -43,7 +49,8 @@
  *     payload: payload.npy  # optional per-sample .npy
  *   ontology:               # optional: ontology layers (DESIGN section 10)
  *     format: obo           # obo (OBO + GAF annotations) or dcell (the
- *     file: go-basic.obo.gz #   three-column `parent child type` file)
+ *     file: go-basic.obo.gz #   three-column `parent child type` file, or
+ *                           #   DCell's ROOT:/GENES:/TERMS: topology blocks)
  *     annotations: gene_association.sgd.gz  # obo: the GAF file
  *     namespaces: [biological_process]      # obo, optional (default: all)
  *     relations: [is_a, part_of]            # obo, optional (default: is_a)
@@ -52,6 +59,9 @@
  *
  * The ontology's gene names (GAF columns 3, 11, 2; the dcell file's genes)
  * resolve through the gene list and alias tables like every other source.
+ *
+ * An edge source that keeps no edge, or resolves under min_resolved of its
+ * rows, stops the build (pl__imp_check_resolved(), import.h).
  *
  * Every error names "recipe:line:col: reason": unknown or repeated keys, a
  * key that does not apply to the source's (or part's) format, an edge-type

@@ -274,6 +274,8 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
         rc = pl__imp_run(nm, s, strict, push, &e[i], &res[i], err);
         be[i] = (pl__build_edges){s->name, e[i].src, e[i].dst, e[i].n};
         if (rc == 0)
+            rc = pl__imp_check_resolved(s, &res[i], err);
+        if (rc == 0)
             rc = add(&sources, err, "%s format=%s rows=%llu filtered=%llu unresolved=%llu "
                      "duplicates=%llu kept=%llu pairs=%s file=%s\n", s->name, s->fmt->name,
                      (unsigned long long)res[i].read.rows,

@@ -97,8 +97,22 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
         return pl__ry_path(l, v, key, (char **)&s->file);
     if (!strcmp(key, "format"))
         return 0; /* read first, by samples_one() */
+    if (!strcmp(key, "set")) {
+        if (v->type != YAML_MAPPING_NODE)
+            return pl__ry_fail(l, v, "'set' must be a mapping {COLUMN: VALUE}");
+        for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top;
+             p++) {
+            if (s->n_set == PL_IMP_MAX_LIST)
+                return pl__ry_fail(l, v, "more than %d columns in 'set'", PL_IMP_MAX_LIST);
+            PL_TRY(pl__ry_string(l, pl__ry_node(l, p->key), key, &s->set_names[s->n_set]));
+            PL_TRY(pl__ry_string(l, pl__ry_node(l, p->value), key, &s->set_values[s->n_set]));
+            s->n_set++;
+        }
+        return 0;
+    }
     if (s->format == PL_SMP_SGA)
-        return pl__ry_fail(l, k, "key '%s' does not apply to format 'sga' (format, file)", key);
+        return pl__ry_fail(l, k, "key '%s' does not apply to format 'sga' (format, file, set)",
+                           key);
 #define COL(key, kind, field, n) {key, PL_RY_##kind, offsetof(pl_smp_spec, field), n}
     static const pl__ry_field keys[] = {
         COL("sep", SEP, sep, 0), COL("header", BOOL, header, 0),
@@ -112,7 +126,8 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
     if (rc <= 0)
         return rc;
     return pl__ry_fail(l, k, "unknown key '%s' in a sample table (format, file, sep, header, "
-                       "comment, genes, gene_sep, gene_columns, id, labels, categories)", key);
+                       "comment, genes, gene_sep, gene_columns, id, labels, categories, set)",
+                       key);
 }
 
 static int samples_one(pl__ry *l, yaml_node_t *m)

@@ -26,6 +26,8 @@ int pl__smp_col_number(const char *c)
 int pl__smp_setup(pl_smp_rd *d, uint32_t n_labels, uint32_t n_cats)
 {
     pl_smp_result *r = d->r;
+    uint32_t n_own = n_cats;
+    n_cats += d->s->n_set; /* the constant categories follow the file's own */
     d->lnames = calloc(n_labels + 1, sizeof *d->lnames);
     d->cnames = calloc(n_cats + 1, sizeof *d->cnames);
     d->labels = calloc(n_labels + 1, sizeof *d->labels);
@@ -34,6 +36,10 @@ int pl__smp_setup(pl_smp_rd *d, uint32_t n_labels, uint32_t n_cats)
         return NOMEM(d);
     d->nl = n_labels;
     d->nc = n_cats;
+    for (uint32_t k = 0; k < d->s->n_set; k++) {
+        const char *n = d->s->set_names[k];
+        PL_TRY(pl__smp_name(d, &d->cnames[n_own + k], n, strlen(n)));
+    }
     if (r->cat_values) /* a later file: the first one's categories */
         return 0;
     r->cat_values = calloc(n_cats + 1, sizeof *r->cat_values);
@@ -158,6 +164,10 @@ int pl__smp_row_end(pl_smp_rd *d, uint64_t id, uint32_t col)
     uint64_t row = r->rows;
     if (!d->unknown && d->ng == 0)
         return pl__src_fail(d->src, col, d->err, "sample has no genes");
+    for (uint32_t k = 0, base = d->nc - d->s->n_set; k < d->s->n_set; k++) {
+        pl__field f = {d->s->set_values[k], (uint32_t)strlen(d->s->set_values[k]), 0};
+        PL_TRY(pl__smp_cat(d, &f, base + k));
+    }
     r->rows++;
     d->out = (pl_smp_row){row, id, d->genes, d->ng, d->labels, d->cats, d->unknown > 0};
     if (d->unknown) {

@@ -22,6 +22,9 @@
  *          interaction score (ε)), pvalue, query_smf, array_smf, dmf,
  *          dmf_std; category: arraytype_temp (Arraytype/Temp).
  *
+ * Both formats take constant categories (`set`): a category column that holds
+ * the same value on every row of the file, after the file's own categories.
+ *
  * Categories, what a database needs to keep them: per sample one uint32 code
  * per category column (pl_smp_row.cats), and per column its names table,
  * code -> value text (pl_smp_result.cat_values, complete once every file is
@@ -63,6 +66,11 @@ typedef struct pl_smp_spec {
     uint32_t n_labels;
     const char *categories[PL_IMP_MAX_LIST];
     uint32_t n_categories;
+    /** both formats: constant categories, after the file's own: column
+     *  set_names[i] holds set_values[i] on every row of this file (files
+     *  split by file: `set: {split: train}`) */
+    const char *set_names[PL_IMP_MAX_LIST], *set_values[PL_IMP_MAX_LIST];
+    uint32_t n_set;
 } pl_smp_spec;
 
 /** Fill `s` with the defaults (table, header, tab). */

@@ -15,8 +15,28 @@ void pl__smp_spec_init(pl_smp_spec *s)
     s->header = 1;
 }
 
+/* A constant category named like a category of the file, or twice. */
+static int check_set(const pl_smp_spec *s, pl_err *err)
+{
+    for (uint32_t i = 0; i < s->n_set; i++) {
+        const char *n = s->set_names[i];
+        PL_FAIL_IF(s->format == PL_SMP_SGA && !strcmp(n, "arraytype_temp"), err, PL_EUSAGE,
+                   "'set' names the sga table's own category 'arraytype_temp'");
+        for (uint32_t j = 0; s->format == PL_SMP_TABLE && j < s->n_categories; j++)
+            PL_FAIL_IF(!strcmp(n, s->categories[j]), err, PL_EUSAGE,
+                       "'set' names '%s', a category column of the file", n);
+        for (uint32_t j = 0; j < i; j++)
+            PL_FAIL_IF(!strcmp(n, s->set_names[j]), err, PL_EUSAGE,
+                       "'set' names '%s' twice", n);
+        PL_FAIL_IF(strpbrk(s->set_values[i], "\t\n\r"), err, PL_EUSAGE,
+                   "'set' value of '%s' holds a tab or a line break", n);
+    }
+    return 0;
+}
+
 int pl__smp_check(const pl_smp_spec *s, pl_err *err)
 {
+    PL_TRY(check_set(s, err));
     if (s->format == PL_SMP_SGA)
         return 0;
     const char *all[3 * PL_IMP_MAX_LIST + 2];

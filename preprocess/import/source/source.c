@@ -510,6 +510,16 @@ const char *pl__src_path(const pl_src *s) { return s->path; }
 pl_src_codec pl__src_codec(const pl_src *s) { return s->codec; }
 uint64_t pl__src_bytes(const pl_src *s) { return s->bytes; }
 
+double pl__src_frac(const pl_src *s)
+{
+    struct stat st;
+    if (!s || fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+        return 0.0;
+    off_t at = lseek(s->fd, 0, SEEK_CUR);
+    double f = at > 0 ? (double)at / (double)st.st_size : 0.0;
+    return f < 1.0 ? f : 1.0;
+}
+
 const char *pl__src_codec_name(pl_src_codec c)
 {
     return c == PL_SRC_GZIP ? "gzip" : c == PL_SRC_ZSTD ? "zstd" : "plain";

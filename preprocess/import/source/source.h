@@ -103,6 +103,10 @@ const char *pl__src_codec_name(pl_src_codec c);
 /** Decompressed bytes handed out so far (line terminators included). */
 uint64_t pl__src_bytes(const pl_src *s);
 
+/** Share of the file's bytes (compressed, as stored) read so far, 0 to 1,
+ *  for progress estimates; 0 for a pipe or standard input that is one. */
+double pl__src_frac(const pl_src *s);
+
 /** Fail with PL_EPARSE and "path:line:col: reason" for the line last
  *  returned (col 0 leaves the column out).
  *  @return PL_EPARSE. */

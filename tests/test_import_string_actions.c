@@ -1,0 +1,351 @@
+/* STRING protein.actions (format string_actions) and protein.aliases (alias
+ * table format string_aliases) in their published layouts: random files
+ * against counts and records recomputed here from the rows written (modes,
+ * directed, min_score; sources filter, taxon prefix), plain, gzip and zstd;
+ * the recipe keys; malformed files named by file, line and reason, and a
+ * build that fails on one leaves no database. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "importutil.h"
+#include "preprocess/import/edges/import.h"
+#include "preprocess/import/recipe/recipe.h"
+
+static char *dir;
+static void setup(void) { dir = pl_test_tmpdir(); }
+static void teardown(void)
+{
+    pl_test_rmtree(dir);
+    free(dir);
+}
+TestSuite(import_string_actions, .init = setup, .fini = teardown);
+
+static uint64_t rng;
+static uint32_t rnd(uint32_t n)
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng >> 33) % n;
+}
+
+static const char *const modes[] = {"activation", "binding",  "catalysis", "expression",
+                                    "inhibition", "ptmod",    "reaction"};
+
+#define ACTIONS_HEADER "item_id_a\titem_id_b\tmode\taction\tis_directional\ta_is_acting\tscore\n"
+
+typedef struct row {
+    int a, b, mode, dir, acting, score;
+} row;
+
+/* A random actions file (v11 layout) of n rows; rows[] the model. */
+static char *write_actions(row *rows, int n, int codec)
+{
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, ACTIONS_HEADER);
+    for (int i = 0; i < n; i++) {
+        row *r = &rows[i];
+        r->a = (int)rnd(20), r->b = (int)rnd(20), r->mode = (int)rnd(7);
+        r->dir = (int)rnd(2), r->acting = r->dir && rnd(2);
+        r->score = 150 + (int)rnd(850);
+        pl_test_tprintf(&t, "4932.Y%03d\t4932.Y%03d\t%s\t%s\t%s\t%s\t%d\n", r->a, r->b,
+                        modes[r->mode], r->mode == 0 ? "activation" : "", r->dir ? "t" : "f",
+                        r->acting ? "t" : "f", r->score);
+    }
+    char *p = pl_test_write_codec(dir, codec ? "actions.txt.z" : "actions.txt", t.s, t.len,
+                                  codec);
+    free(t.s);
+    return p;
+}
+
+Test(import_string_actions, random_files_against_the_model)
+{
+    static row rows[500];
+    for (int it = 0; it < 30; it++) {
+        rng = 300 + (uint64_t)it;
+        int n = 1 + (int)rnd(500);
+        char *p = write_actions(rows, n, it % 3);
+        pl_imp_opts o;
+        pl__imp_opts_init(&o);
+        int keep_mode[7] = {1, 1, 1, 1, 1, 1, 1};
+        if (it % 2) {
+            for (int m = 0; m < 7; m++)
+                keep_mode[m] = 0;
+            for (int k = 0, c = 1 + (int)rnd(3); k < c; k++) {
+                int m = (int)rnd(7);
+                if (!keep_mode[m])
+                    o.modes[o.n_modes++] = modes[m];
+                keep_mode[m] = 1;
+            }
+        }
+        o.directed = it % 4 >= 2;
+        if (it % 5)
+            o.min_score = 200 + rnd(600);
+        /* the oracle */
+        pl_test_text want = {0};
+        uint64_t kept = 0;
+        for (int i = 0; i < n; i++) {
+            const row *r = &rows[i];
+            if (!keep_mode[r->mode] || (o.min_score == o.min_score && r->score < o.min_score) ||
+                (o.directed && !(r->dir && r->acting)))
+                continue;
+            kept++;
+            pl_test_tprintf(&want, "Y%03d\tY%03d\t%d\n", r->a, r->b, r->score);
+        }
+        pl_test_text got = {0};
+        pl_imp_stats st;
+        pl_err err = {0};
+        cr_assert_eq(pl_test_imp_collect("string_actions", p, &o, &got, &st, &err), 0, "%s",
+                     err.msg);
+        cr_assert_eq(st.rows, (uint64_t)n);
+        cr_assert_eq(st.emitted, kept);
+        cr_assert_eq(st.filtered, (uint64_t)n - kept);
+        cr_assert_str_eq(got.s ? got.s : "", want.s ? want.s : "", "iteration %d", it);
+        free(got.s), free(want.s), free(p);
+    }
+}
+
+static void actions_fails(const char *body, unsigned long line, unsigned long col,
+                          const char *why)
+{
+    char *p = pl_test_write(dir, "bad.txt", body);
+    pl_imp_opts o;
+    pl__imp_opts_init(&o);
+    pl_test_text got = {0};
+    pl_imp_stats st;
+    pl_err err = {0};
+    pl_test_expect_at(pl_test_imp_collect("string_actions", p, &o, &got, &st, &err), PL_EPARSE,
+                      &err, p, line, col, why);
+    free(got.s), free(p);
+}
+
+Test(import_string_actions, malformed_actions)
+{
+    actions_fails("", 1, 0, "empty file (expected a STRING actions header");
+    actions_fails("protein1 protein2 combined_score\n4932.A 4932.B 500\n", 1, 0,
+                  "not a STRING actions header");
+    actions_fails(ACTIONS_HEADER "4932.A\t4932.B\tbinding\t\tf\tf\n", 2, 0,
+                  "expected 7 tab-separated fields as in the header, found 6");
+    actions_fails(ACTIONS_HEADER "4932.A\t4932.B\tbonding\t\tf\tf\t500\n", 2, 15,
+                  "unknown mode 'bonding'");
+    actions_fails(ACTIONS_HEADER "4932.A\t4932.B\tbinding\t\tf\tf\t1001\n", 2, 28,
+                  "bad score '1001' (expected an integer 0..1000)");
+    actions_fails(ACTIONS_HEADER "4932.A\t4932.B\tbinding\t\tyes\tf\t500\n", 2, 24,
+                  "bad is_directional 'yes' (expected t or f)");
+    actions_fails(ACTIONS_HEADER "4932.A\t4932.B\tbinding\t\tt\t1\t500\n", 2, 26,
+                  "bad a_is_acting '1' (expected t or f)");
+    actions_fails(ACTIONS_HEADER "4932.A\tYB\tbinding\t\tf\tf\t500\n", 2, 8,
+                  "protein id 'YB' is not TAXON.NAME");
+    actions_fails(ACTIONS_HEADER "4932.A\t4932.B\tbinding\t\tf\tf\t500\n"
+                  "4932.A\t9606.B\tbinding\t\tf\tf\t500\n", 3, 8,
+                  "taxon 9606 differs from taxon 4932 of the rows before");
+}
+
+/* ------------------------------------------------------------- recipes */
+
+/* `pertload ARGS` in the test's folder. */
+static int run(const char *args, char **out)
+{
+    return pl_test_run_in(dir, args, out);
+}
+
+#define GENES "Y000\nY001\nY002\nY003\n"
+
+/* directed: true makes as_listed the default; pairs: unordered overrides;
+ * an unknown mode is a recipe error at its source. */
+Test(import_string_actions, recipe_keys)
+{
+    free(pl_test_write(dir, "genes.txt", GENES));
+    free(pl_test_write(dir, "a.txt", ACTIONS_HEADER
+                       "4932.Y000\t4932.Y001\tactivation\tactivation\tt\tt\t900\n"
+                       "4932.Y001\t4932.Y000\tactivation\tactivation\tt\tf\t900\n"
+                       "4932.Y000\t4932.Y001\tbinding\t\tf\tf\t700\n"
+                       "4932.Y001\t4932.Y000\tbinding\t\tf\tf\t700\n"
+                       "4932.Y002\t4932.Y003\tinhibition\tinhibition\tt\tt\t300\n"));
+    char *p = pl_test_write(dir, "r.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+                            "  - {name: all, format: string_actions, file: a.txt}\n"
+                            "  - {name: act, format: string_actions, file: a.txt, directed: true,\n"
+                            "     modes: [activation, inhibition], min_score: 400}\n"
+                            "  - {name: und, format: string_actions, file: a.txt, directed: true,\n"
+                            "     pairs: unordered}\n");
+    pl_recipe *r;
+    pl_err err = {0};
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(r->sources[0].undirected, 1);
+    cr_assert_eq(r->sources[1].undirected, 0);
+    cr_assert_eq(r->sources[1].opts.n_modes, 2);
+    cr_assert_eq(r->sources[2].undirected, 1);
+    pl__recipe_free(r);
+    char *out;
+    cr_assert_eq(run("recipe check r.yaml", &out), 0, "%s", out);
+    /* all: 5 rows, pairs {0,1} x4 and {2,3}: 2 kept; act: the acting activation
+     * row (inhibition under 400): 1 kept; und: 2 directed rows, 2 pairs */
+    cr_assert(strstr(out, "source all format=string_actions rows=5 filtered=0 unresolved=0 "
+                          "unresolved_names=0 duplicates=3 kept=2 pairs=unordered"), "%s", out);
+    cr_assert(strstr(out, "source act format=string_actions rows=5 filtered=4 unresolved=0 "
+                          "unresolved_names=0 duplicates=0 kept=1 pairs=as_listed"), "%s", out);
+    cr_assert(strstr(out, "source und format=string_actions rows=5 filtered=3 unresolved=0 "
+                          "unresolved_names=0 duplicates=0 kept=2 pairs=unordered"), "%s", out);
+    free(out);
+    free(p);
+    p = pl_test_write(dir, "m.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+                      "  - {name: x, format: string_actions, file: a.txt, modes: [bind]}\n");
+    pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, 4, 5,
+                      "edge source 'x': unknown STRING action mode 'bind'");
+    free(p);
+    p = pl_test_write(dir, "k.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+                      "  - {name: x, format: string, file: a.txt, directed: true}\n");
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, "%s", err.msg);
+    cr_assert(strstr(err.msg, "key 'directed' does not apply to format 'string'"), "%s",
+              err.msg);
+    free(p);
+    /* a malformed actions file fails the build at file:line, no database left */
+    free(pl_test_write(dir, "bad.txt", ACTIONS_HEADER
+                       "4932.Y000\t4932.Y001\tbinding\t\tf\tf\t700\n"
+                       "4932.Y000\t4932.Y001\tbinding\t\tmaybe\tf\t700\n"));
+    free(pl_test_write(dir, "s.tsv", "genes\tfitness\nY000\t1\n"));
+    free(pl_test_write(dir, "b.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+                       "  - {name: x, format: string_actions, file: bad.txt}\n"
+                       "samples: {format: tsv, file: s.tsv}\n"));
+    cr_assert_eq(run("build --recipe b.yaml -o db --quiet", &out), 1, "%s", out);
+    cr_assert(strstr(out, "bad.txt:3:30: bad is_directional 'maybe' (expected t or f)"), "%s",
+              out);
+    free(out);
+    char *db = pl_test_path(dir, "db");
+    struct stat sb;
+    cr_assert(lstat(db, &sb) < 0 && errno == ENOENT, "%s left behind", db);
+    free(db);
+}
+
+/* ------------------------------------------------------------- aliases */
+
+static const char *const sources[] = {"Ensembl_UniProt_GN", "SGD_ID", "BLAST_UniProt_AC",
+                                      "Ensembl_gene"};
+
+Test(import_string_actions, random_aliases_against_the_model)
+{
+    for (int it = 0; it < 20; it++) {
+        rng = 900 + (uint64_t)it;
+        pl_names *nm;
+        pl_err err = {0};
+        cr_assert_eq(pl__names_new(&nm, &err), 0);
+        char *gp = pl_test_write(dir, "g.txt", "Y000\nY001\nY002\nY003\nY004\nY005\n");
+        cr_assert_eq(pl__names_load_genes(nm, gp, 0, &err), 0, "%s", err.msg);
+        pl_alias_spec spec = {.kind = PL_ALIAS_STRING};
+        int keep[4] = {1, 1, 1, 1};
+        if (it % 2) {
+            keep[0] = keep[2] = keep[3] = 0;
+            spec.sources[spec.n_sources++] = sources[1];
+            if (it % 4 == 1)
+                spec.sources[spec.n_sources++] = sources[3], keep[3] = 1;
+        }
+        pl_test_text t = {0};
+        pl_test_tprintf(&t, it % 3 ? "#string_protein_id\talias\tsource\n"
+                                   : "## string_protein_id ## alias ## source ##\n");
+        uint64_t rows = 0, filtered = 0, no_gene = 0, added = 0;
+        int owner[40];
+        for (int a = 0; a < 40; a++)
+            owner[a] = -1;
+        for (int i = 0, n = 5 + (int)rnd(60); i < n; i++) {
+            int g = (int)rnd(8), a = (int)rnd(40), s1 = (int)rnd(4), s2 = (int)rnd(5);
+            /* v11.0 lists several sources in one column */
+            pl_test_tprintf(&t, "4932.Y%03d\tA%d\t%s%s%s\n", g, a, sources[s1],
+                            s2 < 4 ? " " : "", s2 < 4 ? sources[s2] : "");
+            rows++;
+            if (!keep[s1] && !(s2 < 4 && keep[s2])) {
+                filtered++;
+                continue;
+            }
+            if (g >= 6) {
+                no_gene++;
+                continue;
+            }
+            /* first mapping wins the count; a second gene makes it ambiguous */
+            if (owner[a] == -1) {
+                owner[a] = g;
+                added++;
+            } else if (owner[a] != g) {
+                owner[a] = -2;
+            }
+        }
+        spec.path = pl_test_put_text(dir, it % 2 ? "aliases.txt.gz" : "aliases.txt", &t);
+        if (it % 2) { /* gzip it */
+            size_t len;
+            char *text = pl_test_read_file(spec.path, &len);
+            free((char *)spec.path);
+            spec.path = pl_test_write_codec(dir, "aliases.txt.gz", text, len, PL_TEST_GZIP);
+            free(text);
+        }
+        pl_alias_stats st;
+        cr_assert_eq(pl__names_load_aliases(nm, &spec, &st, &err), 0, "%s", err.msg);
+        cr_assert_eq(st.rows, rows);
+        cr_assert_eq(st.filtered, filtered);
+        cr_assert_eq(st.no_gene, no_gene);
+        cr_assert_eq(st.added, added, "iteration %d", it);
+        for (int a = 0; a < 40; a++) {
+            char s[8];
+            snprintf(s, sizeof s, "A%d", a);
+            cr_assert_eq(pl__names_resolve(nm, s, strlen(s)), owner[a] >= 0 ? owner[a] : -1,
+                         "alias %s", s);
+        }
+        pl__names_free(nm);
+        free((char *)spec.path), free(gp);
+    }
+}
+
+static void aliases_fail(const char *body, unsigned long line, unsigned long col,
+                         const char *why)
+{
+    pl_names *nm;
+    pl_err err = {0};
+    cr_assert_eq(pl__names_new(&nm, &err), 0);
+    char *gp = pl_test_write(dir, "g.txt", "Y000\nY001\n");
+    cr_assert_eq(pl__names_load_genes(nm, gp, 0, &err), 0, "%s", err.msg);
+    char *p = pl_test_write(dir, "bad-aliases.txt", body);
+    pl_alias_spec spec = {.kind = PL_ALIAS_STRING, .path = p};
+    pl_alias_stats st;
+    pl_test_expect_at(pl__names_load_aliases(nm, &spec, &st, &err), PL_EPARSE, &err, p, line,
+                      col, why);
+    pl__names_free(nm);
+    free(p), free(gp);
+}
+
+#define AHEAD "#string_protein_id\talias\tsource\n"
+
+Test(import_string_actions, malformed_aliases)
+{
+    aliases_fail(AHEAD "4932.Y000\tA\n", 2, 0, "expected the 3 tab-separated columns of STRING "
+                 "protein.aliases (string_protein_id alias source), found 2");
+    aliases_fail(AHEAD "4932.Y000\tA\tS\textra\n", 2, 0, "found 4");
+    aliases_fail(AHEAD "Y000\tA\tS\n", 2, 1, "protein id 'Y000' is not TAXON.NAME");
+    aliases_fail(AHEAD "4932.Y000\tA\tS\n9606.Y001\tB\tS\n", 3, 1,
+                 "taxon 9606 differs from taxon 4932 of the rows before");
+    aliases_fail(AHEAD "4932.Y000\t\tS\n", 2, 11, "empty alias");
+    aliases_fail(AHEAD "4932.\tA\tS\n", 2, 1, "protein id '4932.' is not TAXON.NAME");
+}
+
+Test(import_string_actions, alias_recipe_keys)
+{
+    free(pl_test_write(dir, "genes.txt", GENES));
+    free(pl_test_write(dir, "al.txt", AHEAD "4932.Y000\tTFC3\tSGD_ID\n"));
+    char *p = pl_test_write(dir, "r.yaml", "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
+                            "    - {file: al.txt, format: string_aliases, sources: [SGD_ID]}\n"
+                            "edges:\n  - {name: x, format: yeastract, file: y.txt}\n");
+    pl_recipe *r;
+    pl_err err = {0};
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(r->aliases[0].kind, PL_ALIAS_STRING);
+    cr_assert_eq(r->aliases[0].n_sources, 1);
+    cr_assert_str_eq(r->aliases[0].sources[0], "SGD_ID");
+    pl__recipe_free(r);
+    free(p);
+    p = pl_test_write(dir, "s.yaml", "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
+                      "    - {file: al.txt, format: table, sources: [SGD_ID]}\n"
+                      "edges:\n  - {name: x, format: yeastract, file: y.txt}\n");
+    pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, 5, 7,
+                      "'sources' applies to format string_aliases only");
+    free(p);
+}

@@ -1,0 +1,150 @@
+/* A recipe sample part's constant categories (`set: {COLUMN: VALUE}`):
+ * DCell's data files, one per split, in their published layout (`2 <gene>
+ * <gene> <score>` rows), built with `set: {split: ...}` per file: the rows of
+ * each level are those of its file (recomputed here from the files written),
+ * levels in order of first appearance, the score the only label; sga tables
+ * take it too; bad `set` values are recipe errors at recipe:line:col. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "importutil.h"
+#include "preprocess/import/recipe/recipe.h"
+
+static char *dir;
+static void setup(void) { dir = pl_test_tmpdir(); }
+static void teardown(void)
+{
+    pl_test_rmtree(dir);
+    free(dir);
+}
+TestSuite(recipe_set, .init = setup, .fini = teardown);
+
+static uint64_t rng;
+static uint32_t rnd(uint32_t n)
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng >> 33) % n;
+}
+
+static int build(const char *recipe, const char *out, char **msg)
+{
+    char args[4096];
+    snprintf(args, sizeof args, "build --recipe '%s' -o '%s' --quiet", recipe, out);
+    return pl_test_run_in(NULL, args, msg);
+}
+
+static const char *const split[3] = {"train", "val", "test"};
+
+Test(recipe_set, dcell_files_split_by_file)
+{
+    free(pl_test_write(dir, "genes.txt", "G0\nG1\nG2\nG3\nG4\nG5\nG6\nG7\n"));
+    free(pl_test_write(dir, "e.txt", "G0 G1\n"));
+    for (int it = 0; it < 4; it++) {
+        rng = 77 + (uint64_t)it;
+        int n[3], total = 0;
+        static float score[3][100];
+        /* file order: test, train, val (the levels follow the recipe order) */
+        int order[3] = {2, 0, 1};
+        for (int k = 0; k < 3; k++) {
+            n[k] = 1 + (int)rnd(60);
+            pl_test_text t = {0};
+            for (int i = 0; i < n[k]; i++) {
+                int a = (int)rnd(8), b = (a + 1 + (int)rnd(7)) % 8;
+                score[k][i] = (float)((int)rnd(2000) - 1000) / 1000.0f;
+                pl_test_tprintf(&t, "2\tG%d\tG%d\t%g\n", a, b, (double)score[k][i]);
+            }
+            char name[32];
+            snprintf(name, sizeof name, "%s_%d.txt", split[k], it);
+            free(pl_test_put_text(dir, name, &t));
+            total += n[k];
+        }
+        pl_test_text r = {0};
+        pl_test_tprintf(&r, "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+                            "  - {name: e, format: delim, file: e.txt, sep: space, source: 1, "
+                            "target: 2}\nsamples:\n");
+        for (int j = 0; j < 3; j++) {
+            int k = order[j];
+            pl_test_tprintf(&r, "  - format: table\n    file: %s_%d.txt\n    header: false\n"
+                                "    gene_columns: [2, 3]\n    labels: [4]\n"
+                                "    set: {split: %s}\n", split[k], it, split[k]);
+        }
+        char *rp = pl_test_put_text(dir, "r.yaml", &r);
+        char *out = pl_test_path(dir, "db"), *msg;
+        pl_test_rmtree(out);
+        cr_assert_eq(build(rp, out, &msg), 0, "%s", msg);
+        free(msg);
+        pl_db *db;
+        pl_err err = {0};
+        cr_assert_eq(pl_db_open(out, &db, &err), 0, "%s", err.msg);
+        const pl_db_info *info = pl_db_info_get(db);
+        cr_assert_eq(info->n_samples, (uint64_t)total);
+        cr_assert_str_eq(info->label_levels, "split\ttest\ttrain\tval\n");
+        /* the rows of each level: those of its file, in file order */
+        uint64_t first = 0;
+        for (int j = 0; j < 3; j++) {
+            int k = order[j];
+            static uint32_t rows[300];
+            int64_t got = pl_db_level_rows(db, "split", split[k], rows, 300, &err);
+            cr_assert_eq(got, n[k], "%s: %s", split[k], err.msg);
+            for (int i = 0; i < n[k]; i++) {
+                cr_assert_eq(rows[i], first + (uint64_t)i);
+                pl_sample s;
+                cr_assert_eq(pl_db_sample(db, rows[i], &s, &err), 0, "%s", err.msg);
+                cr_assert_eq(s.n_genes, 2);
+                cr_assert_str_eq(info->label_names[0], "column4");
+                cr_assert_eq(s.labels[0], score[k][i], "%s row %d", split[k], i);
+            }
+            first += (uint64_t)n[k];
+        }
+        pl_db_close(db);
+        free(rp), free(out);
+    }
+}
+
+static void bad(const char *part, unsigned long line, unsigned long col, const char *why)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "version: 1\ngenes: {file: g.txt}\nedges:\n"
+             "  - {name: e, format: yeastract, file: e.txt}\nsamples:\n%s", part);
+    char *p = pl_test_write(dir, "bad.yaml", text);
+    pl_recipe *r = NULL;
+    pl_err err = {0};
+    pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, line, col, why);
+    free(p);
+}
+
+Test(recipe_set, bad_set)
+{
+    bad("  - {format: table, file: s, set: split}\n", 6, 35, "'set' must be a mapping");
+    bad("  - {format: table, file: s, set: {split: ''}}\n", 6, 43, "'set' is empty");
+    bad("  - {format: table, file: s, categories: [split], set: {split: a}}\n", 6, 5,
+        "sample table: 'set' names 'split', a category column of the file");
+    bad("  - {format: sga, file: s, set: {arraytype_temp: a}}\n", 6, 5,
+        "'set' names the sga table's own category 'arraytype_temp'");
+    bad("  - {format: table, file: s, set: {a: \"x\\ty\"}}\n", 6, 5,
+        "'set' value of 'a' holds a tab or a line break");
+    bad("  - {format: table, file: s, set: {'': x}}\n", 6, 36, "'set' is empty");
+}
+
+/* An sga table with a constant category: after its own arraytype_temp. */
+Test(recipe_set, sga_with_set)
+{
+    free(pl_test_write(dir, "g.txt", "G0\n"));
+    char *p = pl_test_write(dir, "r.yaml", "version: 1\ngenes: {file: g.txt}\nedges:\n"
+                            "  - {name: e, format: yeastract, file: e.txt}\nsamples:\n"
+                            "  - {format: sga, file: s.txt, set: {screen: nxn, batch: '1'}}\n");
+    pl_recipe *r;
+    pl_err err = {0};
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(r->tables[0].n_set, 2);
+    cr_assert_str_eq(r->tables[0].set_names[1], "batch");
+    cr_assert_str_eq(r->tables[0].set_values[1], "1");
+    pl__recipe_free(r);
+    free(p);
+}
