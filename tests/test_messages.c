@@ -421,6 +421,7 @@ Test(long_messages, control_characters_escaped)
     cr_expect_str_eq(out, "a\\x09b");
     cr_expect_eq(pl__ctrl_escape(out, 5, "\x01\x02", 2, 0), 4); /* cut at a character */
     cr_expect_str_eq(out, "\\x01");
+}
 
 /* pl_strerror: the text of every library code, errno's for -errno, and the
  * fallbacks; pl_errname names the same codes. */
