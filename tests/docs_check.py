@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -165,6 +166,20 @@ def make_db(build, bin_path, where):
     return data, db
 
 
+def unpack_pyg(root, base):
+    """PyTorch Geometric 2.4.0 as published (shared/deps beside the checkout),
+    unpacked for the pages' PyG examples; missing, the check fails."""
+    tarball = os.path.join(os.path.dirname(root), "shared", "deps",
+                           "torch_geometric-2.4.0.tar.gz")
+    if not os.path.isfile(tarball):
+        raise SystemExit("docs_check: PyTorch Geometric 2.4.0 is missing: %s (shared/deps "
+                         "beside the checkout)" % tarball)
+    d = os.path.join(base, "pyg")
+    with tarfile.open(tarball) as t:
+        t.extractall(d)
+    return d
+
+
 def workdir(root, build, demo, base):
     w = tempfile.mkdtemp(prefix="page-", dir=base)
     for e in os.listdir(root):
@@ -221,7 +236,8 @@ def main():
         os.symlink("/usr/bin/python3", os.path.join(shims, "python3"))
         env["PATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(bin_path)), shims,
                                        env["PATH"]])
-        env["PYTHONPATH"] = os.path.join(build, "python")
+        env["PYTHONPATH"] = os.pathsep.join([os.path.join(build, "python"),
+                                             unpack_pyg(root, base)])
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["PERTLOAD_DEMO_SAMPLES"] = "3000"
         for p in todo:
