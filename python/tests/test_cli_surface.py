@@ -22,7 +22,8 @@ import pytest
 import pertload
 from conftest import pertload_bin, run_cli, unique
 
-COMMANDS = ("synth", "build", "masks", "inspect", "verify", "serve", "top", "bench", "recipe")
+COMMANDS = ("synth", "build", "masks", "inspect", "verify", "serve", "top", "clean", "bench",
+            "recipe")
 
 
 def lists_of(inputs):

@@ -40,7 +40,7 @@ def test_datamodule_pin_memory_gives_the_same_batches(small):
     got = {}
     for pin in (False, True):
         dm = pertload.DataModule(small.db, splits, batch_size=40, num_workers=2, seed=5,
-                                 pin_memory=pin)
+                                 pin_memory=pin, layout="masks")
         rows = []
         for t in dm.val_dataloader():
             assert t["labels"].is_pinned() == (pin and torch.cuda.is_available())
