@@ -59,10 +59,10 @@ class PerTerm(nn.Module):
         ann_term = onto.annotation_index[1]
         self.n_annotations = onto.n_annotations
         self.order = np.argsort(onto.stratum, kind="stable").tolist()
-        self.children = [cidx[cptr[t]:cptr[t + 1]].tolist() for t in range(onto.n_terms)]
+        self.child_terms = [cidx[cptr[t]:cptr[t + 1]].tolist() for t in range(onto.n_terms)]
         self.ann = [torch.from_numpy(np.flatnonzero(ann_term == t)) for t in range(onto.n_terms)]
         self.lin = nn.ModuleList(
-            nn.Linear(sum(int(width[c]) for c in self.children[t]) + len(self.ann[t]),
+            nn.Linear(sum(int(width[c]) for c in self.child_terms[t]) + len(self.ann[t]),
                       int(width[t])) for t in range(onto.n_terms))
         self.aux = nn.ModuleList(nn.Linear(int(width[t]), 1) for t in range(onto.n_terms))
         has_parent = np.zeros(onto.n_terms, bool)
@@ -71,13 +71,15 @@ class PerTerm(nn.Module):
         self.head = nn.Linear(sum(int(width[r]) for r in self.roots), 1)
 
     def forward(self, removed, ptr):
-        B = len(ptr) - 1
-        kept = torch.ones(B, self.n_annotations)
-        rows = torch.repeat_interleave(torch.arange(B), ptr.diff())
+        B, dev = len(ptr) - 1, ptr.device
+        if self.ann and self.ann[0].device != dev:  # the index lists where the batch is
+            self.ann = [a.to(dev) for a in self.ann]
+        kept = torch.ones(B, self.n_annotations, device=dev)
+        rows = torch.repeat_interleave(torch.arange(B, device=dev), ptr.diff())
         kept[rows, removed] = 0
         out, aux = {}, []
         for t in self.order:
-            x = torch.cat([out[c] for c in self.children[t]] + [kept[:, self.ann[t]]], 1)
+            x = torch.cat([out[c] for c in self.child_terms[t]] + [kept[:, self.ann[t]]], 1)
             out[t] = torch.tanh(self.lin[t](x))
             aux.append(self.aux[t](out[t]))
         root = torch.cat([out[r] for r in self.roots], 1)
@@ -137,7 +139,7 @@ def main():
     sched_s = time.perf_counter() - t0
     dev = sched.to(device)
     torch.manual_seed(0)
-    models = {"per-term": PerTerm(onto, sched.width), "grouped": dcell.DCell(dev).to(device),
+    models = {"per-term": PerTerm(onto, sched.width).to(device), "grouped": dcell.DCell(dev).to(device),
               "affected": None}
     models["affected"] = models["grouped"]
     report = {"terms": onto.n_terms, "strata": len(sched.strata), "groups": len(sched.groups),
