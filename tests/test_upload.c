@@ -492,7 +492,7 @@ Test(upload, grid_shape_and_two_row_expansion)
         cr_expect_eq(gy, (g + 65534) / 65535, "grid %llu: not the fewest rows",
                      (unsigned long long)g);
     }
-    uint32_t gx, gy;
+    uint32_t gx = 0, gy = 0;
     cr_expect(!pl__expand_shape(65535ull * 65535 + 1, &gx, &gy), "past the rows' limit");
 
     for (uint32_t dense = PL_MASK_BITS; dense <= PL_MASK_BOOL; dense++) {
