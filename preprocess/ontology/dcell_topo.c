@@ -230,12 +230,14 @@ static int emit(topo *t, pl_err *err)
                 break;
             }
             t->st->edges_read++;
-            memcpy(under + n, t->genes + kb->genes, kb->n_genes * sizeof *under);
+            if (kb->n_genes)
+                memcpy(under + n, t->genes + kb->genes, kb->n_genes * sizeof *under);
             n += kb->n_genes;
         }
         if (rc < 0)
             break;
-        qsort(under, n, sizeof *under, cmp_u32);
+        if (n) /* qsort takes no null array, even empty */
+            qsort(under, n, sizeof *under, cmp_u32);
         for (uint64_t j = 0; j < b->n_genes; j++) {
             uint32_t g = t->genes[b->genes + j];
             if (n && bsearch(&g, under, n, sizeof *under, cmp_u32))
