@@ -39,8 +39,9 @@ def main():
     it = iter(loader)
     for batch in it:
         samples += len(batch)
-        for positions, _ in batch.removed.values():
-            removed += positions.shape[0]
+        # No view of the batch outlives the step (a name bound to one, such as
+        # a loop variable, would have its slot copied at the next batch).
+        removed += sum(positions.shape[0] for positions, _ in batch.removed.values())
         if a.to_torch:
             batch.to_torch("cpu")
         stats = loader.stats() or stats
