@@ -98,6 +98,26 @@ struct pl_src {
 
 static const char *display(const char *path) { return strcmp(path, "-") ? path : "<stdin>"; }
 
+/* One read(2) of at most cap bytes into dst (a pipe hands out what it has),
+ * retried on EINTR; the bytes go into the digest of what was read, and 0 of
+ * them marks the raw end of the input. */
+static int read_raw(pl_src *s, void *dst, size_t cap, size_t *got, pl_err *err)
+{
+    ssize_t r;
+    while ((r = read(s->fd, dst, cap)) < 0 && errno == EINTR)
+        ;
+    if (r < 0) {
+        int e = errno;
+        return pl__err(err, -e, "%s:%llu: read error: %s", s->path,
+                       (unsigned long long)s->line + 1, strerror(e));
+    }
+    if (r == 0)
+        s->raw_eof = 1;
+    pl__xxh64_update(&s->raw, dst, (size_t)r);
+    *got = (size_t)r;
+    return 0;
+}
+
 /* Append what the descriptor gives to in[in_len..); sets in_eof at its end. */
 static int read_in(pl_src *s, pl_err *err)
 {
@@ -106,20 +126,12 @@ static int read_in(pl_src *s, pl_err *err)
         s->in_len -= s->in_pos;
         s->in_pos = 0;
     }
-    while (s->in_len < IN_CAP && !s->in_eof) {
-        ssize_t r = read(s->fd, s->in + s->in_len, IN_CAP - s->in_len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            return pl__err(err, -e, "%s:%llu: read error: %s", s->path,
-                           (unsigned long long)s->line + 1, strerror(e));
-        }
-        if (r == 0)
-            s->in_eof = s->raw_eof = 1;
-        pl__xxh64_update(&s->raw, s->in + s->in_len, (size_t)r);
-        s->in_len += (size_t)r;
-        break; /* one read: a pipe hands out what it has */
+    if (s->in_len < IN_CAP && !s->in_eof) {
+        size_t got;
+        PL_TRY(read_raw(s, s->in + s->in_len, IN_CAP - s->in_len, &got, err));
+        if (got == 0)
+            s->in_eof = 1;
+        s->in_len += got;
     }
     return 0;
 }
@@ -265,21 +277,12 @@ static int fill_plain(pl_src *s, pl_err *err)
         s->end += n;
         return 0;
     }
-    for (;;) {
-        ssize_t r = read(s->fd, s->buf + s->end, room);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            return pl__err(err, -e, "%s:%llu: read error: %s", s->path,
-                           (unsigned long long)s->line + 1, strerror(e));
-        }
-        if (r == 0)
-            s->out_eof = s->raw_eof = 1;
-        pl__xxh64_update(&s->raw, s->buf + s->end, (size_t)r);
-        s->end += (size_t)r;
-        return 0;
-    }
+    size_t got;
+    PL_TRY(read_raw(s, s->buf + s->end, room, &got, err));
+    if (got == 0)
+        s->out_eof = 1;
+    s->end += got;
+    return 0;
 }
 
 static int fill_gzip(pl_src *s, pl_err *err)
