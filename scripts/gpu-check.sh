@@ -91,6 +91,13 @@ EOF
     cp "$root"/python/tests/{conftest.py,test_cuda_device.py,test_cuda_paths.py} \
        "$root"/python/tests/{test_pyg.py,test_loader.py,test_dataset.py} "$bundle/tests/"
     cp "$root/scripts/minitest.py" "$here/gpu-check.sh" "$bundle/"
+    # PyTorch Geometric as published, for the Batch layout's device test
+    local pyg_tar="$root/../shared/deps/torch_geometric-2.4.0.tar.gz"
+    if [ -f "$pyg_tar" ]; then
+        mkdir -p "$bundle/deps" && cp "$pyg_tar" "$bundle/deps/"
+    else
+        echo "gpu-check pack: $pyg_tar is missing: the PyG Batch case will fail" >&2
+    fi
     local mib
     mib=$(du -sm "$bundle" | cut -f1)
     echo "gpu-check pack: $bundle: $(find "$bundle" -type f | wc -l) files, $mib MiB"
@@ -170,6 +177,7 @@ run() {
     export LD_LIBRARY_PATH="$bundle/lib:$work/common${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export PERTLOAD_LIB="$bundle/lib/libpertload.so" PERTLOAD_BIN="$bundle/bin/pertload"
     export PYTHONPATH="$bundle/python" PYTHONDONTWRITEBYTECODE=1 PERTLOAD_REQUIRE_CUDA=1
+    export PERTLOAD_PYG_TARBALL="$bundle/deps/torch_geometric-2.4.0.tar.gz"
     export TMPDIR="$work"
     local summary="$out/summary.txt" t0
     t0=$(date +%s)
@@ -217,6 +225,8 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
                  "$tests/test_pyg.py::test_pyg_layout_equals_per_sample_construction"
                  "$tests/test_pyg.py::test_pyg_layout_refuses_lists_that_are_not_sets"
                  "$tests/test_dataset.py::test_pin_memory")
+    # (test_cuda_device.py includes the pyg Batch and lazy layouts with node
+    # features; its PyG case needs PyG 2.4.0's own imports to work there)
     if "$py" -c 'import pytest' 2>/dev/null; then
         step pytest 150 "$out/pytest.txt" "$py" -m pytest -q -p no:cacheprovider -rs "${cases[@]}"
     else

@@ -18,8 +18,10 @@ import pertload
 
 SHM = Path("/dev/shm")
 # PyTorch Geometric 2.4.0 as published (shared/deps beside the checkout).
-PYG_TARBALL = (Path(__file__).resolve().parents[3] / "shared" / "deps" /
-               "torch_geometric-2.4.0.tar.gz")
+# PERTLOAD_PYG_TARBALL names another copy (the GPU check's bundle carries one).
+PYG_TARBALL = Path(os.environ.get("PERTLOAD_PYG_TARBALL") or
+                   Path(__file__).resolve().parents[3] / "shared" / "deps" /
+                   "torch_geometric-2.4.0.tar.gz")
 
 # The longest a test lets the detection of a dead peer or the report of a
 # failure take: "at once" next to the 30 s timeouts it must beat, with a margin

@@ -6,7 +6,9 @@ device fails them. test_cuda_paths.py runs the same branches on the CPU."""
 
 import itertools
 import os
+import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -90,3 +92,40 @@ def test_copy_event_completes_and_batches_stay_right_across_reuse(medium):
     assert len(kept) == len(loader)
     loader.close()
 
+
+
+def _layouts_on_the_device(db, n_genes, n_reactions):
+    """The first batches' pyg and lazy layouts, node features included
+    (float16 genes, float32 reactions), built on the device against the CPU."""
+    rng = np.random.default_rng(11)
+    feats = {"gene": rng.standard_normal((n_genes, 6)).astype(np.float16),
+             "reaction": rng.standard_normal((n_reactions, 3)).astype(np.float32)}
+    loader = pertload.Loader(db, batch_size=40, shuffle=True, seed=2, features=feats)
+    n = 0
+    for batch in itertools.islice(loader, 6):
+        for lay in ("pyg", "lazy"):
+            cpu = batch.to_torch("cpu", layout=lay)
+            dev = batch.to_torch("cuda", layout=lay)
+            torch.cuda.synchronize()
+            assert_same(dev, cpu, "cuda")
+            x = dev["gene"]["x"]
+            assert x.dtype == torch.float16 and x.device.type == "cuda", lay
+            n += 1
+    loader.close()
+    assert n == 12
+
+
+@needs_cuda
+def test_pyg_batch_and_lazy_layouts_on_the_device(medium, torch_geometric):
+    """With PyTorch Geometric: a torch_geometric Batch on the device."""
+    assert torch.cuda.is_available(), "no CUDA device visible"
+    _layouts_on_the_device(medium.db, len(medium.genes), len(medium.reactions))
+
+
+@needs_cuda
+def test_pyg_mapping_and_lazy_layouts_on_the_device(medium, monkeypatch):
+    """Without PyTorch Geometric: the documented dictionaries on the device."""
+    assert torch.cuda.is_available(), "no CUDA device visible"
+    monkeypatch.setitem(sys.modules, "torch_geometric", None)
+    monkeypatch.setitem(sys.modules, "torch_geometric.data", None)
+    _layouts_on_the_device(medium.db, len(medium.genes), len(medium.reactions))

@@ -146,6 +146,31 @@ def test_cuda_path_equals_cpu_path(medium, monkeypatch, opts):
     assert any(e[0] == "register" for e in d.log)
 
 
+def test_cuda_path_lazy_and_node_features_equal_cpu_path(medium, monkeypatch):
+    """The lazy layout and both graph layouts' node features x (float16 and
+    float32, gathered on the device) give through the CUDA branches what the
+    CPU path gives."""
+    rng = np.random.default_rng(11)
+    feats = {"gene": rng.standard_normal((len(medium.genes), 6)).astype(np.float16),
+             "reaction": rng.standard_normal((len(medium.reactions), 3)).astype(np.float32)}
+    layouts = ("pyg", "lazy")
+    want = cpu_results(medium.db, layouts, features=feats)
+    d = Double()
+    d.install(monkeypatch)
+    loader = pertload.Loader(medium.db, batch_size=40, shuffle=True, features=feats)
+    n = 0
+    for i, batch in enumerate(itertools.islice(loader, BATCHES)):
+        for lay in layouts:
+            got = batch.to_torch("cpu", layout=lay)  # CUDA branches: _on_cuda
+            assert_same(got, want[i][lay])
+            x = flat(got)[("gene", "x")]
+            assert x.dtype == torch.float16 and x.shape[1] == 6, lay
+            n += 1
+    loader.close()
+    assert n == BATCHES * len(layouts) and len(want) == BATCHES
+    assert any(e[0] == "register" for e in d.log)
+
+
 def test_copy_event_follows_the_copies_alone(medium, double):
     """The side stream gets the copies and nothing else; the event that
     wait_copies() waits for is recorded on it after the last copy; every
