@@ -15,7 +15,8 @@
 #       fails; at most 8 files are written into OUT_DIR (docs/gpu.md); the
 #       last lines are a summary; exits 0 when every step passed.
 #
-# Run mode environment: PYTHON (default python3), CUDA_HOME (for
+# Run mode environment: GPU_CHECK_STEPS (names of the steps to run, e.g.
+# "device pytest"; default all), PYTHON (default python3), CUDA_HOME (for
 # compute-sanitizer, default /usr/local/cuda), GPU_CHECK_SAMPLES and
 # GPU_CHECK_BENCH_SAMPLES (samples of gpu_check's and the bench's
 # yeast-scale databases, default 512 and 8192).
@@ -118,6 +119,10 @@ work=""
 step() {
     local name=$1 limit=$2 log=$3 rc start
     shift 3
+    if [ -n "${GPU_CHECK_STEPS:-}" ] && [[ " $GPU_CHECK_STEPS " != *" $name "* ]]; then
+        STEPS+=("$(printf '%-22s %s' "$name" "NOT RUN (GPU_CHECK_STEPS)")")
+        return 0
+    fi
     start=$(date +%s)
     echo "== $name: $*" | tee -a "$log" >/dev/null
     echo "gpu-check: $name ..."
