@@ -4,7 +4,7 @@ the part of pytest they use (fixtures with session and function scope,
 autouse and yield fixtures, tmp_path, tmp_path_factory, monkeypatch,
 mark.parametrize, mark.skipif, raises, fail, skip).
 
-usage: python3 minitest.py TEST_FILE[::TEST_NAME]... [-k SUBSTRING]
+usage: python3 minitest.py TEST_FILE[::TEST_NAME]... [-k [not ]SUBSTRING]
 (TEST_FILE::TEST_NAME: that test of the file, every parametrisation; a file
 named alone: all its tests)
 Prints one line per test (PASSED, FAILED with the error, SKIPPED) and a
@@ -255,7 +255,7 @@ def main(argv):
                     continue
                 for cid, params in cases(f):
                     node = f"{path.name}::{name}" + (f"[{cid}]" if cid else "")
-                    if k and k not in node:
+                    if k and (k[4:] in node if k.startswith("not ") else k not in node):
                         continue
                     if cid is None:
                         status, why = "SKIPPED", params
