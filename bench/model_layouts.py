@@ -15,8 +15,15 @@ Per-sample pipelines (written here, on the same batches):
   edges, then a lazy collate (each sample's edges copied with node offsets,
   masks concatenated).
 
+With --device cuda the two layouts are built on the device from the
+graph already there (only the batch's lists cross the bus), the per-sample
+pipelines run on the CPU as a user's DataLoader would and their output is
+moved to the device (the move timed), each memset is a zeroed device
+buffer, and the epoch's step runs on the device; every timing waits for the
+device (torch.cuda.synchronize).
+
 usage: model_layouts.py DB [--batch-size 64] [--batches 3] [--types T1,T2]
-                           [--epoch-batches 10]
+                           [--epoch-batches 10] [--device cpu|cuda]
 Needs torch_geometric importable (e.g. PyG 2.4.0 unpacked on PYTHONPATH).
 """
 import argparse
@@ -24,6 +31,7 @@ import sys
 import time
 
 import torch
+import torch_geometric
 from torch_geometric.data import Batch, HeteroData
 from torch_geometric.nn import HeteroConv, SAGEConv, global_mean_pool
 from torch_geometric.utils import subgraph
@@ -97,11 +105,16 @@ class OneLayer(torch.nn.Module):
         return self.out(global_mean_pool(h, b["gene"].batch, size=b.num_graphs)).squeeze(1)
 
 
-def epoch(db, types, batch_size, n_batches):
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def epoch(db, types, batch_size, n_batches, device):
     """One epoch of n_batches: (seconds, seconds waiting for data)."""
     loader = pertload.Loader(db, batch_size=batch_size, shuffle=True, seed=2,
                              rows=range(batch_size * n_batches))
-    model = OneLayer(loader.graph.n_genes, types)
+    model = OneLayer(loader.graph.n_genes, types).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     t0 = time.perf_counter()
     it = iter(loader)  # starts the serve process: counted as waiting
@@ -111,13 +124,15 @@ def epoch(db, types, batch_size, n_batches):
         batch = next(it, None)
         if batch is None:
             break
-        b = batch.to_torch("cpu", layout="pyg", edge_types=types)
+        b = batch.to_torch(device, layout="pyg", edge_types=types)
+        sync(device)
         wait += time.perf_counter() - w0
         y = b.y[:, 0].nan_to_num()
         loss = ((model(b) - y) ** 2).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
+    sync(device)
     return time.perf_counter() - t0, wait
 
 
@@ -128,8 +143,10 @@ def main():
     ap.add_argument("--batches", type=int, default=3)
     ap.add_argument("--types", help="edge types (default: all)")
     ap.add_argument("--epoch-batches", type=int, default=10)
+    ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
     torch.set_num_threads(1)
+    dev = torch.device(a.device)
     loader = pertload.Loader(a.db, batch_size=a.batch_size, shuffle=True, seed=1)
     graph = loader.graph
     types = a.types.split(",") if a.types else graph.type_names
@@ -142,24 +159,38 @@ def main():
         if len(batches) == a.batches:
             break
     loader.close()
+    gd = graph.to_torch(dev) if dev.type != "cpu" else g
+
+    def timed(f):  # the call, with what it queued on the device
+        def run():
+            out = f()
+            sync(dev)
+            return out
+        return run
+
     rows = {k: [0.0, 0.0, 0] for k in ("pyg", "lazy", "from_data_list", "torchcell")}
     for b in batches:
-        for name, f in (("pyg", lambda: b.to_torch("cpu", layout="pyg", graph=g,
+        for name, f in (("pyg", lambda: b.to_torch(dev, layout="pyg", graph=gd,
                                                    edge_types=types)),
-                        ("lazy", lambda: b.to_torch("cpu", layout="lazy", graph=g,
+                        ("lazy", lambda: b.to_torch(dev, layout="lazy", graph=gd,
                                                     edge_types=types)),
-                        ("from_data_list", lambda: per_sample_pyg(b, graph, ei, types)),
-                        ("torchcell", lambda: per_sample_lazy(b, graph, ei, inc, types))):
+                        ("from_data_list",
+                         lambda: per_sample_pyg(b, graph, ei, types).to(dev)),
+                        ("torchcell",
+                         lambda: per_sample_lazy(b, graph, ei, inc, types).to(dev))):
+            f = timed(f)
             out = f()
             n = out_bytes(out)
+            del out
             r = rows[name]
             r[0] += best(f, 2 if name in ("pyg", "lazy") else 1)
-            r[1] += best(lambda: torch.zeros(n, dtype=torch.uint8), 3)
+            r[1] += best(timed(lambda: torch.zeros(n, dtype=torch.uint8, device=dev)), 3)
             r[2] += n
     k = len(batches)
     print(f"{k} batches of {a.batch_size}, {len(types)} edge types "
           f"({sum(e.shape[1] for e in ei.values()) / 1e6:.2f}M edges in the graph); "
-          "one thread")
+          f"one CPU thread; layouts and memsets on {dev}; torch {torch.__version__}, "
+          f"torch_geometric {torch_geometric.__version__}")
     print("| pipeline | ms a batch | MiB out | x memset of its bytes | vs pertload |")
     print("|---|---|---|---|---|")
     for name, base in (("pyg", "pyg"), ("from_data_list", "pyg"), ("lazy", "lazy"),
@@ -168,7 +199,7 @@ def main():
         vs = "" if name == base else f"{t / rows[base][0]:.1f}x slower than {base}"
         print(f"| {name} | {t / k * 1e3:.0f} | {n / k / 2**20:.0f} | {t / tm:.2f} | {vs} |")
     if a.epoch_batches:
-        total, wait = epoch(a.db, types, a.batch_size, a.epoch_batches)
+        total, wait = epoch(a.db, types, a.batch_size, a.epoch_batches, dev)
         print(f"epoch of {a.epoch_batches} batches (Loader + layout='pyg' + one-layer "
               f"HeteroConv step): {total:.1f} s, {total / a.epoch_batches * 1e3:.0f} ms a "
               f"step, data stall {wait / total:.0%} (waiting for the batch and its layout)")
