@@ -196,3 +196,19 @@ def test_malformed_files_name_file_and_reason(small, tmp_path):
         assert not list(tmp_path.glob("db-type*"))
     r = build(small, tmp_path / "db-twice", f"gene={ok}", f"gene={ok}", check=False)
     assert "features of 'gene' given twice" in r.stderr and not (tmp_path / "db-twice").exists()
+
+
+def test_gpu_features_check_runs_on_the_cpu():
+    """scripts/gpu-features-check.py --device cpu: every check passes."""
+    import os
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "gpu-features-check.py"
+    r = subprocess.run([sys.executable, script, "--device", "cpu", "--batches", "2"],
+                       capture_output=True, text=True, env=dict(os.environ))
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[-1] == "gpu-features-check: ok"
+    assert sum(ln.startswith("ok   ") for ln in lines) >= 1 + 2 * 2 * 5, r.stdout
+    assert not any(ln.startswith("FAIL") for ln in lines)
