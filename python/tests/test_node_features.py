@@ -144,6 +144,8 @@ def test_recipe_features(tmp_path):
     g = graph(tmp_path / "db")
     assert g.node_features("gene").tobytes() == npy_data(tmp_path / "emb.npy", emb.nbytes)
     assert "emb.npy" in run_cli("inspect", tmp_path / "db").stdout  # a recipe input
+    check = run_cli("recipe", "check", tmp_path / "recipe.yaml").stdout
+    assert f"features gene file={tmp_path / 'emb.npy'} (read by build)" in check, check
     (tmp_path / "recipe.yaml").write_text(recipe.replace("{gene:", "{cell:"))
     r = subprocess.run([pertload_bin(), "build", "--recipe", tmp_path / "recipe.yaml", "-o",
                         tmp_path / "db2", "--quiet"], capture_output=True, text=True)
@@ -212,3 +214,16 @@ def test_gpu_features_check_runs_on_the_cpu():
     assert lines[-1] == "gpu-features-check: ok"
     assert sum(ln.startswith("ok   ") for ln in lines) >= 1 + 2 * 2 * 5, r.stdout
     assert not any(ln.startswith("FAIL") for ln in lines)
+
+
+def test_large_matrix(small, tmp_path):
+    """34 MB in one value (the size of ESM2 embeddings of 6,607 genes in
+    float32): stored and read back whole."""
+    n = len(small.genes)
+    big = np.random.default_rng(2).standard_normal((n, 34_000_000 // 4 // n)).astype(np.float32)
+    np.save(tmp_path / "big.npy", big)
+    build(small, tmp_path / "db", f"gene={tmp_path / 'big.npy'}")
+    got = graph(tmp_path / "db").node_features("gene")
+    assert got.nbytes >= 33_000_000
+    assert got.tobytes() == npy_data(tmp_path / "big.npy", big.nbytes)
+    run_cli("verify", tmp_path / "db")
