@@ -13,7 +13,8 @@
 static const char usage[] =
     "-o DB --genes F [--edges NAME=FILE...] [--min-score NAME=X]... [--reactions F]\n"
     "       [--gpr F | --rules F] [--reaction-rule any|gpr] [--rmr F] --samples F\n"
-    "       [--payload F.npy] [--drop-unknown-genes] [--quiet]\n"
+    "       [--payload F.npy] [--node-features TYPE=F.npy]... [--drop-unknown-genes]\n"
+    "       [--quiet]\n"
     "       [--ontology F.obo --annotations F.gaf [--go-namespace NS,...]\n"
     "        [--go-relations is_a,part_of,...] [--evidence C,... | --exclude-evidence C,...]\n"
     "        | --ontology-dcell F] [--min-term-genes N]\n"
@@ -23,8 +24,15 @@ static const char usage[] =
 /* Parse the arguments into `o`, `min_score` and `quiet`: -1 to go on, else
  * the exit status. The edge type names are strndup'ed into `names`, o->n_types
  * of them, which the caller frees whatever the outcome. */
+/* Node features of --node-features TYPE=FILE: the type names are strndup'ed
+ * (freed by the caller), the files point into argv. */
+typedef struct feature_args {
+    const char *types[PL_N_NODE_TYPES], *files[PL_N_NODE_TYPES];
+    size_t n;
+} feature_args;
+
 static int parse(int argc, char **argv, pl_build_opts *o, const char **names,
-                 const char **files, double *min_score, int *quiet)
+                 const char **files, double *min_score, int *quiet, feature_args *fa)
 {
     const char *cmd = "build";
     const char *score_spec[PL_MAX_TYPES];
@@ -106,6 +114,16 @@ static int parse(int argc, char **argv, pl_build_opts *o, const char **names,
             if (!(names[o->n_types] = strndup(v, (size_t)(eq - v))))
                 return pl_cli_fail(cmd, -ENOMEM, NULL);
             files[o->n_types++] = eq + 1;
+        } else if (!strcmp(a, "--node-features")) {
+            if (!eq || eq == v || !eq[1])
+                return pl_cli_usage(cmd, usage, "--node-features wants TYPE=FILE.npy, got '%s'",
+                                    v);
+            if (fa->n == PL_N_NODE_TYPES)
+                return pl_cli_usage(cmd, usage, "--node-features: at most %d (one per node "
+                                    "type)", PL_N_NODE_TYPES);
+            if (!(fa->types[fa->n] = strndup(v, (size_t)(eq - v))))
+                return pl_cli_fail(cmd, -ENOMEM, NULL);
+            fa->files[fa->n++] = eq + 1;
         } else if (!strcmp(a, "--min-score")) {
             if (!eq || eq == v || !eq[1] || n_scores == PL_MAX_TYPES)
                 return pl_cli_usage(cmd, usage, "--min-score wants NAME=X, got '%s'", v);
@@ -137,6 +155,9 @@ static int parse(int argc, char **argv, pl_build_opts *o, const char **names,
     o->type_names = names;
     o->type_files = files;
     o->min_score = min_score;
+    o->n_node_features = fa->n;
+    o->feature_types = fa->types;
+    o->feature_files = fa->files;
     return -1;
 }
 
@@ -322,14 +343,17 @@ int pl_cmd_build(int argc, char **argv)
     pl_build_opts o = {0};
     const char *names[PL_MAX_TYPES], *files[PL_MAX_TYPES];
     double min_score[PL_MAX_TYPES];
+    feature_args fa = {.n = 0};
     int quiet = 0;
     int status = maybe_recipe(argc, argv);
     if (status >= 0)
         return status;
-    status = parse(argc, argv, &o, names, files, min_score, &quiet);
+    status = parse(argc, argv, &o, names, files, min_score, &quiet, &fa);
     if (status < 0)
         status = build(&o, argc, argv, quiet);
     for (size_t t = 0; t < o.n_types; t++)
         free((char *)names[t]);
+    for (size_t f = 0; f < fa.n; f++)
+        free((char *)fa.types[f]);
     return status;
 }

@@ -1,4 +1,5 @@
 /* pertload inspect / verify: database summary and full checksum check. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -84,6 +85,30 @@ static int print_ontology(pl_db *db)
     return 0;
 }
 
+/* The stored node feature matrices: type, shape, dtype ("none" without). */
+static int print_features(pl_db *db)
+{
+    static const char *const types[PL_N_NODE_TYPES] = PL_NODE_TYPES;
+    int any = 0;
+    for (int t = 0; t < PL_N_NODE_TYPES; t++) {
+        uint64_t rows, cols;
+        char dtype[4];
+        const void *data;
+        pl_err err = {0};
+        int rc = pl_db_features(db, types[t], &rows, &cols, dtype, &data, &err);
+        if (rc == -ENOENT)
+            continue;
+        if (rc < 0)
+            return pl_cli_fail("inspect", rc, &err), -1;
+        printf("node features: %s [%llu, %llu] %s (%s)\n", types[t], (unsigned long long)rows,
+               (unsigned long long)cols, dtype[2] == '4' ? "float32" : "float16", dtype);
+        any = 1;
+    }
+    if (!any)
+        printf("node features: none\n");
+    return 0;
+}
+
 int pl_cmd_inspect(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--recipe"))
@@ -136,6 +161,10 @@ int pl_cmd_inspect(int argc, char **argv)
         printf("), %llu bytes per row\n", (unsigned long long)i->payload_row_bytes);
     } else {
         printf("payload: none\n");
+    }
+    if (print_features(db) < 0) {
+        pl_db_close(db);
+        return 1;
     }
     printf("sizes: graph (data.mdb) %llu bytes, samples %llu bytes, payload %llu bytes\n",
            (unsigned long long)i->graph_bytes, (unsigned long long)i->samples_bytes,

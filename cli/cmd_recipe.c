@@ -218,6 +218,9 @@ static int check(const char *path, const char *root, int strict, const char *unr
     if (r->samples.format)
         printf("samples format=%s file=%s payload=%s (read by build)\n", r->samples.format,
                r->samples.file, r->samples.payload ? r->samples.payload : "-");
+    for (uint32_t i = 0; i < r->n_features; i++)
+        printf("features %s file=%s (read by build)\n", r->feature_types[i],
+               r->feature_files[i]);
     if (uf && fclose(uf) != 0) {
         uf = NULL;
         rc = pl__err(&err, -EIO, "%s: write failed", unres_path);

@@ -73,7 +73,7 @@ PL_API const char *pl_errname(int code);
 /* ---------------------------------------------------------------- database */
 
 /** Format version written by this build and the only one it opens. */
-#define PL_FORMAT_VERSION 6
+#define PL_FORMAT_VERSION 7
 
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
@@ -115,6 +115,13 @@ typedef struct pl_build_opts {
     const char *evidence;          /**< comma-separated evidence codes kept; NULL: all */
     const char *exclude_evidence;  /**< comma-separated evidence codes dropped */
     uint32_t min_term_genes;       /**< terms with fewer genes are removed (0, 1: none) */
+    /* Node features (DESIGN section 16), optional: per node type one .npy
+     * matrix [n_nodes, F] of float32 ('<f4') or float16 ('<f2'), C order,
+     * stored in the database (pl_db_features). */
+    size_t n_node_features;           /**< entries of the two arrays below */
+    const char *const *feature_types; /**< node type of each: "gene", "reaction",
+                                           "metabolite" or "term" */
+    const char *const *feature_files; /**< the .npy file of each */
 } pl_build_opts;
 
 /** What pl_build() did; all counts after filtering and dropping. */
@@ -303,6 +310,22 @@ PL_API const pl_db_info *pl_db_info_get(const pl_db *db);
 
 /** Look a gene up by name. @return its index, or -1. */
 PL_API int64_t pl_db_gene_index(const pl_db *db, const char *name);
+
+/** Node types that can carry a feature matrix, in this order. */
+#define PL_NODE_TYPES {"gene", "reaction", "metabolite", "term"}
+enum { PL_N_NODE_TYPES = 4 };
+
+/** The feature matrix of node type `type` stored by `pertload build
+ *  --node-features` (recipe key `features:`): `rows` (the type's node
+ *  count) by `cols` elements, row-major, of `dtype` ("<f4" float32 or "<f2"
+ *  float16, NUL-terminated). Its checksum is checked on every call.
+ *  @param data set to the first element, aligned to the element size; it
+ *         lives in the database's map (or a copy the handle owns) until
+ *         pl_db_close().
+ *  @return 0, -ENOENT (no matrix stored for that type; err says so),
+ *          PL_EUSAGE (not a node type), PL_ECORRUPT, -ENOMEM. */
+PL_API int pl_db_features(pl_db *db, const char *type, uint64_t *rows, uint64_t *cols,
+                          char dtype[4], const void **data, pl_err *err);
 
 /** Check every checksum of the database: metadata, names, edge arrays (and
  *  their fingerprints), every

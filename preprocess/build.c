@@ -12,7 +12,6 @@
  * removal goes through descriptors and never follows a symbolic link
  * (preprocess/tmpdir.h, pl__rmtree_at). */
 #include <errno.h>
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +148,7 @@ static int run(builder *b)
         pl__strtab_init(&b->metabolites) < 0)
         return NOMEM(b);
     PL_TRY(read_graph(b));
+    PL_TRY(pl__build_open_features(b));
     chunker payload = {.fd = -1};
     int rc = read_samples(b, &payload);
     if (payload.fd >= 0)
@@ -228,6 +228,8 @@ int pl__build_run(const pl_build_opts *opts, const pl__build_input *in, pl_build
     b->rs = &b->rules;
     b->err = err;
     b->sw.fd = -1;
+    for (int t = 0; t < PL_N_NODE_TYPES; t++)
+        b->feat[t].fd = -1;
     double t0 = pl__now();
     int rc = run(b);
     if (b->txn)
@@ -235,6 +237,7 @@ int pl__build_run(const pl_build_opts *opts, const pl__build_input *in, pl_build
     if (b->env)
         mdb_env_close(b->env);
     pl__sstore_writer_free(&b->sw);
+    pl__build_close_features(b);
     pl__tmpdir_discard(&b->tmp);
     if (rc == 0 && stats) {
         char p[4096];

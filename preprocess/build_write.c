@@ -238,6 +238,7 @@ int pl__build_write_lmdb(builder *b, const chunker *payload)
     if (m->has_metabolism)
         PL_TRY(put_metabolic_incidence(b));
     PL_TRY(pl__onto_put(b->txn, b->dbi[PL_DBI_ONTO], b->on, m, b->err));
+    PL_TRY(pl__build_put_features(b));
     MDB_dbi meta = b->dbi[PL_DBI_META];
     PL_TRY(pl__db_put(b->txn, meta, PL_DBI_META, "blocks", 6, b->sw.index,
                       b->sw.n_blocks * sizeof *b->sw.index, 0, b->err));

@@ -13,6 +13,7 @@
 #include "ruleset.h"
 #include "src/core/dbformat.h"
 #include "src/core/error.h"
+#include "src/core/npy.h"
 #include "src/core/sstore.h"
 #include "src/core/strtab.h"
 #include "tmpdir.h"
@@ -52,6 +53,7 @@ typedef struct builder {
     const pl__ruleset *rs;      /* the rules stored: &rules or the provider's */
     const pl__build_input *in;  /* in-memory inputs, or NULL */
     const char *levels;         /* the samples provider's category levels */
+    pl__npy feat[PL_N_NODE_TYPES]; /* node features by type (fd -1: none) */
 } builder;
 
 /* Payload data goes out in PL_PAYLOAD_CHUNK pieces, each checksummed. */
@@ -100,6 +102,16 @@ int pl__build_take_metabolism(builder *b, const pl__build_metabolism *m);
 /** Copy the payload .npy into the temporary directory, without the rows of
  *  dropped samples; fills the payload fields of b->meta and `c->sums`. */
 int pl__build_copy_payload(builder *b, const char *path, chunker *c);
+
+/** Open, check and map the node feature matrices of b->o (after the graph
+ *  is read: their rows must equal the node counts). Errors name the file. */
+int pl__build_open_features(builder *b);
+
+/** Store the mapped feature matrices under feat/<node type>. */
+int pl__build_put_features(builder *b);
+
+/** Close the feature files (safe when none were opened). */
+void pl__build_close_features(builder *b);
 
 /** Write data.mdb in the temporary directory from the builder's arrays and
  *  b->meta (complete but for what write_lmdb adds), and close it. */

@@ -440,3 +440,66 @@ Test(build_errors, input_permission_denied)
     cr_expect(strstr(r.err.msg, want) != NULL, "message '%s' lacks '%s'", r.err.msg, want);
     expect_clean();
 }
+
+/* ---------------------------------------------------- node features */
+
+static const char *feat_types[1] = {"gene"};
+static const char *feat_files[1];
+
+/* The fixture's four genes given the features `path` (of node type `type`). */
+static void use_features(const char *type, const char *path)
+{
+    feat_types[0] = type;
+    feat_files[0] = path;
+    F.o.n_node_features = 1;
+    F.o.feature_types = feat_types;
+    F.o.feature_files = feat_files;
+}
+
+Test(build_errors, node_features_stored_and_read)
+{
+    float m[4][3];
+    for (int i = 0; i < 12; i++)
+        m[i / 3][i % 3] = (float)i * 0.5f - 1.0f;
+    use_features("gene", put_npy("emb.npy", "<f4", "False", "(4, 3)", m, sizeof m));
+    expect_ok();
+    pl_db *db;
+    pl_err err = {0};
+    cr_assert_eq(pl_db_open(F.out, &db, &err), 0, "%s", err.msg);
+    uint64_t rows, cols;
+    char dtype[4];
+    const void *data;
+    cr_assert_eq(pl_db_features(db, "gene", &rows, &cols, dtype, &data, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(rows, 4);
+    cr_assert_eq(cols, 3);
+    cr_assert_str_eq(dtype, "<f4");
+    cr_assert_eq((uintptr_t)data % 4, 0, "not aligned to the element size");
+    cr_assert_eq(memcmp(data, m, sizeof m), 0, "the stored matrix differs from the .npy");
+    cr_assert_eq(pl_db_features(db, "reaction", &rows, &cols, dtype, &data, &err), -ENOENT);
+    cr_assert(strstr(err.msg, "no features stored for node type 'reaction'"), "%s", err.msg);
+    cr_assert_eq(pl_db_features(db, "cell", &rows, &cols, dtype, &data, &err), PL_EUSAGE);
+    cr_assert(strstr(err.msg, "'cell' is not a node type"), "%s", err.msg);
+    cr_assert_eq(pl_db_verify(db, &err), 0, "%s", err.msg);
+    pl_db_close(db);
+}
+
+Test(build_errors, node_features_refused)
+{
+    float m[5][3] = {{0}};
+    use_features("gene", put_npy("f8.npy", "<f8", "False", "(4, 3)", m, 96));
+    expect_fail(PL_EPARSE, feat_files[0], 0, 0, "dtype '<f8'; float32 ('<f4') or float16");
+    use_features("gene", put_npy("rows.npy", "<f4", "False", "(5, 3)", m, 60));
+    expect_fail(PL_EPARSE, feat_files[0], 0, 0, "5 rows; the database has 4 gene nodes");
+    use_features("gene", put_npy("rank.npy", "<f4", "False", "(4,)", m, 16));
+    expect_fail(PL_EPARSE, feat_files[0], 0, 0, "1 dimension; a matrix [4, F] expected");
+    use_features("gene", put_npy("short.npy", "<f2", "False", "(4, 3)", m, 23));
+    expect_fail(PL_EPARSE, feat_files[0], 0, 0, "does not match the shape in its header");
+    use_features("gene", put_npy("fortran.npy", "<f4", "True", "(4, 3)", m, 48));
+    expect_fail(PL_EPARSE, feat_files[0], 0, 0, "Fortran-ordered arrays are not supported");
+    use_features("gene", put_bin("magic.npy", "\x93NUMPZ\x01\x00", 8));
+    expect_fail(PL_EPARSE, feat_files[0], 0, 0, "not a .npy file (bad magic)");
+    use_features("reaction", put_npy("r.npy", "<f4", "False", "(4, 3)", m, 48));
+    expect_fail(PL_EUSAGE, feat_files[0], 0, 0, "the database has no reaction nodes (it has "
+                "gene)");
+}

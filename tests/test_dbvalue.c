@@ -295,3 +295,67 @@ Test(dbvalue, blocks_decode)
     cr_assert_eq(pl__block_raw_size(UINT64_C(1) << 62, 0, 0), UINT64_MAX);
     cr_assert_eq(pl__block_raw_size(2, 3, 4), 12 + 24 + 12 + 32);
 }
+
+/* ------------------------------------------------------------- features */
+
+/* A "feat" value of node type `type`: header, rows x cols float16 zeros. */
+static char *feat_value(uint64_t rows, uint64_t cols, const char *dtype, size_t *len)
+{
+    struct pl__feat_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.dtype, dtype, strlen(dtype));
+    h.rows = rows;
+    h.cols = cols;
+    *len = sizeof h + (size_t)(rows * cols * 2);
+    char *v = calloc(1, *len);
+    cr_assert(v);
+    memcpy(v, &h, sizeof h);
+    return v;
+}
+
+static void feat_refused(const char *v, size_t len, int type, const char *part)
+{
+    struct pl__meta m = good_meta();
+    struct pl__feat_header h;
+    const void *data;
+    pl_err err = {0};
+    int rc = pl__feat_decode(v, len, &m, type, &h, &data, &err);
+    cr_assert_eq(rc, PL_ECORRUPT, "expected PL_ECORRUPT (%s), got %d", part, rc);
+    cr_assert(strstr(err.msg, part), "message '%s' lacks '%s'", err.msg, part);
+}
+
+Test(dbvalue, feat_decode)
+{
+    struct pl__meta m = good_meta(); /* 10 genes, 4 reactions, 3 metabolites */
+    struct pl__feat_header h;
+    const void *data;
+    pl_err err = {0};
+    size_t len;
+    char *v = feat_value(4, 3, "<f2", &len);
+    cr_assert_eq(pl__feat_decode(v, len, &m, pl__node_type("reaction"), &h, &data, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(h.rows, 4);
+    cr_assert_eq(h.cols, 3);
+    cr_assert_eq((const char *)data, v + sizeof h);
+    feat_refused(v, len, pl__node_type("gene"), "key feat/gene: 4 rows, the database has 10");
+    feat_refused(v, len, pl__node_type("term"), "key feat/term: 4 rows, the database has 0");
+    feat_refused(v, len - 1, 1, "key feat/reaction: 23 bytes of data, not 4 x 3 elements");
+    feat_refused(v, sizeof h - 1, 1, "shorter than its header");
+    memcpy(v, "<f8", 3);
+    feat_refused(v, len, 1, "key feat/reaction: unknown dtype");
+    memcpy(v, "<f2", 3);
+    ((struct pl__feat_header *)(void *)v)->reserved[4] = 1;
+    feat_refused(v, len, 1, "reserved words not zero");
+    free(v);
+    v = feat_value(4, 0, "<f2", &len);
+    feat_refused(v, len, 1, "not 4 x 0 elements");
+    free(v);
+    /* rows x cols x 2 overflows: refused, not wrapped to the value's size */
+    v = feat_value(4, 0, "<f2", &len);
+    ((struct pl__feat_header *)(void *)v)->cols = UINT64_MAX / 4 + 1;
+    feat_refused(v, len, 1, "bytes of data, not 4 x");
+    free(v);
+    cr_assert_eq(pl__node_type("metabolite"), 2);
+    cr_assert_eq(pl__node_type("cell"), -1);
+    cr_assert_eq(pl__node_count(&m, 2), 3);
+}

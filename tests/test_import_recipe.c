@@ -134,7 +134,8 @@ static void expect_bad(const char *text, unsigned long line, unsigned long col,
 Test(import_recipe, bad_keys)
 {
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nsampels: 3\n", 6, 1,
-               "unknown key 'sampels' (version, root, genes, edges, metabolism, samples, ontology)");
+               "unknown key 'sampels' (version, root, genes, edges, metabolism, samples, "
+               "ontology, features)");
     expect_bad(HEAD "  - name: a\n    format: yeastract\n    file: x\n    fiel: y\n", 8, 5,
                "unknown key 'fiel' in an edge source");
     expect_bad(HEAD "  - name: a\n    format: biogrid\n    file: x\n    channel: fusion\n", 8, 5,

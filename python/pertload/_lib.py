@@ -198,6 +198,9 @@ _PROTOTYPES = {
     "pl_db_info_get": (ctypes.POINTER(DbInfo), [_vp]),
     "pl_db_gene_index": (ctypes.c_int64, [_vp, ctypes.c_char_p]),
     "pl_db_graph_array": (ctypes.c_int64, [_vp, ctypes.c_int, _vp, ctypes.c_size_t, _err_p]),
+    "pl_db_features": (ctypes.c_int, [_vp, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64),
+                                      ctypes.POINTER(ctypes.c_uint64), ctypes.c_char * 4,
+                                      ctypes.POINTER(_vp), _err_p]),
     "pl_db_level_rows": (ctypes.c_int64, [_vp, ctypes.c_char_p, ctypes.c_char_p, _vp,
                                           ctypes.c_uint64, _err_p]),
     "pl_plan_new": (ctypes.c_int, [ctypes.POINTER(PlanOpts), ctypes.POINTER(_vp), _err_p]),
@@ -363,6 +366,24 @@ class Database:
             raise LoaderError(f"{self.path}: graph array {which} has {n} bytes, "
                               f"{out.nbytes} expected")
         return out
+
+    def features(self, node):
+        """The feature matrix of node type `node` stored in the database
+        (pl_db_features) as a numpy copy, float32 or float16 [n_nodes, F], or
+        None when it stores none for that type."""
+        err = PlErr()
+        rows, cols, data = ctypes.c_uint64(), ctypes.c_uint64(), _vp()
+        dtype = (ctypes.c_char * 4)()
+        rc = lib().pl_db_features(self.handle, node.encode("utf-8"), ctypes.byref(rows),
+                                  ctypes.byref(cols), dtype, ctypes.byref(data), ctypes.byref(err))
+        if rc < 0 and lib().pl_errname(rc) == b"ENOENT":
+            return None
+        check(rc, err, f"{self.path}: reading the features of {node!r}")
+        dt = np.dtype(dtype.value.decode("ascii"))
+        n = rows.value * cols.value
+        flat = np.ctypeslib.as_array(ctypes.cast(data, ctypes.POINTER(ctypes.c_uint8)),
+                                     (n * dt.itemsize,))
+        return flat.view(dt).reshape(rows.value, cols.value).copy()
 
     def level_rows(self, column, level):
         """The rows (ascending, uint32) whose category column `column` holds

@@ -8,7 +8,7 @@ import torch.utils.data as tud
 from . import _lib
 from .graph import label_levels
 from .loader import Loader, _rank_world, epoch_batches
-from .packed import GraphSource, graph_of
+from .packed import GraphSource, features_token, graph_of
 
 # The levels of a split column each DataModule loader takes, in the order
 # looked for: the first one the column has.
@@ -56,7 +56,9 @@ class Dataset(tud.IterableDataset):
     first; DataModule's loaders advance it by themselves).
     len(ds) is the rank's batch count over all its workers, for N = 1 or
     the DataLoader's num_workers once it ran. ds.graph is the database's
-    Graph, read once per process.
+    Graph, read once per process: its features (x of layouts "pyg" and
+    "lazy") are the database's stored matrices, those of the loader option
+    features= replacing them per node type.
     """
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
@@ -70,6 +72,7 @@ class Dataset(tud.IterableDataset):
         self.split = split
         self.layout, self.edge_types, self.transform = layout, edge_types, transform
         self.loader_options = loader_options
+        self._features = features_token(loader_options.get("features"))
         self.epoch = 0
         self.num_workers = 1
         self._worker_iterations = 0
@@ -86,7 +89,7 @@ class Dataset(tud.IterableDataset):
     def graph(self):
         """The database's Graph, read once per process (shared with
         DataModule.graph and the batches unpacked from workers)."""
-        return graph_of(self.db)
+        return graph_of(self.db, self._features)
 
     def set_epoch(self, epoch):
         self.epoch = int(epoch)
@@ -119,7 +122,7 @@ class Dataset(tud.IterableDataset):
             self.epoch += self._worker_iterations
             self._worker_iterations = 1
         loader = self.loader()
-        source = GraphSource(self.db) if worker else None
+        source = GraphSource(self.db, self._features) if worker else None
         try:
             for batch in loader:
                 if self.layout == "lists":
@@ -245,7 +248,7 @@ class DataModule:
     def graph(self):
         """The database's Graph (edge arrays, names, ontology; to_torch(device)),
         read once per process: the graph the batches expand against."""
-        return graph_of(self.db)
+        return next(iter(self.datasets.values())).graph if self.datasets else graph_of(self.db)
 
     def set_epoch(self, epoch):
         """The epoch the loaders returned from now on start at."""

@@ -82,9 +82,13 @@ class Graph:
     recipe            the recipe text of `build --recipe` ("" otherwise)
     label_levels      {label: [level names]} of category labels (their values
                       are codes 0, 1, ... into the list); {} when none
+    stored_features   {node type: float32 or float16 [n_nodes, F]}: the
+                      matrices stored in the database (`build
+                      --node-features`, recipe key features:); {} when none
     features          {node type: float32 or float16 [n_nodes, F]}: the node
-                      features that layouts "pyg" and "lazy" gather as x
-                      (set_features); {} when none
+                      features that layouts "pyg" and "lazy" gather as x:
+                      the stored ones, each node type given to set_features
+                      (Loader's features=) replacing the stored one
     """
 
     def __init__(self, db):
@@ -127,9 +131,11 @@ class Graph:
             self.rmr = pairs(_lib.PL_ARRAY_RMR, self.n_rmr)
             self.rmr_stoich = db.graph_array(_lib.PL_ARRAY_RMR_STOICH,
                                              np.empty(self.n_rmr, np.float32))
-        self.features = {}
         onto = db.ontology()
         self.ontology = OntologyGraph(onto) if onto is not None else None
+        stored = ((node, db.features(node)) for node in self.node_counts())
+        self.stored_features = {node: a for node, a in stored if a is not None}
+        self.features = dict(self.stored_features)
         for t, ei in self.edge_index.items():
             _check_rows(f"edge type {t}", ei, (self.n_genes, self.n_genes))
         if self.has_metabolism:
@@ -150,11 +156,21 @@ class Graph:
             out["term"] = self.ontology.n_terms
         return out
 
+    def node_features(self, node):
+        """The feature matrix of node type `node` that layouts "pyg" and
+        "lazy" gather as x (features[node]); KeyError naming the node types
+        with features when it has none."""
+        if node not in self.features:
+            raise KeyError(f"no features for node type {node!r} (features: "
+                           f"{', '.join(self.features) or 'none'})")
+        return self.features[node]
+
     def set_features(self, features):
         """Node features: {node type: array [n_nodes, F] of float32 or
-        float16, or the path of such a .npy file (memory-mapped)}. Layouts
-        "pyg" and "lazy" then give each node store x [B * n_nodes, F],
-        gathered by n_id on the device from the matrix uploaded once per
+        float16, or the path of such a .npy file (memory-mapped)}, each
+        replacing the database's matrix of that node type (the others stay).
+        Layouts "pyg" and "lazy" then give each node store x [B * n_nodes,
+        F], gathered by n_id on the device from the matrix uploaded once per
         device. A node type the graph lacks, another row count, another
         dtype or another rank is a ValueError naming them."""
         counts = self.node_counts()
@@ -174,7 +190,7 @@ class Graph:
                 raise ValueError(f"{what}: shape {a.shape}, [{counts[node]}, F] expected "
                                  f"({counts[node]} {node} nodes)")
             checked[node] = a
-        self.features = checked
+        self.features = {**self.stored_features, **checked}
         self.__dict__.pop("_tensors", None)
 
     def tensors_on(self, device):

@@ -15,37 +15,56 @@ import os
 import numpy as np
 
 _ALIGN = 64
-# Graphs read in this process, by database path (graph_of).
+# Graphs read in this process, by database path and features token (graph_of).
 _GRAPHS = {}
+# The features= of the Datasets made in this process, by token.
+_FEATURES = {}
 
 
-def graph_of(db):
+def features_token(features):
+    """A token for a Dataset's features= (None without), registered in this
+    process: the batches of its workers name it, and graph_of() of the
+    process that made the Dataset finds the features by it."""
+    if not features:
+        return None
+    token = f"{os.getpid()}-{id(features)}"
+    _FEATURES[token] = features
+    return token
+
+
+def graph_of(db, features=None):
     """The Graph of database `db`, read once per process (DataModule.graph,
-    Dataset.graph and the batches unpacked from workers share it)."""
+    Dataset.graph and the batches unpacked from workers share it), with the
+    features registered under token `features` (features_token) set on it
+    (else the database's own)."""
     from . import _lib
     from .graph import Graph
 
-    key = os.path.realpath(os.fspath(db))
+    key = (os.path.realpath(os.fspath(db)), features)
     g = _GRAPHS.get(key)
     if g is None:
         database = _lib.Database(os.fspath(db))
         try:
-            g = _GRAPHS[key] = Graph(database)
+            g = Graph(database)
         finally:
             database.close()
+        if features is not None:
+            g.set_features(_FEATURES[features])
+        _GRAPHS[key] = g
     return g
 
 
 class GraphSource:
-    """A picklable stand-in for a loader's graph: graph_of(db)'s tensors on a
-    device, for to_torch(layout="pyg") of batches unpacked in another
-    process."""
+    """A picklable stand-in for a loader's graph: graph_of(db, features)'s
+    tensors on a device, for to_torch(layout="pyg") of batches unpacked in
+    another process."""
 
-    def __init__(self, db):
+    def __init__(self, db, features=None):
         self.db = os.fspath(db)
+        self.features = features
 
     def __call__(self, device):
-        return graph_of(self.db).tensors_on(device)
+        return graph_of(self.db, self.features).tensors_on(device)
 
 
 def _table(arrays):

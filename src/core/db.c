@@ -377,6 +377,8 @@ PL_API void pl_db_close(pl_db *db)
         close(db->samples_fd);
     if (db->payload_fd >= 0)
         close(db->payload_fd);
+    for (int t = 0; t < PL_N_NODE_TYPES; t++)
+        free(db->feat_copy[t]);
     ZSTD_freeDCtx(db->dctx);
     free(db->blockbuf);
     free(db->raw);
@@ -458,6 +460,39 @@ PL_API int64_t pl_db_graph_array(pl_db *db, int which, void *out, size_t cap, pl
     return (int64_t)len;
 }
 
+PL_API int pl_db_features(pl_db *db, const char *type, uint64_t *rows, uint64_t *cols,
+                          char dtype[4], const void **data, pl_err *err)
+{
+    int t = pl__node_type(type);
+    PL_FAIL_IF(t < 0, err, PL_EUSAGE, "'%s' is not a node type (gene, reaction, metabolite, "
+               "term)", type);
+    const void *v;
+    size_t len;
+    int rc = pl__db_get(db->txn, db->dbi[PL_DBI_FEAT], PL_DBI_FEAT, type, strlen(type), &v,
+                        &len, err);
+    PL_FAIL_IF(rc == -ENOENT, err, -ENOENT, "%s: no features stored for node type '%s'",
+               db->path, type);
+    PL_TRY(rc);
+    struct pl__feat_header h;
+    const void *d;
+    PL_TRY(pl__feat_decode(v, len, &db->meta, t, &h, &d, err));
+    size_t item = h.dtype[2] == '4' ? 4 : 2, bytes = len - sizeof h;
+    /* A small value lies in an LMDB leaf, aligned to 2 bytes only. */
+    if ((uintptr_t)d % item) {
+        if (!db->feat_copy[t]) {
+            db->feat_copy[t] = malloc(bytes);
+            PL_FAIL_IF(!db->feat_copy[t], err, -ENOMEM, "out of memory");
+            memcpy(db->feat_copy[t], d, bytes);
+        }
+        d = db->feat_copy[t];
+    }
+    *rows = h.rows;
+    *cols = h.cols;
+    memcpy(dtype, h.dtype, 4);
+    *data = d;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ verify */
 
 static int verify_inc(pl_db *db, const MDB_val *k, const MDB_val *v, pl_err *err)
@@ -482,6 +517,20 @@ static int verify_inc(pl_db *db, const MDB_val *k, const MDB_val *v, pl_err *err
     int rc = pl__inc_decode(v->mv_data, v->mv_size - 8, limit, &vals, &cap, &n, kd, err);
     free(vals);
     return rc;
+}
+
+/* A "feat" value: a node type's name as key, its header and size. */
+static int verify_feat(pl_db *db, const MDB_val *k, const MDB_val *v, pl_err *err)
+{
+    char name[16] = "";
+    if (k->mv_size < sizeof name)
+        memcpy(name, k->mv_data, k->mv_size);
+    int t = memchr(name, '\0', k->mv_size) ? -1 : pl__node_type(name);
+    PL_FAIL_IF(t < 0, err, PL_ECORRUPT, "key feat/%.*s: not a node type",
+               (int)(k->mv_size < 64 ? k->mv_size : 64), (const char *)k->mv_data);
+    struct pl__feat_header h;
+    const void *d;
+    return pl__feat_decode(v->mv_data, v->mv_size - 8, &db->meta, t, &h, &d, err);
 }
 
 static int verify_payload(pl_db *db, pl_err *err)
@@ -555,6 +604,8 @@ PL_API int pl_db_verify(pl_db *db, pl_err *err)
             int r = pl__db_check(d, &k, &v, err);
             if (r == 0 && d == PL_DBI_INC)
                 r = verify_inc(db, &k, &v, err);
+            if (r == 0 && d == PL_DBI_FEAT)
+                r = verify_feat(db, &k, &v, err);
             if (r < 0) {
                 mdb_cursor_close(cur);
                 return r;

@@ -21,6 +21,7 @@ struct pl_db {
     struct pl__block_entry *blocks; /* [n_blocks], copied out of the map */
     int samples_fd;
     int payload_fd;                /* payload.npy checked at open, or -1 */
+    void *feat_copy[PL_N_NODE_TYPES]; /* pl_db_features: aligned copies, or NULL */
     /* pl_db_sample(): one cached decoded block */
     ZSTD_DCtx *dctx;
     void *blockbuf, *raw;

@@ -13,7 +13,7 @@
 #include "vec.h"
 
 const char *const pl__dbi_names[PL_DBI_COUNT] = {"meta", "names", "edges", "inc",
-                                                    "onto"};
+                                                    "onto", "feat"};
 
 void pl__key_describe(int dbi, const void *kp, size_t klen, char *buf, size_t cap)
 {
@@ -276,4 +276,50 @@ int pl__db_get_zstd(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_
     char kd[96];
     pl__key_describe(which, key, klen, kd, sizeof kd);
     return pl__zstd_decode(v, n, want, out, kd, err);
+}
+
+/* ---------------------------------------------------------- node features */
+
+static const char *const node_types[PL_N_NODE_TYPES] = PL_NODE_TYPES;
+
+int pl__node_type(const char *name)
+{
+    for (int t = 0; t < PL_N_NODE_TYPES; t++)
+        if (!strcmp(name, node_types[t]))
+            return t;
+    return -1;
+}
+
+uint64_t pl__node_count(const struct pl__meta *m, int type)
+{
+    const uint64_t n[PL_N_NODE_TYPES] = {m->n_genes, m->n_reactions, m->n_metabolites,
+                                         m->n_terms};
+    return type >= 0 && type < PL_N_NODE_TYPES ? n[type] : 0;
+}
+
+int pl__feat_decode(const void *v, size_t len, const struct pl__meta *m, int type,
+                    struct pl__feat_header *h, const void **data, pl_err *err)
+{
+    const char *name = node_types[type];
+    PL_FAIL_IF(len < sizeof *h, err, PL_ECORRUPT, "key feat/%s: %zu bytes, shorter than its "
+               "header", name, len);
+    memcpy(h, v, sizeof *h);
+    uint64_t item = !memcmp(h->dtype, "<f4\0\0\0\0\0", 8)   ? 4
+                    : !memcmp(h->dtype, "<f2\0\0\0\0\0", 8) ? 2
+                                                               : 0;
+    PL_FAIL_IF(!item, err, PL_ECORRUPT, "key feat/%s: unknown dtype", name);
+    for (size_t i = 0; i < sizeof h->reserved / sizeof h->reserved[0]; i++)
+        PL_FAIL_IF(h->reserved[i], err, PL_ECORRUPT, "key feat/%s: reserved words not zero",
+                   name);
+    PL_FAIL_IF(h->rows != pl__node_count(m, type), err, PL_ECORRUPT,
+               "key feat/%s: %llu rows, the database has %llu %s nodes", name,
+               (unsigned long long)h->rows, (unsigned long long)pl__node_count(m, type), name);
+    uint64_t bytes;
+    PL_FAIL_IF(h->cols == 0 || __builtin_mul_overflow(h->rows, h->cols, &bytes) ||
+                   __builtin_mul_overflow(bytes, item, &bytes) || bytes != len - sizeof *h,
+               err, PL_ECORRUPT, "key feat/%s: %zu bytes of data, not %llu x %llu elements of "
+               "%llu bytes", name, len - sizeof *h, (unsigned long long)h->rows,
+               (unsigned long long)h->cols, (unsigned long long)item);
+    *data = (const char *)v + sizeof *h;
+    return 0;
 }

@@ -57,6 +57,10 @@
  *                        PL_ONTO_KIND_TERM the terms the gene affects (those
  *                        whose genes(T) hold it), PL_ONTO_KIND_ANN its
  *                        annotation positions; empty bitmaps are not stored
+ *   "feat"   (since version 7; empty without node features) one value per node
+ *            type given features, keyed by its name ("gene", "reaction",
+ *            "metabolite", "term"): struct pl__feat_header (64 bytes), then
+ *            the matrix, rows * cols elements row-major, as the .npy held them
  * All integers little-endian (the only byte order pertload builds on).
  */
 #ifndef PL_CORE_DBFORMAT_H
@@ -137,7 +141,8 @@ struct pl__block_entry {
 };
 
 /* Named sub-databases. */
-enum { PL_DBI_META, PL_DBI_NAMES, PL_DBI_EDGES, PL_DBI_INC, PL_DBI_ONTO, PL_DBI_COUNT };
+enum { PL_DBI_META, PL_DBI_NAMES, PL_DBI_EDGES, PL_DBI_INC, PL_DBI_ONTO, PL_DBI_FEAT,
+       PL_DBI_COUNT };
 extern const char *const pl__dbi_names[PL_DBI_COUNT];
 
 /** Key of an incidence bitmap: be16 kind, be32 gene (sorts by kind, gene). */
@@ -199,6 +204,26 @@ int pl__names_split(const char *key, const void *v, size_t len, uint64_t n,
  *  @param kd the key's description (pl__key_describe), for messages. */
 int pl__inc_decode(const void *v, size_t len, uint64_t limit, uint32_t **vals, uint64_t *cap,
                    uint64_t *n, const char *kd, pl_err *err);
+
+/* The header of a "feat" value; the matrix follows it. */
+struct pl__feat_header {
+    char dtype[8];        /* "<f4" or "<f2", NUL-padded */
+    uint64_t rows, cols;  /* rows: the node type's count */
+    uint64_t reserved[5]; /* 0 */
+};
+
+/** The node count of node type `type` (PL_NODE_TYPES order) in `m`. */
+uint64_t pl__node_count(const struct pl__meta *m, int type);
+
+/** Index of node type `name` in PL_NODE_TYPES, or -1. */
+int pl__node_type(const char *name);
+
+/** Decode a "feat" value of node type `type` (PL_NODE_TYPES order): the
+ *  header's dtype, reserved words, rows (the type's count in `m`) and the
+ *  value's size (header + rows * cols elements, without overflow).
+ *  @param h the header, copied out; @param data set to the matrix. */
+int pl__feat_decode(const void *v, size_t len, const struct pl__meta *m, int type,
+                    struct pl__feat_header *h, const void **data, pl_err *err);
 
 /** Decompress a zstd value into a new malloc'd buffer of exactly `want`
  *  bytes (`*out`; NULL on failure). @param kd the key, for messages. */

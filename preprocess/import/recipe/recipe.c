@@ -260,6 +260,24 @@ static int source(pl__ry *l, yaml_node_t *m)
     return 0;
 }
 
+/* ----------------------------------------------------------- features */
+
+/* features: {node type: .npy}; the node type's count is checked by the build. */
+static int features_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v,
+                         void *ctx)
+{
+    (void)ctx;
+    pl_recipe *r = l->r;
+    static const char *const types[PL_N_NODE_TYPES] = PL_NODE_TYPES;
+    for (int t = 0; t < PL_N_NODE_TYPES; t++)
+        if (!strcmp(key, types[t])) {
+            r->feature_types[r->n_features] = types[t];
+            return pl__ry_path(l, v, key, &r->feature_files[r->n_features++]);
+        }
+    return pl__ry_fail(l, k, "unknown node type '%s' in 'features' (gene, reaction, metabolite, "
+                       "term)", key);
+}
+
 /* ---------------------------------------------------------------- top */
 
 static int top_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
@@ -307,8 +325,12 @@ static int top_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, 
         return pl__ry_samples(l, v);
     if (!strcmp(key, "ontology"))
         return pl__ry_ontology(l, v);
+    if (!strcmp(key, "features")) {
+        r->features_line = k->start_mark.line + 1;
+        return pl__ry_pairs(l, v, "'features'", features_pair, NULL);
+    }
     return pl__ry_fail(l, k, "unknown key '%s' (version, root, genes, edges, metabolism, samples, "
-                       "ontology)",
+                       "ontology, features)",
                        key);
 }
 

@@ -56,6 +56,10 @@
  *     relations: [is_a, part_of]            # obo, optional (default: is_a)
  *     evidence: [IDA, IMP]  # obo, optional; or exclude_evidence: [IEA]
  *     min_term_genes: 3     # optional (default: every term with a gene)
+ *   features:               # optional: node features (DESIGN section 16), a
+ *     gene: esm2.npy        #   float32 or float16 [n_nodes, F] .npy per node
+ *                           #   type (gene, reaction, metabolite, term),
+ *                           #   stored in the database (build_features.c)
  *
  * The ontology's gene names (GAF columns 3, 11, 2; the dcell file's genes)
  * resolve through the gene list and alias tables like every other source.
@@ -127,6 +131,10 @@ typedef struct pl_recipe {
     pl_smp_spec tables[PL_RECIPE_MAX_SAMPLES]; /**< sample tables (table, sga), in order */
     uint32_t n_tables;
     pl_recipe_ontology ontology;
+    const char *feature_types[PL_N_NODE_TYPES]; /**< features: node type of each */
+    char *feature_files[PL_N_NODE_TYPES];       /**< features: .npy paths (resolved) */
+    uint32_t n_features;
+    uint64_t features_line;    /**< recipe line of the 'features' key */
     uint64_t max_line;         /**< max_line: the line limit (0: not set) */
     uint64_t max_text;         /**< max_text: the text limit (0: not set) */
     char *text;                /**< the recipe file's bytes as parsed (text_len of them) */

@@ -115,6 +115,8 @@ static int digest_inputs(const pl_recipe *r, text *t, pl_err *err)
     for (uint32_t i = 0; i < r->n_tables; i++)
         PL_TRY(add_input(t, r, 0, r->tables[i].file, err));
     PL_TRY(add_input(t, r, r->ontology.line, r->ontology.file, err));
+    for (uint32_t i = 0; i < r->n_features; i++)
+        PL_TRY(add_input(t, r, r->features_line, r->feature_files[i], err));
     return add_input(t, r, r->ontology.line, r->ontology.annotations, err);
 }
 
@@ -306,7 +308,10 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
                             .drop_unknown_genes = !strict, .reactions = m->reactions,
                             .gpr = m->gpr, .rules = m->rules, .rmr = m->rmr,
                             .reaction_rule = m->reaction_rule, .samples = r->samples.file,
-                            .payload = r->samples.payload};
+                            .payload = r->samples.payload,
+                            .n_node_features = r->n_features,
+                            .feature_types = r->feature_types,
+                            .feature_files = (const char *const *)r->feature_files};
         pl__build_input in = {.genes = genes, .n_genes = ng, .edges = be,
                               .n_types = r->n_sources, .recipe = r->text,
                               .recipe_len = r->text_len, .inputs = inputs.s ? inputs.s : "",
