@@ -102,7 +102,8 @@ int pl__build_cats_end(builder *b, const pl__build_samples *s)
     }
     PL_FAIL_IF(*t, b->err, PL_EPARSE, "samples: levels given for more than the %u category "
                "columns", b->n_cats);
-    b->levels = b->n_cats ? s->levels : NULL;
+    if (b->n_cats && !(b->levels = strdup(s->levels))) /* the provider's goes first */
+        return NOMEM(b);
     return 0;
 }
 
@@ -135,4 +136,5 @@ void pl__build_cats_free(builder *b)
     free(b->cat_names);
     free(b->cat_codes);
     free(b->cat_max);
+    free(b->levels);
 }

@@ -57,7 +57,7 @@ typedef struct builder {
     uint32_t **cat_codes;       /* [n_cats][rows stored] */
     uint32_t *cat_max;          /* [n_cats] highest code given + 1 */
     uint64_t cap_codes;
-    const char *levels;         /* the provider's levels text, checked */
+    char *levels;               /* a copy of the provider's levels text, checked */
 } builder;
 
 /* Payload data goes out in PL_PAYLOAD_CHUNK pieces, each checksummed. */
