@@ -380,7 +380,8 @@ def test_model_and_sample_tables(tmp_path):
     assert "metabolism: 3 reactions, 3 metabolites, 4 GPR edges, 4 RMR edges" in text
     assert "(2 reactions with a gene-reaction rule)" in text
     assert re.search(r"^samples: 2 in ", text, re.M), text
-    assert "labels: fitness split" in text
+    assert "labels: fitness\n" in text  # the category split is no label
+    assert "category: split\ttrain\ttest\n" in text
     run_cli("verify", db)
     err = build_fails("--recipe", recipe, "--strict", "-o", tmp_path / "db2")
     assert f"{d}/screen.csv:4:9: unresolved gene name 'NOPE' (strict mode)" in err, err
