@@ -167,7 +167,8 @@ int pl__meta_decode(const void *v, size_t len, struct pl__meta *out, pl_err *err
         bad |= m.n_reactions || m.n_metabolites || m.n_gpr || m.n_rmr;
     /* Rules: GPR needs them; programs are indexed by uint32 offsets. */
     bad |= (m.reaction_rule != PL_REACTION_ANY && m.reaction_rule != PL_REACTION_GPR) ||
-           m.n_categories > PL_MAX_CATEGORIES || m.n_rules > m.n_reactions || m.n_rule_words > UINT32_MAX ||
+           m.n_categories > PL_MAX_CATEGORIES || m.n_rules > m.n_reactions ||
+           m.n_rule_words > UINT32_MAX ||
            (m.n_rules == 0) != (m.n_rule_words == 0) ||
            (m.reaction_rule == PL_REACTION_GPR && m.n_rules == 0);
     /* Ontology: uint32 indices throughout; strata and groups only with terms. */
