@@ -13,8 +13,8 @@
 static const char usage[] =
     "-o DB --genes F [--edges NAME=FILE...] [--min-score NAME=X]... [--reactions F]\n"
     "       [--gpr F | --rules F] [--reaction-rule any|gpr] [--rmr F] --samples F\n"
-    "       [--payload F.npy] [--node-features TYPE=F.npy]... [--drop-unknown-genes]\n"
-    "       [--quiet]\n"
+    "       [--categories COL,...] [--payload F.npy] [--node-features TYPE=F.npy]...\n"
+    "       [--drop-unknown-genes] [--quiet]\n"
     "       [--ontology F.obo --annotations F.gaf [--go-namespace NS,...]\n"
     "        [--go-relations is_a,part_of,...] [--evidence C,... | --exclude-evidence C,...]\n"
     "        | --ontology-dcell F] [--min-term-genes N]\n"
@@ -69,6 +69,8 @@ static int parse(int argc, char **argv, pl_build_opts *o, const char **names,
             target = &o->rules;
         else if (!strcmp(a, "--samples"))
             target = &o->samples;
+        else if (!strcmp(a, "--categories"))
+            target = &o->categories;
         else if (!strcmp(a, "--payload"))
             target = &o->payload;
         else if (!strcmp(a, "--ontology"))

@@ -152,6 +152,8 @@ int pl_cmd_inspect(int argc, char **argv)
     printf("samples: %llu in %llu blocks of %u\n", (unsigned long long)i->n_samples,
            (unsigned long long)i->n_blocks, i->block_rows);
     list_names("labels", i->label_names, i->n_labels, 16);
+    printf("category columns: %u (kept apart from the labels)\n", i->n_categories);
+    print_lines("category", i->categories); /* column<TAB>level 0<TAB>level 1... */
     list_names("genes", i->gene_names, i->n_genes, 8);
     if (i->payload_dtype[0]) {
         printf("payload: dtype %s, row shape (", i->payload_dtype);
@@ -172,8 +174,6 @@ int pl_cmd_inspect(int argc, char **argv)
     printf("build parameters: %s\n", i->params);
     printf("gene fingerprint: %016llx\n", (unsigned long long)i->gene_fingerprint);
     printf("database fingerprint: %016llx\n", (unsigned long long)i->db_fingerprint);
-    if (i->label_levels[0])
-        print_lines("label levels", i->label_levels);
     if (i->recipe_sources[0])
         print_lines("recipe source", i->recipe_sources);
     if (i->recipe_inputs[0])

@@ -188,7 +188,7 @@ def main():
         layout = "pyg" if a.gnn else "lists"
         opts = dict(batch_size=a.batch_size, num_workers=a.workers, seed=a.seed, rank=0,
                     world_size=1)
-        if a.split_column in graph.label_levels:  # the database's own split
+        if a.split_column in graph.categories:  # the database's own split
             dm = pertload.DataModule(db, split_column=a.split_column, **opts)
             held = "test" if "test" in dm.splits else "val"
             how = f"split column {a.split_column!r}: {dm.splits['train'][1]!r} and " \

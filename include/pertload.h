@@ -78,6 +78,9 @@ PL_API const char *pl_errname(int code);
 /** Maximum number of gene-gene edge types in a database. */
 #define PL_MAX_TYPES 64
 
+/** Maximum number of category columns of a database's samples. */
+#define PL_MAX_CATEGORIES 256
+
 /** When a reaction is removed (DESIGN section 2), chosen at build. */
 enum {
     PL_REACTION_DEFAULT = 0, /**< pl_build_opts: GPR with rules, else ANY */
@@ -122,6 +125,10 @@ typedef struct pl_build_opts {
     const char *const *feature_types; /**< node type of each: "gene", "reaction",
                                            "metabolite" or "term" */
     const char *const *feature_files; /**< the .npy file of each */
+    /** comma-separated text columns of `samples` kept as categories (a
+     *  split name), or NULL; the table is then read by the sample-table
+     *  reader of recipes (names resolved as a recipe resolves them) */
+    const char *categories;
 } pl_build_opts;
 
 /** What pl_build() did; all counts after filtering and dropping. */
@@ -176,7 +183,7 @@ typedef struct pl_db_info {
     uint64_t samples_bytes;           /**< size of the sample store */
     uint64_t payload_bytes;           /**< size of payload.npy, 0 if none */
     uint32_t reaction_rule;           /**< PL_REACTION_ANY or PL_REACTION_GPR */
-    uint32_t reserved;
+    uint32_t n_categories;            /**< category columns (lines of `categories`) */
     uint64_t n_rules;                 /**< reactions with a gene-reaction rule */
     uint64_t n_rule_words;            /**< words of their programs (PL_ARRAY_RULES) */
     uint64_t n_terms;                 /**< ontology terms (0: no ontology) */
@@ -196,9 +203,12 @@ typedef struct pl_db_info {
     /** per edge source: "name format=F rows=R filtered=F unresolved=U
      *  duplicates=D kept=K file=PATH" lines, or "" */
     const char *recipe_sources;
-    /** category labels (their values are codes 0, 1, ...): lines
-     *  "label<TAB>level 0<TAB>level 1...", or "" */
-    const char *label_levels;
+    /** the category columns of the samples (a split name), kept apart from
+     *  the labels: one line each, "column<TAB>level 0<TAB>level 1...\n"
+     *  (code k is level k), or ""; their codes per row are read with
+     *  pl_db_level_rows(). A column is also a label only when the build
+     *  listed it under the labels too. */
+    const char *categories;
     /** One identity over everything the database serves: genes, edges,
      *  metabolism, rules, ontology, labels, the sample blocks and the
      *  payload (every stored value's checksum; not the build's command
@@ -366,16 +376,15 @@ typedef struct pl_sample {
 PL_API int pl_db_sample(pl_db *db, uint64_t row, pl_sample *s, pl_err *err);
 
 /** The rows of a split: the rows (input order, ascending) whose category
- *  label `column` (a label with level names in pl_db_info.label_levels)
- *  holds the level named `level` (compared byte for byte). A row whose value
- *  is missing (NaN) is in no level. Reads the whole sample store through
- *  pl_db_sample() (so not thread-safe on one db).
+ *  column `column` (one of pl_db_info.categories) holds the level named
+ *  `level` (compared byte for byte). Reads the column's codes from the
+ *  category store (not the sample store; safe beside pl_db_sample()).
  *  @param rows room for `cap` rows; the first `cap` of them are written
  *  (NULL with cap 0 counts them).
  *  @return the number of rows of the level (0 when no row holds it), or
- *  PL_EUSAGE (no label `column`, a label that is no category column, or no
- *  level `level`: err names them and lists the category columns or the
- *  column's levels), PL_ECORRUPT, -errno. */
+ *  PL_EUSAGE (no category column `column` or no level `level`: err names
+ *  them and lists the category columns or the column's levels),
+ *  PL_ECORRUPT, -errno. */
 PL_API int64_t pl_db_level_rows(pl_db *db, const char *column, const char *level,
                                 uint32_t *rows, uint64_t cap, pl_err *err);
 

@@ -158,8 +158,7 @@ int pl__producer_load(pl__producer *p, pl_err *err)
     PL_TRY(open_payload(p, err));
     pl__collate_cfg_init(&p->cfg, p->db, p->g, p->o.plan.batch_size, p->o.dense);
     if (p->o.split) {
-        const pl__table *t = &p->table;
-        PL_TRY(pl__subset_split(&p->subset, &p->split, t->labels, t->n_labels, t->n, err));
+        PL_TRY(pl__subset_split(&p->subset, &p->split, p->db, err));
         p->o.plan.n_samples = p->subset.n;
         PL_TRY(subset_plan(p, err));
     }

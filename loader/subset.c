@@ -125,7 +125,7 @@ int pl__split_find(pl__split *sp, const pl_db_info *info, const char *spec, pl_e
     memcpy(sp->column, eq ? spec : PL__SPLIT_COLUMN, clen);
     sp->column[clen] = 0;
     sp->level = eq ? eq + 1 : spec;
-    int rc = pl__level_find(info, sp->column, sp->level, &sp->label, &sp->code, err);
+    int rc = pl__level_find(info, sp->column, sp->level, &sp->lv, err);
     if (rc < 0)
         pl__err_prefix(err, "--split %s", spec);
     return rc;
@@ -137,21 +137,18 @@ void pl__split_free(pl__split *sp)
     memset(sp, 0, sizeof *sp);
 }
 
-int pl__subset_split(pl__subset *s, const pl__split *sp, const float *labels, uint32_t n_labels,
-                     uint64_t n, pl_err *err)
+int pl__subset_split(pl__subset *s, const pl__split *sp, pl_db *db, pl_err *err)
 {
     memset(s, 0, sizeof *s);
-    uint64_t m = 0;
-    for (uint64_t r = 0; r < n; r++)
-        m += labels[r * n_labels + sp->label] == sp->code;
-    PL_FAIL_IF(m == 0, err, PL_EUSAGE, "--split %s: no row of category column '%s' holds "
-               "level '%s'", sp->spec, sp->column, sp->level);
-    s->rows = malloc(m * sizeof *s->rows);
-    PL_FAIL_IF(!s->rows, err, -ENOMEM, "--split %s: out of memory", sp->spec);
-    for (uint64_t r = 0; r < n; r++)
-        if (labels[r * n_labels + sp->label] == sp->code)
-            s->rows[s->n++] = (uint32_t)r;
-    return 0;
+    int rc = pl__level_rows(db, &sp->lv, &s->rows, &s->n, err);
+    if (rc < 0)
+        pl__err_prefix(err, "--split %s", sp->spec);
+    if (rc == 0 && s->n == 0)
+        rc = pl__err(err, PL_EUSAGE, "--split %s: no row of category column '%s' holds "
+                     "level '%s'", sp->spec, sp->column, sp->level);
+    if (rc < 0)
+        pl__subset_free(s);
+    return rc;
 }
 
 void pl__subset_apply(const pl__subset *s, pl_plan *plan)

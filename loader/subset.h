@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "pertload.h"
+#include "split.h"
 
 /** The category column of a split given as a level alone. */
 #define PL__SPLIT_COLUMN "split"
@@ -33,19 +34,18 @@ typedef struct pl__subset {
  *  `s` is left empty on failure. */
 int pl__subset_load(pl__subset *s, const char *spec, uint64_t n_samples, pl_err *err);
 
-/** A split: the spec, its column (owned) and level, and the label and
- *  code of the level (split.h). */
+/** A split: the spec, its column (owned) and level, and the level's
+ *  column and code in the category store (split.h). */
 typedef struct pl__split {
     const char *spec;
     char *column;
     const char *level; /* inside spec */
-    uint32_t label;
-    float code;
+    pl__level lv;
 } pl__split;
 
 /** Parse the split `spec`, "COLUMN=LEVEL" (split at the first '='), or
  *  "LEVEL" for the column PL__SPLIT_COLUMN, and find its level among the
- *  category labels of the database `info` describes (metadata only).
+ *  category columns of the database `info` describes (metadata only).
  *  @return 0, PL_EUSAGE (no such category column or level: err names the
  *  spec, the column and the level, and lists the category columns or the
  *  levels), -ENOMEM. `sp` keeps `spec`; pl__split_free() it either way. */
@@ -54,13 +54,12 @@ int pl__split_find(pl__split *sp, const pl_db_info *info, const char *spec, pl_e
 /** Release what pl__split_find() allocated; safe on a zeroed split. */
 void pl__split_free(pl__split *sp);
 
-/** The subset of the rows of split `sp`: the rows, ascending, whose label
- *  sp->label among the `n_labels` of each of the `n` rows of `labels`
- *  ([n * n_labels], the decoded sample table) is the level's code.
+/** The subset of the rows of split `sp`: the rows, ascending, whose code
+ *  in the category store of `db` is the level's.
  *  @return 0, PL_EUSAGE (no row holds the level: err names the spec, the
- *  column and the level), -ENOMEM. `s` is left empty on failure. */
-int pl__subset_split(pl__subset *s, const pl__split *sp, const float *labels, uint32_t n_labels,
-                     uint64_t n, pl_err *err);
+ *  column and the level), PL_ECORRUPT, -ENOMEM. `s` is left empty on
+ *  failure. */
+int pl__subset_split(pl__subset *s, const pl__split *sp, pl_db *db, pl_err *err);
 
 /** Map a plan over the subset's positions to the subset's rows, in place. */
 void pl__subset_apply(const pl__subset *s, pl_plan *plan);

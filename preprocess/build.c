@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "builder.h"
+#include "import/names/names.h"
+#include "import/samples/provider.h"
 #include "src/core/fileio.h"
 #include "src/core/progress.h"
 
@@ -105,16 +107,63 @@ static int read_graph(builder *b)
     return 0;
 }
 
+/* The samples file with category columns `o->categories` as a sample
+ * table (samples.h: header, `genes` split at ';', an optional `id`, every
+ * other column a label), read by the recipe's table reader. */
+typedef struct cat_table {
+    pl_smp_spec spec;
+    char *list;          /* o->categories, split at ',' in place */
+    pl_names *nm;
+    pl_smp_provider p;
+} cat_table;
+
+static int cat_table_open(builder *b, cat_table *t, pl__build_samples *out)
+{
+    const pl_build_opts *o = b->o;
+    pl_smp_spec *s = &t->spec;
+    *s = (pl_smp_spec){.format = PL_SMP_TABLE, .file = o->samples, .header = 1,
+                       .comment = "#", .id = "id", .id_optional = 1};
+    t->list = strdup(o->categories);
+    PL_FAIL_IF(!t->list, b->err, -ENOMEM, "out of memory");
+    for (char *c = t->list, *end; c; c = end) {
+        end = strchr(c, ',');
+        if (end)
+            *end++ = '\0';
+        PL_FAIL_IF(!*c, b->err, PL_EUSAGE, "--categories '%s': an empty column name",
+                   o->categories);
+        PL_FAIL_IF(s->n_categories == PL_IMP_MAX_LIST, b->err, PL_EUSAGE,
+                   "--categories: more than %d columns", PL_IMP_MAX_LIST);
+        s->categories[s->n_categories++] = c;
+    }
+    PL_TRY(pl__names_new(&t->nm, b->err));
+    PL_TRY(pl__names_exact_list(t->nm, b->genes.names, b->n_genes, b->err));
+    int rc = pl__smp_check(s, b->err);
+    if (rc < 0)
+        return pl__err_prefix(b->err, "%s: --categories", o->samples);
+    return pl__smp_provider_open(&t->p, s, 1, t->nm, !o->drop_unknown_genes, out, b->err);
+}
+
+static void cat_table_close(cat_table *t)
+{
+    pl__smp_provider_close(&t->p);
+    pl__names_free(t->nm);
+    free(t->list);
+}
+
 /* The samples from the provider or the samples file (none at all when an
  * in-memory build names neither), then the payload. */
 static int read_samples(builder *b, chunker *payload)
 {
     const pl_build_opts *o = b->o;
     pl__samples_tsv *tsv = NULL;
-    pl__build_samples none = {0, NULL, no_rows, NULL, NULL, NULL}, file;
+    cat_table ct = {0};
+    pl__build_samples none = {0, NULL, no_rows, NULL, NULL, NULL, 0, NULL}, file;
     const pl__build_samples *s = b->in && b->in->samples ? b->in->samples : &none;
     int rc = 0;
-    if (s == &none && o->samples) {
+    if (s == &none && o->samples && o->categories) {
+        rc = cat_table_open(b, &ct, &file);
+        s = &file;
+    } else if (s == &none && o->samples) {
         rc = pl__samples_tsv_open(&tsv, o->samples, &b->genes, o->drop_unknown_genes, &file,
                                   b->err);
         s = &file;
@@ -122,6 +171,7 @@ static int read_samples(builder *b, chunker *payload)
     if (rc == 0)
         rc = pl__build_store_samples(b, s);
     pl__samples_tsv_close(tsv);
+    cat_table_close(&ct);
     PL_TRY(rc);
     return o->payload ? pl__build_copy_payload(b, o->payload, payload) : 0;
 }
@@ -278,6 +328,7 @@ int pl__build_run(const pl_build_opts *opts, const pl__build_input *in, pl_build
     for (uint32_t i = 0; b->label_names && i < b->n_labels; i++)
         free(b->label_names[i]);
     free(b->label_names);
+    pl__build_cats_free(b);
     free(b->ser);
     free(b);
     return rc;

@@ -69,12 +69,15 @@ typedef struct pl__sample_row {
      *  drop_unknown_genes); counted as a dropped sample, and its payload
      *  row is skipped */
     int dropped;
+    const uint32_t *cats;  /**< [n_categories] level codes (NULL without) */
 } pl__sample_row;
 
-/** A sample-row provider. Label names are known before the first row (the
- *  store is created with them). Category columns (a split name, a strain
- *  background) are the provider's to encode as float labels holding codes
- *  0, 1, ..., with their level names in `levels`. */
+/** A sample-row provider. Label and category names are known before the
+ *  first row (the store is created with them). Category columns (a split
+ *  name, a strain background) are stored apart from the labels, as a
+ *  uint32 code per row and column (dbformat.h, "cats"), with their level
+ *  names in `levels`; a provider puts a category column among the labels
+ *  too (as float codes) only when asked to. */
 typedef struct pl__build_samples {
     uint32_t n_labels;                /**< <= 256 */
     const char *const *label_names;   /**< [n_labels] distinct, non-empty */
@@ -85,12 +88,16 @@ typedef struct pl__build_samples {
     /** Fraction of the input read so far (progress), or NULL. */
     double (*frac)(void *ctx);
     void *ctx;
-    /** The levels of category labels, or NULL: one line per such label,
-     *  "label<TAB>level 0<TAB>level 1...\n" (code k is level k); stored as
-     *  meta/"levels", read back as pl_db_info.label_levels. Read once
-     *  next() has returned 0 (the levels of a streamed table are known
-     *  only then); valid until pl__build_run() returns. */
+    /** The levels of the category columns, or NULL: one line per column, in
+     *  column order, "column<TAB>level 0<TAB>level 1...\n" (code k is level
+     *  k; levels non-empty, distinct, without tab or line break); stored as
+     *  cats/"levels", read back as pl_db_info.categories. Read once next()
+     *  has returned 0 (the levels of a streamed table are known only then);
+     *  valid until pl__build_run() returns. Checked against the names and
+     *  every code given (PL_EPARSE naming the column). */
     const char *levels;
+    uint32_t n_categories;               /**< <= PL_MAX_CATEGORIES */
+    const char *const *category_names;   /**< [n_categories] distinct, non-empty */
 } pl__build_samples;
 
 /** Everything pl__build_run() takes in memory; NULL parts are read from the

@@ -139,7 +139,7 @@ static int tsv_next(void *ctx, pl__sample_row *r, pl_err *err)
                                  (int)lf->len, lf->s, t->label_names[l]);
         }
     }
-    *r = (pl__sample_row){id, t->g, ng, t->labels, unknown > 0};
+    *r = (pl__sample_row){id, t->g, ng, t->labels, unknown > 0, NULL};
     return 1;
 }
 
@@ -160,7 +160,7 @@ int pl__samples_tsv_open(pl__samples_tsv **tsv, const char *path, const pl_strta
     t->open = 1;
     PL_TRY(tsv_header(t, err));
     *out = (pl__build_samples){t->n_labels, (const char *const *)t->label_names, tsv_next,
-                               tsv_frac, t, NULL};
+                               tsv_frac, t, NULL, 0, NULL};
     return 0;
 }
 
@@ -210,6 +210,7 @@ int pl__build_store_samples(builder *b, const pl__build_samples *s)
             return NOMEM(b);
         b->n_labels = l + 1;
     }
+    PL_TRY(pl__build_cats_begin(b, s));
     int rc = pl__sstore_create(&b->sw,
                                pl__path_join(sp, sizeof sp, b->tmp.path, PL_FILE_SAMPLES),
                                b->n_labels, b->err);
@@ -224,10 +225,13 @@ int pl__build_store_samples(builder *b, const pl__build_samples *s)
             b->st.dropped_samples++;
             rc = push_dropped(b, row);
         } else if (rc == 0) {
-            rc = pl__sstore_add(&b->sw, r.id, r.genes, r.n_genes, r.labels, b->err);
+            rc = pl__build_cats_add(b, &r, row);
+            if (rc == 0)
+                rc = pl__sstore_add(&b->sw, r.id, r.genes, r.n_genes, r.labels, b->err);
         }
     }
-    b->levels = s->levels; /* complete once the last row is given */
+    if (rc == 0) /* the levels are complete once the last row is given */
+        rc = pl__build_cats_end(b, s);
     pl__progress_end(&pg, b->n_rows_in);
     if (rc == 0)
         rc = pl__sstore_finish(&b->sw, b->err);

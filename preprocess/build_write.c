@@ -163,17 +163,16 @@ static int put_arrays(builder *b, const void *key, size_t klen, const void *cons
     return rc;
 }
 
-/* The recipe's texts and the category levels (build_input.h), when the
- * build has them. */
+/* The recipe's texts (build_input.h), when the build has them. */
 static int put_texts(builder *b)
 {
     const pl__build_input *in = b->in;
     if (!in)
         return 0;
-    const char *keys[4] = {"recipe", "inputs", "sources", "levels"};
-    const char *vals[4] = {in->recipe, in->inputs, in->sources, b->levels};
-    size_t lens[4] = {in->recipe_len, 0, 0, 0};
-    for (int i = 0; i < 4; i++) {
+    const char *keys[3] = {"recipe", "inputs", "sources"};
+    const char *vals[3] = {in->recipe, in->inputs, in->sources};
+    size_t lens[3] = {in->recipe_len, 0, 0};
+    for (int i = 0; i < 3; i++) {
         if (!vals[i])
             continue;
         size_t len = i == 0 ? lens[0] : strlen(vals[i]);
@@ -239,6 +238,7 @@ int pl__build_write_lmdb(builder *b, const chunker *payload)
         PL_TRY(put_metabolic_incidence(b));
     PL_TRY(pl__onto_put(b->txn, b->dbi[PL_DBI_ONTO], b->on, m, b->err));
     PL_TRY(pl__build_put_features(b));
+    PL_TRY(pl__build_cats_put(b));
     MDB_dbi meta = b->dbi[PL_DBI_META];
     PL_TRY(pl__db_put(b->txn, meta, PL_DBI_META, "blocks", 6, b->sw.index,
                       b->sw.n_blocks * sizeof *b->sw.index, 0, b->err));

@@ -52,7 +52,13 @@ typedef struct builder {
     const pl_onto *on;          /* the ontology stored: &onto or the caller's */
     const pl__ruleset *rs;      /* the rules stored: &rules or the provider's */
     const pl__build_input *in;  /* in-memory inputs, or NULL */
-    const char *levels;         /* the samples provider's category levels */
+    /* category columns (build_cats.c): names, codes per stored row */
+    char **cat_names;
+    uint32_t n_cats;
+    uint32_t **cat_codes;       /* [n_cats][rows stored] */
+    uint32_t *cat_max;          /* [n_cats] highest code given + 1 */
+    uint64_t cap_codes;
+    char *levels;               /* a copy of the provider's levels text, checked */
     pl__npy feat[PL_N_NODE_TYPES]; /* node features by type (fd -1: none) */
 } builder;
 
@@ -89,6 +95,24 @@ int pl__build_read_rmr(builder *b, const char *path);
 /** Store the rows of provider `s` in the sample store in the temporary
  *  directory (and finish the store); the label names are copied. */
 int pl__build_store_samples(builder *b, const pl__build_samples *s);
+
+/** Copy the provider's category names (checked: distinct, non-empty, at
+ *  most PL_MAX_CATEGORIES) into the builder. */
+int pl__build_cats_begin(builder *b, const pl__build_samples *s);
+
+/** Keep the codes of a stored row (`row`: its provider row, for messages). */
+int pl__build_cats_add(builder *b, const pl__sample_row *r, uint64_t row);
+
+/** After the last row: the provider's levels text against the names and
+ *  the codes given (PL_EPARSE naming the column). */
+int pl__build_cats_end(builder *b, const pl__build_samples *s);
+
+/** Write the category store (cats/"levels", one codes value per column)
+ *  and meta.n_categories (before the meta record is written). */
+int pl__build_cats_put(builder *b);
+
+/** Release the category columns. */
+void pl__build_cats_free(builder *b);
 
 /** Take the gene list from memory (as the genes file would give it). */
 int pl__build_take_genes(builder *b, const char *const *names, uint64_t n);

@@ -44,8 +44,9 @@ static int next_row(void *ctx, pl__sample_row *r, pl_err *err)
     (void)err;
     static const int32_t g0[] = {0}, g1[] = {2, 4}, g2[] = {1};
     static const float l0[] = {0.5f, 1.0f}, l1[] = {-2.0f, NAN}, l2[] = {3.0f, 4.0f};
-    static const pl__sample_row all[] = {{10, g0, 1, l0, 0}, {11, g1, 2, l1, 0},
-                                         {12, g2, 1, l2, 0}};
+    static const uint32_t c0[] = {1}, c1[] = {0}, c2[] = {1};
+    static const pl__sample_row all[] = {{10, g0, 1, l0, 0, c0}, {11, g1, 2, l1, 0, c1},
+                                         {12, g2, 1, l2, 0, c2}};
     rows *s = ctx;
     if (s->i == 3)
         return 0;
@@ -86,7 +87,8 @@ static int memory_db_levels(const char *out, const pl__build_edges *edges, const
     pl__build_metabolism m = {reactions, 2, metabolites, 3, gpr_gene, gpr_rxn, 3,
                               rmr_rxn, rmr_met, rmr_st, 3, NULL};
     rows st = {0};
-    pl__build_samples s = {2, labels, next_row, NULL, &st, levels};
+    static const char *const cats[] = {"split"};
+    pl__build_samples s = {2, labels, next_row, NULL, &st, levels, levels ? 1 : 0, cats};
     pl__build_input in = {.genes = gene_names, .n_genes = 5, .edges = edges, .n_types = 2,
                           .metabolism = &m, .samples = &s};
     pl_build_opts o = {.out = out, .params = "same"};
@@ -98,21 +100,68 @@ static int memory_db(const char *out, const pl__build_edges *edges, pl_err *err)
     return memory_db_levels(out, edges, NULL, err);
 }
 
-/* The category levels of a provider are stored and read back. */
+/* The category columns of a provider are stored apart from the labels and
+ * read back; levels that do not match the names or the codes are refused. */
 Test(build_input, category_levels)
 {
     pl__build_edges e[2] = {{"physical", phys_src, phys_dst, 3},
                             {"regulatory", reg_src, reg_dst, 2}};
     char *out = pl_test_path(dir, "levels");
-    const char *levels = "epsilon\ttrain\tval\ttest\n";
+    const char *levels = "split\ttrain\tval\ttest\n";
     pl_err err = {0};
     cr_assert_eq(memory_db_levels(out, e, levels, &err), 0, "%s", err.msg);
     pl_db *db;
     cr_assert_eq(pl_db_open(out, &db, &err), 0, "%s", err.msg);
-    cr_assert_str_eq(pl_db_info_get(db)->label_levels, levels);
+    const pl_db_info *info = pl_db_info_get(db);
+    cr_assert_str_eq(info->categories, levels);
+    cr_assert_eq(info->n_categories, 1);
+    cr_assert_eq(info->n_labels, 2); /* fitness, epsilon: no split among them */
+    uint32_t rows[3];
+    cr_assert_eq(pl_db_level_rows(db, "split", "val", rows, 3, &err), 2, "%s", err.msg);
+    cr_assert(rows[0] == 0 && rows[1] == 2);
+    cr_assert_eq(pl_db_level_rows(db, "split", "train", rows, 3, &err), 1, "%s", err.msg);
+    cr_assert_eq(rows[0], 1);
+    cr_assert_eq(pl_db_level_rows(db, "split", "test", rows, 3, &err), 0, "%s", err.msg);
     cr_assert_eq(pl_db_verify(db, &err), 0, "%s", err.msg);
     pl_db_close(db);
+    const char *bad[][2] = {{"split\ttrain\n", "a row holds code 1, the column has 1 levels"},
+                            {"fold\ttrain\tval\n", "levels of category column 'split' are"},
+                            {"split\ttrain\t\n", "level 1 is empty"},
+                            {"split\ttrain\ttrain\n", "level 'train' is listed twice"},
+                            {"split\ta\tb\nx\ty\n", "levels given for more than"}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        char *o = pl_test_path(dir, "bad-levels");
+        cr_assert_eq(memory_db_levels(o, e, bad[k][0], &err), PL_EPARSE, "%zu", k);
+        cr_assert(strstr(err.msg, bad[k][1]), "%zu: %s", k, err.msg);
+        struct stat st;
+        cr_assert_neq(stat(o, &st), 0, "a database left behind");
+        free(o);
+    }
     free(out);
+}
+
+/* The category store counts in the database fingerprint: the same inputs
+ * built twice agree, other level names (same codes, same labels) do not. */
+Test(build_input, fingerprint_covers_the_category_store)
+{
+    pl__build_edges e[2] = {{"physical", phys_src, phys_dst, 3},
+                            {"regulatory", reg_src, reg_dst, 2}};
+    const char *lv[3] = {"split\ttrain\tval\n", "split\ttrain\tval\n", "split\ttrain\ttest\n"};
+    uint64_t fp[3];
+    pl_err err = {0};
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "fp%d", k);
+        char *out = pl_test_path(dir, name);
+        cr_assert_eq(memory_db_levels(out, e, lv[k], &err), 0, "%s", err.msg);
+        pl_db *db;
+        cr_assert_eq(pl_db_open(out, &db, &err), 0, "%s", err.msg);
+        fp[k] = pl_db_info_get(db)->db_fingerprint;
+        pl_db_close(db);
+        free(out);
+    }
+    cr_assert_eq(fp[0], fp[1]);
+    cr_assert_neq(fp[0], fp[2]);
 }
 
 static void same_file(const char *a, const char *b, const char *name)
@@ -216,7 +265,7 @@ Test(build_input, rules_in_memory_equal_rules_file)
     pl__build_metabolism m = {reactions, 2, metabolites, 3, gg, gr, ngpr,
                               rmr_rxn, rmr_met, rmr_st, 3, &rs};
     rows st = {0};
-    pl__build_samples sp = {2, labels, next_row, NULL, &st, NULL};
+    pl__build_samples sp = {2, labels, next_row, NULL, &st, NULL, 0, NULL};
     pl__build_input in = {.genes = gene_names, .n_genes = 5, .edges = e, .n_types = 2,
                           .metabolism = &m, .samples = &sp};
     pl_build_opts mo = {.out = b, .params = "same"};
@@ -265,7 +314,7 @@ Test(build_input, ontology_in_memory_equals_ontology_file)
     pl__build_edges e[2] = {{"physical", phys_src, phys_dst, 3},
                             {"regulatory", reg_src, reg_dst, 2}};
     rows rs = {0};
-    pl__build_samples smp = {2, labels, next_row, NULL, &rs, NULL};
+    pl__build_samples smp = {2, labels, next_row, NULL, &rs, NULL, 0, NULL};
     pl__build_input in = {.genes = gene_names, .n_genes = 5, .edges = e, .n_types = 2,
                           .samples = &smp, .ontology = &on,
                           .ontology_unknown = os.unknown_genes.total};

@@ -650,6 +650,42 @@ Test(corruption, format_version)
     expect_open_fails(PL_EFORMAT, want);
 }
 
+/* A database of the previous format: version 6 had no category store (its
+ * categories were float labels). Its sub-database "cats" dropped and its
+ * version set back, it is refused as of another version, not as damaged. */
+Test(corruption, previous_format_without_the_category_store)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi h;
+    cr_assert_eq(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, PL_DBI_COUNT);
+    int rc = mdb_env_open(env, C.bad, MDB_NOLOCK, 0644);
+    cr_assert_eq(rc, 0, "mdb_env_open: %s", mdb_strerror(rc));
+    cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    cr_assert_eq(mdb_dbi_open(txn, pl__dbi_names[PL_DBI_CATS], 0, &h), 0);
+    cr_assert_eq(mdb_drop(txn, h, 1), 0);
+    MDB_val k = {4, "meta"}, v;
+    cr_assert_eq(mdb_dbi_open(txn, pl__dbi_names[PL_DBI_META], 0, &h), 0);
+    cr_assert_eq(mdb_get(txn, h, &k, &v), 0);
+    char *meta = malloc(v.mv_size);
+    cr_assert_not_null(meta);
+    memcpy(meta, v.mv_data, v.mv_size);
+    uint32_t old = 6;
+    memcpy(meta + 8, &old, 4);
+    MDB_val nv = {v.mv_size, meta};
+    cr_assert_eq(mdb_put(txn, h, &k, &nv, 0), 0);
+    free(meta);
+    cr_assert_eq(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    char lock[4352];
+    bad_path(lock, sizeof lock, "lock.mdb");
+    unlink(lock);
+    reseal();
+    expect_open_fails(PL_EFORMAT, "database format version 6; this pertload reads version 7 "
+                                  "(rebuild the database)");
+}
+
 /* Rewrite meta/meta through `edit`, with a valid trailer (and reseal): only
  * what the record says is wrong. */
 static void edit_meta(void (*edit)(struct pl__meta *))

@@ -124,7 +124,7 @@ Test(dbvalue, meta_refuses_bad_sizes_and_counts)
     meta_refused(&m, counts);
     m = good_meta(), m.n_rule_words = (uint64_t)UINT32_MAX + 1;
     meta_refused(&m, counts);
-    m = good_meta(), m.reserved = 1;
+    m = good_meta(), m.n_categories = PL_MAX_CATEGORIES + 1;
     meta_refused(&m, counts);
 }
 

@@ -355,7 +355,7 @@ Test(import_recipe, bad_metabolism_and_samples)
                "sample table: column 'g' is a name, but the file has no header");
     expect_bad(HEAD EDGE "samples: {format: table, file: s, labels: fitness}\n", 6, 43,
                "'labels' must be a list of columns");
-    expect_bad(HEAD EDGE "samples: {format: table, file: s, labels: [x], categories: [x]}\n",
+    expect_bad(HEAD EDGE "samples: {format: table, file: s, id: x, categories: [x]}\n",
                6, 10, "sample table: column 'x' is given two roles");
     expect_bad(HEAD EDGE "samples: []\n", 6, 10, "'samples' is an empty list");
 }

@@ -181,6 +181,35 @@ Test(import_samples, table_malformed)
               err.msg);
 }
 
+/* A column under both `labels` and `categories`: a category, and a label
+ * holding its code; a category value must be a non-empty level name. */
+Test(import_samples, table_label_and_category_column)
+{
+    genes("A\nB\n");
+    pl_smp_spec s;
+    pl__smp_spec_init(&s);
+    s.labels[s.n_labels++] = "x";
+    s.labels[s.n_labels++] = "split";
+    s.categories[s.n_categories++] = "split";
+    pl_test_text out = {0};
+    pl_err err;
+    cr_assert_eq(read_as(&s, "genes\tx\tsplit\nA\t1\tval\nB\t2\ttrain\nA\t3\tval\n",
+                         PL_TEST_PLAIN, 1, &out, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(out.s, "0 A | 1 0 | val\n1 B | 2 1 | train\n2 A | 3 0 | val\n");
+    cr_assert_eq(res.n_labels, 2);
+    cr_assert_str_eq(res.label_names[1], "split");
+    cr_assert_str_eq(res.cat_names[0], "split");
+    free(out.s);
+    expect_bad(&s, "genes\tx\tsplit\nA\t1\tval\nB\t2\t\n", 3, 5,
+               "empty value in category column 'split' (a level needs a name)");
+    pl_smp_spec t = s;
+    t.n_categories = 0;
+    t.categories[t.n_categories++] = "x";
+    t.categories[t.n_categories++] = "x";
+    cr_assert_eq(read_as(&t, "genes\tx\nA\t1\n", PL_TEST_PLAIN, 0, NULL, &err), PL_EUSAGE);
+    cr_assert(strstr(err.msg, "column 'x' is given two roles"), "%s", err.msg);
+}
+
 /* ---------------------------------------------------------------- SGA */
 
 #define SGA_HEADER "Query Strain ID\tQuery allele name\tArray Strain ID\tArray allele name\t" \

@@ -84,7 +84,8 @@ Test(recipe_set, dcell_files_split_by_file)
         cr_assert_eq(pl_db_open(out, &db, &err), 0, "%s", err.msg);
         const pl_db_info *info = pl_db_info_get(db);
         cr_assert_eq(info->n_samples, (uint64_t)total);
-        cr_assert_str_eq(info->label_levels, "split\ttest\ttrain\tval\n");
+        cr_assert_str_eq(info->categories, "split\ttest\ttrain\tval\n");
+        cr_assert_eq(info->n_labels, 1, "the constant category is no label");
         /* the rows of each level: those of its file, in file order */
         uint64_t first = 0;
         for (int j = 0; j < 3; j++) {

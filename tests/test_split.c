@@ -1,7 +1,7 @@
 /* The rows of a split (pl_db_level_rows, serve --split's subset): a database
  * built by `pertload build --recipe` from a sample table with a text `split`
- * column (stored as a category: codes as float labels, level names in the
- * metadata) gives, for each level, exactly the rows whose column holds it in
+ * column (stored as a category: codes and level names in the category
+ * store, apart from the labels) gives, for each level, exactly the rows whose column holds it in
  * the input file, read back here line by line; unknown columns and levels,
  * and labels that are no category, are errors that name them. */
 #include <criterion/criterion.h>
@@ -110,7 +110,8 @@ Test(split, level_rows_are_the_rows_of_the_level_in_the_file)
     pl_db *db = build("db", 1);
     const pl_db_info *info = pl_db_info_get(db);
     cr_assert_eq(info->n_samples, N_ROWS);
-    cr_assert_str_eq(info->label_levels, "split\ttrain\tval\ttest\tholdout\n");
+    cr_assert_str_eq(info->categories, "split\ttrain\tval\ttest\tholdout\n");
+    cr_assert_eq(info->n_categories, 1);
     uint32_t *got = malloc(N_ROWS * sizeof *got), *want = malloc(N_ROWS * sizeof *want);
     unsigned char *seen = calloc(N_ROWS, 1);
     pl_err err = {0};
@@ -141,6 +142,36 @@ Test(split, level_rows_are_the_rows_of_the_level_in_the_file)
     pl_db_close(db);
 }
 
+/* The category column is no label: the one label is `fitness`, and each
+ * stored row's label is the fitness the file gives it. */
+Test(split, labels_hold_no_category_column)
+{
+    pl_db *db = build("db", 1);
+    const pl_db_info *info = pl_db_info_get(db);
+    cr_assert_eq(info->n_labels, 1);
+    cr_assert_str_eq(info->label_names[0], "fitness");
+    char path[4300];
+    snprintf(path, sizeof path, "%s/db-in/s.csv", dir);
+    size_t len;
+    char *text = pl_test_read_file(path, &len), *save = NULL;
+    strtok_r(text, "\n", &save); /* the header */
+    uint64_t row = 0;
+    pl_err err = {0};
+    for (char *line = strtok_r(NULL, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(line, "NOPE,", 5))
+            continue;
+        float want = strtof(strchr(line, ',') + 1, NULL);
+        pl_sample smp;
+        cr_assert_eq(pl_db_sample(db, row, &smp, &err), 0, "%s", err.msg);
+        cr_assert_eq(smp.labels[0], want, "row %llu: label %g, the file %g",
+                     (unsigned long long)row, smp.labels[0], want);
+        row++;
+    }
+    cr_assert_eq(row, info->n_samples);
+    free(text);
+    pl_db_close(db);
+}
+
 Test(split, unknown_columns_levels_and_plain_labels_are_named)
 {
     pl_db *db = build("db", 1);
@@ -152,7 +183,7 @@ Test(split, unknown_columns_levels_and_plain_labels_are_named)
     cr_assert_str_eq(err.msg, "label 'fitness' is not a category column (category columns: "
                               "'split')");
     cr_assert_eq(pl_db_level_rows(db, "fold", "train", NULL, 0, &err), PL_EUSAGE);
-    cr_assert_str_eq(err.msg, "no label column 'fold' (category columns: 'split')");
+    cr_assert_str_eq(err.msg, "no category column 'fold' (category columns: 'split')");
     cr_assert_eq(pl_db_level_rows(db, "spli", "train", NULL, 0, &err), PL_EUSAGE);
     cr_assert_eq(pl_db_level_rows(db, "split", "trai", NULL, 0, &err), PL_EUSAGE);
     pl_db_close(db);
@@ -161,13 +192,13 @@ Test(split, unknown_columns_levels_and_plain_labels_are_named)
     cr_assert_str_eq(err.msg, "label 'fitness' is not a category column (category columns: "
                               "the database has none)");
     cr_assert_eq(pl_db_level_rows(db, "split", "train", NULL, 0, &err), PL_EUSAGE);
-    cr_assert_str_eq(err.msg, "no label column 'split' (category columns: the database has "
-                              "none)");
+    cr_assert_str_eq(err.msg, "no category column 'split' (category columns: the database "
+                              "has none)");
     pl_db_close(db);
 }
 
 /* serve --split's subset: "LEVEL" of the column `split`, or "COLUMN=LEVEL",
- * found in the metadata, then its rows in the decoded sample table. */
+ * found in the metadata, then its rows in the category store. */
 Test(split, subset_of_a_split_spec)
 {
     pl_db *db = build("db", 1);
@@ -186,7 +217,7 @@ Test(split, subset_of_a_split_spec)
         cr_assert_eq(pl__split_find(&sp, info, specs[k], &err), 0, "%s", err.msg);
         cr_assert_str_eq(sp.column, "split");
         cr_assert_str_eq(sp.level, "val");
-        cr_assert_eq(pl__subset_split(&s, &sp, t.labels, t.n_labels, t.n, &err), 0, "%s",
+        cr_assert_eq(pl__subset_split(&s, &sp, db, &err), 0, "%s",
                      err.msg);
         cr_assert_eq(s.n, n);
         cr_assert(!memcmp(s.rows, want, n * sizeof *want));
@@ -194,7 +225,7 @@ Test(split, subset_of_a_split_spec)
         pl__split_free(&sp);
     }
     cr_assert_eq(pl__split_find(&sp, info, "holdout", &err), 0, "%s", err.msg);
-    cr_assert_eq(pl__subset_split(&s, &sp, t.labels, t.n_labels, t.n, &err), PL_EUSAGE);
+    cr_assert_eq(pl__subset_split(&s, &sp, db, &err), PL_EUSAGE);
     cr_assert_str_eq(err.msg, "--split holdout: no row of category column 'split' holds level "
                               "'holdout'");
     cr_assert_null(s.rows);

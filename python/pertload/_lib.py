@@ -73,7 +73,7 @@ class DbInfo(ctypes.Structure):
         ("samples_bytes", ctypes.c_uint64),
         ("payload_bytes", ctypes.c_uint64),
         ("reaction_rule", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32),
+        ("n_categories", ctypes.c_uint32),
         ("n_rules", ctypes.c_uint64),
         ("n_rule_words", ctypes.c_uint64),
         ("n_terms", ctypes.c_uint64),
@@ -85,7 +85,7 @@ class DbInfo(ctypes.Structure):
         ("recipe", ctypes.c_char_p),
         ("recipe_inputs", ctypes.c_char_p),
         ("recipe_sources", ctypes.c_char_p),
-        ("label_levels", ctypes.c_char_p),
+        ("categories", ctypes.c_char_p),
         ("db_fingerprint", ctypes.c_uint64),
     ]
 
@@ -387,8 +387,9 @@ class Database:
 
     def level_rows(self, column, level):
         """The rows (ascending, uint32) whose category column `column` holds
-        `level` (pl_db_level_rows); ValueError naming an unknown column or
-        level, or a label that is no category column."""
+        `level` (pl_db_level_rows, from the category store); ValueError
+        naming an unknown column or level, or a label that is no category
+        column."""
         err = PlErr()
         cap = int(self.info.n_samples)
         out = np.empty(max(cap, 1), np.uint32)

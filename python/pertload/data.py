@@ -6,7 +6,7 @@ PyTorch Lightning's conventions without importing Lightning."""
 import torch.utils.data as tud
 
 from . import _lib
-from .graph import label_levels
+from .graph import categories
 from .loader import Loader, _rank_world, epoch_batches
 from .packed import GraphSource, features_token, graph_of
 
@@ -148,7 +148,7 @@ def _column_splits(db, column, named):
     category column `column` (SPLIT_LEVELS)."""
     database = _lib.Database(db)
     try:
-        levels = label_levels(database.info)
+        levels = categories(database.info)
     finally:
         database.close()
     if column not in levels:

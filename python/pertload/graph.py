@@ -80,8 +80,12 @@ class Graph:
                       (pl_db_info.db_fingerprint): genes, edges, metabolism,
                       rules, ontology, labels, samples
     recipe            the recipe text of `build --recipe` ("" otherwise)
-    label_levels      {label: [level names]} of category labels (their values
-                      are codes 0, 1, ... into the list); {} when none
+    categories        {column: [level names]} of the category columns of the
+                      samples (a split name; codes 0, 1, ... into the list),
+                      kept apart from the labels: a batch's labels hold a
+                      category column only when the build listed it under
+                      the labels too; {} when none
+    label_levels      the same dict as categories (the earlier name)
     stored_features   {node type: float32 or float16 [n_nodes, F]}: the
                       matrices stored in the database (`build
                       --node-features`, recipe key features:); {} when none
@@ -111,7 +115,8 @@ class Graph:
         (self.gene_fingerprint, self.edge_fingerprints,
          self.db_fingerprint) = fingerprints(info)
         self.recipe = (info.recipe or b"").decode("utf-8", "replace")
-        self.label_levels = label_levels(info)
+        self.categories = categories(info)
+        self.label_levels = self.categories
         self.payload_dtype = info.payload_dtype.decode("ascii")
         self.payload_shape = tuple(int(info.payload_shape[d]) for d in range(info.payload_ndim))
 
@@ -241,15 +246,18 @@ def fingerprints(info):
             int(info.db_fingerprint))
 
 
-def label_levels(info):
-    """{label: [level names]} of the category labels of a pl_db_info (its
-    lines "label<TAB>level 0<TAB>level 1..."; only newlines end a line)."""
+def categories(info):
+    """{column: [level names]} of the category columns of a pl_db_info (its
+    lines "column<TAB>level 0<TAB>level 1..."; only newlines end a line)."""
     out = {}
-    for line in (info.label_levels or b"").decode("utf-8", "replace").split("\n"):
+    for line in (info.categories or b"").decode("utf-8", "replace").split("\n"):
         if line:
             label, *levels = line.split("\t")
             out[label] = levels
     return out
+
+
+label_levels = categories  # the earlier name
 
 
 def check_same_database(batch, graph):

@@ -308,7 +308,7 @@ class Loader:
     name, split="train", takes the rows whose category column "split" holds
     it; split=("column", "level") names the column. The column is a text
     column of the sample table stored as a category at build (recipe
-    `categories: [split]`; Graph.label_levels lists the levels). The rows
+    `categories: [split]`; Graph.categories lists the levels). The rows
     are those of the level in ascending order, as if given as rows= (the
     same plan and state_dict); a level no row holds, an unknown column or
     level, and a label that is no category are ValueErrors naming them.

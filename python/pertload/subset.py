@@ -48,7 +48,7 @@ def subset(rows, n_db, split=None):
 
 # The rows of splits this process computed, by database files and level: a
 # Dataset's worker processes (forked) and its Loader of every epoch reuse the
-# rows its first Loader read instead of decoding the sample store again.
+# rows its first Loader read instead of reading the category store again.
 _cache = {}
 
 

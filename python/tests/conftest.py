@@ -164,6 +164,7 @@ class SplitDb:
         assert len(kept) == N_SPLIT_ROWS
         self.rows = {(c, lv): [r for r, f in enumerate(kept) if f[c] == lv]
                      for c, levels in (("split", SPLIT), ("fold", FOLD)) for lv in levels}
+        self.fitness = np.array([float(f["fitness"]) for f in kept], np.float32)
 
 
 @pytest.fixture(scope="session")

@@ -168,7 +168,8 @@ def test_real_recipe_against_the_raw_files(tmp_path):
     assert f"({m['rules']} reactions with a gene-reaction rule)" in text
     kept = sum(t["kept"] for t in tables)
     assert re.search(rf"^samples: {kept} in ", text, re.M), text
-    assert "labels: epsilon pvalue query_smf array_smf dmf dmf_std arraytype_temp" in text
+    assert "labels: epsilon pvalue query_smf array_smf dmf dmf_std\n" in text
+    assert "category columns: 1 (kept apart from the labels)" in text
     assert (m["reactions"], m["rmr"], kept) == (4131, 15567, 148)
     # the category column keeps its level names: the Arraytype/Temp values in
     # order of first appearance over the tables' rows, in recipe order
@@ -191,8 +192,9 @@ def test_real_recipe_against_the_raw_files(tmp_path):
     assert got["file"] == str(root / "real-raw/go/gene_ontology.1_2.obo.gz")
     assert got["annotation_file"] == str(root / "real-raw/go/gene_association.sgd.gz")
     graph = pertload.Loader(db).graph
-    assert graph.label_levels == {"arraytype_temp": levels}
-    assert f"label levels: arraytype_temp\t{chr(9).join(levels)}" in text
+    assert graph.categories == graph.label_levels == {"arraytype_temp": levels}
+    assert "arraytype_temp" not in graph.label_names
+    assert f"category: arraytype_temp\t{chr(9).join(levels)}" in text
     run_cli("verify", db)
 
 
@@ -378,7 +380,8 @@ def test_model_and_sample_tables(tmp_path):
     assert "metabolism: 3 reactions, 3 metabolites, 4 GPR edges, 4 RMR edges" in text
     assert "(2 reactions with a gene-reaction rule)" in text
     assert re.search(r"^samples: 2 in ", text, re.M), text
-    assert "labels: fitness split" in text
+    assert "labels: fitness\n" in text  # the category split is no label
+    assert "category: split\ttrain\ttest\n" in text
     run_cli("verify", db)
     err = build_fails("--recipe", recipe, "--strict", "-o", tmp_path / "db2")
     assert f"{d}/screen.csv:4:9: unresolved gene name 'NOPE' (strict mode)" in err, err

@@ -1,6 +1,7 @@
 """Loaders over the levels of a split column (split=, serve --split): a
 database built by `pertload build --recipe` from a sample table with text
-`split` and `fold` columns (stored as categories) runs each level's rows,
+`split` and `fold` columns (stored as categories, apart from the labels:
+the batches' one label is the table's fitness) runs each level's rows,
 found here by reading the table itself, exactly once across ranks and
 resumably; the levels are disjoint and cover every row; DataModule takes its
 train/val/test loaders from the column's levels."""
@@ -24,10 +25,11 @@ def epoch_rows(loader):
 @pytest.mark.parametrize("world", [1, 3])
 def test_split_rows_exactly_once_across_ranks(split_db, world):
     graph = pertload.Loader(split_db.db).graph
-    assert graph.label_levels == {"split": [*SPLIT, "holdout"], "fold": list(FOLD)}
-    code = graph.label_names.index("split")
+    assert graph.categories == {"split": [*SPLIT, "holdout"], "fold": list(FOLD)}
+    assert graph.label_levels == graph.categories  # the earlier name
+    assert graph.label_names == ["fitness"]  # the categories are no labels
     seen = {}
-    for k, level in enumerate(SPLIT):
+    for level in SPLIT:
         want = split_db.rows["split", level]
         union = []
         for rank in range(world):
@@ -37,7 +39,8 @@ def test_split_rows_exactly_once_across_ranks(split_db, world):
             assert loader.n_samples == len(want)
             batches = []
             for b in loader:
-                assert (b.labels[:, code] == k).all()  # the stored code of the level
+                assert b.labels.shape == (len(b.row), 1)
+                assert np.array_equal(b.labels[:, 0], split_db.fitness[b.row])
                 batches.append(b.row.tolist())
             # plan.h step 0: the plan over positions of the level's rows, ascending
             assert batches == [[want[p] for p in b] for b in
@@ -79,7 +82,7 @@ def test_split_is_its_rows_and_resumes(split_db):
                                r"'holdout'\)"),
     (dict(split=("fitness", "train")), "label 'fitness' is not a category column "
                                        r"\(category columns: 'split', 'fold'\)"),
-    (dict(split=("folds", "train")), "no label column 'folds'"),
+    (dict(split=("folds", "train")), "no category column 'folds'"),
     (dict(split="holdout"), "split split=holdout: no row of the database holds level "
                             "'holdout'"),
     (dict(split=("a=b", "train")), "without '='"),

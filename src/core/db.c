@@ -231,6 +231,7 @@ static void fill_info(pl_db *db)
     i->samples_bytes = m->samples_bytes;
     i->payload_bytes = m->payload_bytes;
     i->reaction_rule = m->reaction_rule;
+    i->n_categories = m->n_categories;
     i->n_rules = m->n_rules;
     i->n_rule_words = m->n_rule_words;
     i->n_terms = m->n_terms;
@@ -311,12 +312,15 @@ static int open_db(pl_db *db, const char *path, pl_err *err)
                (long long)st.st_size, (unsigned long long)need);
     rc = mdb_txn_begin(db->env, NULL, MDB_RDONLY, &db->txn);
     PL_FAIL_IF(rc, err, pl__lmdb_code(rc), "%s: %s", p, mdb_strerror(rc));
+    /* The meta record first: a database of another version may lack a
+     * sub-database of this one, and is refused as of another version. */
     for (int i = 0; i < PL_DBI_COUNT; i++) {
         rc = mdb_dbi_open(db->txn, pl__dbi_names[i], 0, &db->dbi[i]);
         PL_FAIL_IF(rc, err, rc == MDB_NOTFOUND ? PL_ECORRUPT : pl__lmdb_code(rc),
                    "%s: sub-database %s: %s", p, pl__dbi_names[i], mdb_strerror(rc));
+        if (i == PL_DBI_META)
+            PL_TRY(open_meta(db, err));
     }
-    PL_TRY(open_meta(db, err));
     const struct pl__meta *m = &db->meta;
     PL_TRY(load_names(db, N_GENES, m->n_genes, err));
     PL_TRY(load_names(db, N_TYPES, m->n_types, err));
@@ -329,7 +333,7 @@ static int open_db(pl_db *db, const char *path, pl_err *err)
     PL_TRY(meta_text(db, "recipe", &db->info.recipe, err));
     PL_TRY(meta_text(db, "inputs", &db->info.recipe_inputs, err));
     PL_TRY(meta_text(db, "sources", &db->info.recipe_sources, err));
-    PL_TRY(meta_text(db, "levels", &db->info.label_levels, err));
+    PL_TRY(pl__db_open_cats(db, err));
     PL_TRY(open_blocks(db, err));
     PL_TRY(check_samples(db, &sh, err));
     PL_TRY(open_payload(db, err));

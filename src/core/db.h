@@ -35,6 +35,15 @@ struct pl_db {
  *  @return 0, or PL_ECORRUPT / an LMDB error naming the database. */
 int pl__db_fingerprint(pl_db *db, uint64_t *out, pl_err *err);
 
+/** Read the category store's levels text into db->info.categories and
+ *  check it against meta.n_categories (dbcats.c). @return 0, PL_ECORRUPT. */
+int pl__db_open_cats(pl_db *db, pl_err *err);
+
+/** Category column `c`'s code of every sample row, checked against its
+ *  level count `n_levels`, into a new malloc'd array `*codes` of n_samples
+ *  (+1, never NULL on success). @return 0, PL_ECORRUPT, -ENOMEM. */
+int pl__db_cat_codes(pl_db *db, uint32_t c, uint64_t n_levels, uint32_t **codes, pl_err *err);
+
 /** Read the whole compressed block `b` into `db->blockbuf` and decode it into
  *  `db->raw` (used by pl_db_sample and pl_db_verify). */
 int pl__db_load_block(pl_db *db, uint64_t b, pl_err *err);

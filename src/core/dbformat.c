@@ -13,7 +13,7 @@
 #include "vec.h"
 
 const char *const pl__dbi_names[PL_DBI_COUNT] = {"meta", "names", "edges", "inc",
-                                                    "onto", "feat"};
+                                                    "onto", "feat", "cats"};
 
 void pl__key_describe(int dbi, const void *kp, size_t klen, char *buf, size_t cap)
 {
@@ -28,6 +28,10 @@ void pl__key_describe(int dbi, const void *kp, size_t klen, char *buf, size_t ca
                              (unsigned long)k[3] << 8 | k[4];
         snprintf(buf, cap, "onto/%s/gene %lu", k[0] == PL_ONTO_KIND_TERM ? "term"
                  : k[0] == PL_ONTO_KIND_ANN ? "annotation" : "kind ?", gene);
+    } else if (dbi == PL_DBI_CATS && klen == 5 && k[0] == 'c') {
+        unsigned long c = (unsigned long)k[1] << 24 | (unsigned long)k[2] << 16 |
+                          (unsigned long)k[3] << 8 | k[4];
+        snprintf(buf, cap, "cats/column %lu", c);
     } else if (dbi == PL_DBI_EDGES && klen == 2 && k[0] == 'e') {
         snprintf(buf, cap, "edges/type %u", k[1]);
     } else {
@@ -163,7 +167,8 @@ int pl__meta_decode(const void *v, size_t len, struct pl__meta *out, pl_err *err
         bad |= m.n_reactions || m.n_metabolites || m.n_gpr || m.n_rmr;
     /* Rules: GPR needs them; programs are indexed by uint32 offsets. */
     bad |= (m.reaction_rule != PL_REACTION_ANY && m.reaction_rule != PL_REACTION_GPR) ||
-           m.reserved != 0 || m.n_rules > m.n_reactions || m.n_rule_words > UINT32_MAX ||
+           m.n_categories > PL_MAX_CATEGORIES || m.n_rules > m.n_reactions ||
+           m.n_rule_words > UINT32_MAX ||
            (m.n_rules == 0) != (m.n_rule_words == 0) ||
            (m.reaction_rule == PL_REACTION_GPR && m.n_rules == 0);
     /* Ontology: uint32 indices throughout; strata and groups only with terms. */

@@ -21,9 +21,7 @@
  *            "sources" (optional) per edge source, one line each: "name
  *                      format=F rows=R filtered=F unresolved=U duplicates=D
  *                      kept=K file=PATH", NUL-terminated
- *            "levels"  (optional) category labels, one line each:
- *                      "label<TAB>level 0<TAB>level 1...", NUL-terminated
- *   "names"  "genes" "types" "labels" "reactions" "metabolites"
+ * *   "names"  "genes" "types" "labels" "reactions" "metabolites"
  *            names joined by NUL bytes (each name NUL-terminated)
  *   "edges"  'e' u8 type   zstd( int32 src[E], int32 dst[E] )
  *            "gpr"         zstd( int32 gene[n], int32 reaction[n] )
@@ -61,6 +59,20 @@
  *            type given features, keyed by its name ("gene", "reaction",
  *            "metabolite", "term"): struct pl__feat_header (64 bytes), then
  *            the matrix, rows * cols elements row-major, as the .npy held them
+ *   "cats"   (since version 7; empty when meta.n_categories is 0) the category
+ *            columns of the samples (a split name, a strain background),
+ *            kept apart from the float labels:
+ *            "levels"    one line per category column, in column order:
+ *                        "column<TAB>level 0<TAB>level 1...\n" (code k is
+ *                        level k; names hold no tab or line break),
+ *                        NUL-terminated
+ *            'c' be32 c  zstd( uint32 code[n_samples] ): column c's code of
+ *                        every stored sample row, each below its level count
+ *            A column that is also a label (listed under both) is stored in
+ *            both: here as codes, under the labels as the same codes as
+ *            floats. Version 6 kept category columns only as float labels
+ *            with their levels in meta/"levels"; such a database is refused
+ *            as of another version.
  * All integers little-endian (the only byte order pertload builds on).
  */
 #ifndef PL_CORE_DBFORMAT_H
@@ -100,7 +112,7 @@ struct pl__meta {
     uint64_t samples_bytes;      /* size of samples.pls */
     uint64_t payload_bytes;      /* size of payload.npy */
     uint32_t reaction_rule;      /* PL_REACTION_ANY or PL_REACTION_GPR (version 4) */
-    uint32_t reserved;           /* 0 */
+    uint32_t n_categories;       /* category columns in "cats" (version 7) */
     uint64_t n_rules;            /* reactions with a rule */
     uint64_t n_rule_words;       /* words of the programs in edges/"rules" */
     uint64_t n_terms;            /* ontology terms (version 5; 0: no ontology) */
@@ -141,8 +153,10 @@ struct pl__block_entry {
 };
 
 /* Named sub-databases. */
-enum { PL_DBI_META, PL_DBI_NAMES, PL_DBI_EDGES, PL_DBI_INC, PL_DBI_ONTO, PL_DBI_FEAT,
-       PL_DBI_COUNT };
+enum {
+    PL_DBI_META, PL_DBI_NAMES, PL_DBI_EDGES, PL_DBI_INC, PL_DBI_ONTO, PL_DBI_FEAT,
+    PL_DBI_CATS, PL_DBI_COUNT
+};
 extern const char *const pl__dbi_names[PL_DBI_COUNT];
 
 /** Key of an incidence bitmap: be16 kind, be32 gene (sorts by kind, gene). */
@@ -154,6 +168,16 @@ static inline void pl__inc_key(unsigned char key[6], uint32_t kind, uint32_t gen
     key[3] = (unsigned char)(gene >> 16);
     key[4] = (unsigned char)(gene >> 8);
     key[5] = (unsigned char)gene;
+}
+
+/** Key of category column c's codes: 'c', be32 c. */
+static inline void pl__cat_key(unsigned char key[5], uint32_t c)
+{
+    key[0] = 'c';
+    key[1] = (unsigned char)(c >> 24);
+    key[2] = (unsigned char)(c >> 16);
+    key[3] = (unsigned char)(c >> 8);
+    key[4] = (unsigned char)c;
 }
 
 /** Key of an edge array: 'e', u8 type. */

@@ -13,8 +13,9 @@
  * change what is served is left out (meta/"params", "recipe", "inputs",
  * "sources": paths and the command line), so the same inputs built twice,
  * anywhere, give the same fingerprint; genes, edges, metabolism, rules,
- * ontology, labels and their levels, the sample blocks' index (each block's
- * XXH64) and the payload's chunk checksums all count. */
+ * ontology, labels, the category store (levels and codes), the sample
+ * blocks' index (each block's XXH64) and the payload's chunk checksums all
+ * count. */
 #include <lmdb.h>
 #include <string.h>
 

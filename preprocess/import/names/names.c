@@ -154,6 +154,20 @@ int pl__names_load_genes(pl_names *nm, const char *path, int header, pl_err *err
     return rc;
 }
 
+int pl__names_exact_list(pl_names *nm, char *const *names, uint64_t n, pl_err *err)
+{
+    PL_FAIL_IF(nm->genes.n, err, PL_EUSAGE, "a gene list is already loaded");
+    for (uint64_t i = 0; i < n; i++) {
+        int added;
+        int64_t g = pl__strtab_intern(&nm->genes, names[i], strlen(names[i]), &added);
+        PL_FAIL_IF(g < 0 || pl__grow(&nm->gene_line, &nm->cap_line, (uint64_t)g + 1,
+                                     sizeof *nm->gene_line) < 0, err, -ENOMEM, "out of memory");
+        PL_FAIL_IF(!added, err, PL_EUSAGE, "gene '%s' listed twice", names[i]);
+        nm->gene_line[g] = i + 1;
+    }
+    return 0;
+}
+
 /* One alias -> gene g with precedence `table`. */
 static int add_alias(pl_names *nm, const char *s, size_t len, int32_t g, uint32_t table,
                      pl_alias_stats *st)

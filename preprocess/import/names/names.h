@@ -36,6 +36,11 @@ void pl__names_free(pl_names *nm);
  *  is skipped. Call once, before any alias table. */
 int pl__names_load_genes(pl_names *nm, const char *path, int header, pl_err *err);
 
+/** The gene list from memory (`n` distinct names, in order) instead of a
+ *  file, resolved exactly: no alias, no upper-case step (the resolution of
+ *  a plain `build`, whose gene list this is). */
+int pl__names_exact_list(pl_names *nm, char *const *names, uint64_t n, pl_err *err);
+
 /** Alias table layouts. */
 typedef enum pl_alias_kind {
     PL_ALIAS_TABLE = 0,    /**< delimited, `gene_col` and `alias_col` given */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "preprocess/build_input.h"
+#include "preprocess/import/samples/provider.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/vec.h"
@@ -162,94 +163,6 @@ static int ontology_part(const pl_recipe *r, const pl_names *nm, int strict, pl_
     return rc;
 }
 
-/* The recipe's sample tables (table, sga) as one row provider; category
- * codes go in as float labels after the labels, named after their columns,
- * and their level names (known once every table is read) as the provider's
- * `levels` text after the last row. */
-typedef struct tables {
-    const pl_recipe *r;
-    const pl_names *nm;
-    int strict;
-    pl_smp_result res;
-    pl_smp_rd *rd;
-    uint32_t next;       /* the table to open next */
-    float *labels;
-    const char **names;
-    pl__build_samples *bs;
-    text levels;
-} tables;
-
-/* "column<TAB>level 0<TAB>level 1...\n" per category column (build_input.h). */
-static int tables_levels(tables *t, pl_err *err)
-{
-    for (uint32_t c = 0; c < t->res.n_categories; c++) {
-        const pl_strtab *v = &t->res.cat_values[c];
-        PL_TRY(add(&t->levels, err, "%s", t->res.cat_names[c]));
-        for (uint32_t k = 0; k < v->n; k++) {
-            PL_FAIL_IF(strpbrk(v->names[k], "\t\n"), err, PL_EPARSE,
-                       "category '%s': the value '%s' holds a tab or a line break",
-                       t->res.cat_names[c], v->names[k]);
-            PL_TRY(add(&t->levels, err, "\t%s", v->names[k]));
-        }
-        PL_TRY(add(&t->levels, err, "\n"));
-    }
-    t->bs->levels = t->levels.s;
-    return 0;
-}
-
-static int tables_next(void *ctx, pl__sample_row *row, pl_err *err)
-{
-    tables *t = ctx;
-    for (;;) {
-        if (!t->rd) {
-            if (t->next == t->r->n_tables)
-                return t->res.n_categories ? tables_levels(t, err) : 0;
-            PL_TRY(pl__smp_open(&t->r->tables[t->next++], t->nm, t->strict, &t->res, &t->rd,
-                                err));
-        }
-        const pl_smp_row *x;
-        int rc = pl__smp_next(t->rd, &x, err);
-        if (rc < 0)
-            return rc;
-        if (rc == 0) {
-            pl__smp_close(t->rd);
-            t->rd = NULL;
-            continue;
-        }
-        uint32_t nl = t->res.n_labels;
-        memcpy(t->labels, x->labels, nl * sizeof *t->labels);
-        for (uint32_t c = 0; c < t->res.n_categories; c++)
-            t->labels[nl + c] = (float)x->cats[c];
-        *row = (pl__sample_row){x->id, x->genes, x->n_genes, t->labels, x->dropped};
-        return 1;
-    }
-}
-
-/* Open the first table (its header gives the label names). */
-static int tables_open(tables *t, pl__build_samples *bs, pl_err *err)
-{
-    PL_TRY(pl__smp_open(&t->r->tables[t->next++], t->nm, t->strict, &t->res, &t->rd, err));
-    uint32_t nl = t->res.n_labels, n = nl + t->res.n_categories;
-    t->labels = calloc(n + 1, sizeof *t->labels);
-    t->names = calloc(n + 1, sizeof *t->names);
-    PL_FAIL_IF(!t->labels || !t->names, err, -ENOMEM, "out of memory");
-    for (uint32_t i = 0; i < n; i++)
-        t->names[i] = i < nl ? t->res.label_names[i] : t->res.cat_names[i - nl];
-    *bs = (pl__build_samples){.n_labels = n, .label_names = t->names, .next = tables_next,
-                              .ctx = t};
-    t->bs = bs;
-    return 0;
-}
-
-static void tables_close(tables *t)
-{
-    pl__smp_close(t->rd);
-    pl__smp_result_free(&t->res);
-    free(t->labels);
-    free(t->names);
-    free(t->levels.s);
-}
-
 int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
                      pl_imp_result *res, pl_build_stats *st, pl_err *err)
 {
@@ -262,7 +175,7 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     text inputs = {0}, sources = {0};
     pl_metab mm = {0};
     pl__build_metabolism bm;
-    tables tb = {.r = r, .strict = strict};
+    pl_smp_provider tb = {0};
     pl__build_samples bs;
     pl_onto on = {0};
     uint64_t onto_unknown = 0;
@@ -299,9 +212,8 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     /* After the inputs read above, before the sample tables the build reads. */
     if (rc == 0)
         rc = digest_inputs(r, &inputs, err);
-    tb.nm = nm;
     if (rc == 0 && r->n_tables)
-        rc = tables_open(&tb, &bs, err);
+        rc = pl__smp_provider_open(&tb, r->tables, r->n_tables, nm, strict, &bs, err);
     if (rc == 0) {
         const pl_recipe_metabolism *m = &r->metabolism;
         pl_build_opts bo = {.out = o->out, .progress = o->progress, .params = o->params,
@@ -333,7 +245,7 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     free(sources.s);
     pl__metab_free(&mm);
     pl__onto_free(&on);
-    tables_close(&tb);
+    pl__smp_provider_close(&tb);
     pl__names_free(nm);
     return rc;
 }

@@ -150,6 +150,13 @@ int pl__smp_cat(pl_smp_rd *d, const pl__field *f, uint32_t c)
     if (memchr(f->s, 0, f->len))
         return pl__src_fail(d->src, f->col, d->err, "a NUL byte in category column '%s'",
                             pl__smp_cat_name(d, c));
+    if (f->len == 0)
+        return pl__src_fail(d->src, f->col, d->err, "empty value in category column '%s' "
+                            "(a level needs a name)", pl__smp_cat_name(d, c));
+    for (uint32_t i = 0; i < f->len; i++)
+        if (f->s[i] == '\t' || f->s[i] == '\n' || f->s[i] == '\r')
+            return pl__src_fail(d->src, f->col + i, d->err, "a tab or a line break in "
+                                "category column '%s'", pl__smp_cat_name(d, c));
     int added;
     int64_t code = pl__strtab_intern(&d->r->cat_values[c], f->s, f->len, &added);
     if (code < 0)

@@ -28,8 +28,10 @@
  * Categories, what a database needs to keep them: per sample one uint32 code
  * per category column (pl_smp_row.cats), and per column its names table,
  * code -> value text (pl_smp_result.cat_values, complete once every file is
- * read). Until the database stores them as such, a build may carry a code as
- * a float label (exact below 2^24) named after its column.
+ * read). A database keeps them in its category store, apart from the
+ * labels. A column listed under both `labels` and `categories` is both: a
+ * category, and a label holding its codes as floats (exact below 2^24).
+ * Category values are non-empty and hold no tab or line break.
  *
  * Gene names resolve through names.h. A row naming a gene that does not
  * resolve is dropped, counted, and its names noted; in strict mode it is an
@@ -62,6 +64,7 @@ typedef struct pl_smp_spec {
     const char *gene_columns[PL_IMP_MAX_LIST]; /**< table: one gene each */
     uint32_t n_gene_columns;
     const char *id;           /**< table: id column or NULL */
+    int id_optional;          /**< table: a header without `id` means row numbers */
     const char *labels[PL_IMP_MAX_LIST];       /**< table: NULL list = all others */
     uint32_t n_labels;
     const char *categories[PL_IMP_MAX_LIST];

@@ -30,6 +30,7 @@ static int check_set(const pl_smp_spec *s, pl_err *err)
                        "'set' names '%s' twice", n);
         PL_FAIL_IF(strpbrk(s->set_values[i], "\t\n\r"), err, PL_EUSAGE,
                    "'set' value of '%s' holds a tab or a line break", n);
+        PL_FAIL_IF(!*s->set_values[i], err, PL_EUSAGE, "'set' value of '%s' is empty", n);
     }
     return 0;
 }
@@ -54,9 +55,11 @@ int pl__smp_check(const pl_smp_spec *s, pl_err *err)
         PL_FAIL_IF(c == -3, err, PL_EUSAGE, "column %s out of range 1..256", all[i]);
         PL_FAIL_IF(c == -2 && !s->header, err, PL_EUSAGE, "column '%s' is a name, but the "
                    "file has no header (header: true)", all[i]);
-        for (uint32_t j = 0; all[i] && j < i; j++)
-            PL_FAIL_IF(all[j] && !strcmp(all[i], all[j]), err, PL_EUSAGE,
-                       "column '%s' is given two roles", all[i]);
+        for (uint32_t j = 0; all[i] && j < i; j++) /* a label may be a category too */
+            PL_FAIL_IF(all[j] && !strcmp(all[i], all[j]) &&
+                       !(i >= n - s->n_categories && j >= n - s->n_categories - s->n_labels &&
+                         j < n - s->n_categories),
+                       err, PL_EUSAGE, "column '%s' is given two roles", all[i]);
     }
     PL_FAIL_IF(s->genes && s->n_gene_columns, err, PL_EUSAGE,
                "give either 'genes' (one column) or 'gene_columns', not both");

@@ -17,6 +17,7 @@ typedef struct layout {
     int genes, id;           /* column of the genes (one column), of the id */
     int gene_col[PL_IMP_MAX_LIST];
     int label_col[MAX_COLS]; /* column of label i */
+    int label_cat[MAX_COLS]; /* the category label i is also, or -1 */
     int cat_col[PL_IMP_MAX_LIST];
 } layout;
 
@@ -60,7 +61,7 @@ static int plan(pl_smp_rd *d, const pl__field *f, int n, layout *L)
         PL_TRY(find(d, f, n, s->gene_columns[i], &L->gene_col[i]));
         role[L->gene_col[i]] = R_GENE1;
     }
-    if (s->id) {
+    if (s->id && !(s->id_optional && pl__imp_col(f, n, s->id) < 0)) {
         PL_TRY(find(d, f, n, s->id, &L->id));
         role[L->id] = R_ID;
     }
@@ -74,16 +75,25 @@ static int plan(pl_smp_rd *d, const pl__field *f, int n, layout *L)
     uint32_t nl = 0;
     if (s->n_labels) {
         for (uint32_t i = 0; i < s->n_labels; i++) {
-            PL_TRY(find(d, f, n, s->labels[i], &L->label_col[nl]));
-            if (role[L->label_col[nl]])
+            int k;
+            PL_TRY(find(d, f, n, s->labels[i], &k));
+            /* a category listed as a label too: its code as a float */
+            L->label_cat[nl] = -1;
+            for (uint32_t c = 0; role[k] == R_CAT && c < s->n_categories; c++)
+                if (L->cat_col[c] == k)
+                    L->label_cat[nl] = (int)c;
+            if (role[k] && role[k] != R_CAT)
                 return pl__src_fail(d->src, 0, d->err, "column '%s' is given two roles",
                                     s->labels[i]);
-            role[L->label_col[nl++]] = R_LABEL;
+            role[k] = role[k] ? role[k] : R_LABEL;
+            L->label_col[nl++] = k;
         }
     } else {
         for (int k = 0; k < n; k++)
-            if (!role[k])
+            if (!role[k]) {
+                L->label_cat[nl] = -1;
                 L->label_col[nl++] = k;
+            }
     }
     PL_TRY(pl__smp_setup(d, nl, s->n_categories));
     for (uint32_t i = 0; i < nl; i++)
@@ -137,10 +147,19 @@ static int row(pl_smp_rd *d, const layout *L, const pl__field *f)
         return pl__src_fail(d->src, f[L->id].col, d->err, "bad id '%.*s' (expected an "
                             "unsigned 64-bit integer)", (int)(f[L->id].len > 40 ? 40
                             : f[L->id].len), f[L->id].s);
-    for (uint32_t l = 0; l < d->nl; l++)
-        PL_TRY(pl__smp_label(d, &f[L->label_col[l]], l));
     for (uint32_t c = 0; c < s->n_categories; c++)
         PL_TRY(pl__smp_cat(d, &f[L->cat_col[c]], c));
+    for (uint32_t l = 0; l < d->nl; l++) {
+        uint32_t code = L->label_cat[l] >= 0 ? d->cats[L->label_cat[l]] : 0;
+        if (code >= (1u << 24)) /* a code below 2^24 is an exact float */
+            return pl__src_fail(d->src, f[L->label_col[l]].col, d->err, "column '%s', a "
+                                "label and a category, has more levels than a float label "
+                                "holds exactly (2^24)", pl__smp_label_name(d, l));
+        if (L->label_cat[l] >= 0)
+            d->labels[l] = (float)code;
+        else
+            PL_TRY(pl__smp_label(d, &f[L->label_col[l]], l));
+    }
     return pl__smp_row_end(d, id, gcol);
 }
 
