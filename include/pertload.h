@@ -570,6 +570,17 @@ PL_API void pl_ring_set_total(pl_ring *r, uint64_t n_batches);
  *  PL_EPEER and the message. */
 PL_API void pl_ring_finish(pl_ring *r, uint64_t n_batches, const char *msg);
 
+/** Producer: run another epoch in the same ring after pl_ring_finish() of
+ *  the last one (no failure) and after the consumer released every batch of
+ *  it. Batch numbers go on from the last epoch's end, so every slot and
+ *  counter stays monotonic; `n_batches` is the new end (the batches of every
+ *  epoch so far), the state goes DONE -> RUNNING. The consumer must not ask
+ *  for a batch of the new epoch before this call: it learns of the epoch out
+ *  of band (`pertload serve --more-epochs` prints a ready line after it).
+ *  @return 0, or PL_EUSAGE when the ring is not DONE or `n_batches` is below
+ *  the last end. */
+PL_API int pl_ring_next_epoch(pl_ring *r, uint64_t n_batches, pl_err *err);
+
 /** Producer: unmap and remove the segment; NULL accepted. Without a prior
  *  pl_ring_finish() the consumer's waits fail ("closed the ring"). The
  *  consumer's mapping stays valid until it detaches. */

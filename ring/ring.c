@@ -472,6 +472,20 @@ PL_API void pl_ring_finish(pl_ring *r, uint64_t n_batches, const char *msg)
     end_epoch(r, n_batches, 1, msg);
 }
 
+PL_API int pl_ring_next_epoch(pl_ring *r, uint64_t n_batches, pl_err *err)
+{
+    pl__ring_hdr *h = r->h;
+    uint64_t end = atomic_load_explicit(&h->n_batches, memory_order_relaxed);
+    PL_FAIL_IF(atomic_load_explicit(&h->state, memory_order_relaxed) != PL_RING_DONE ||
+                   n_batches < end,
+               err, PL_EUSAGE, "ring '%s': another epoch needs a finished one (%llu batches)",
+               r->name, (unsigned long long)n_batches);
+    atomic_store_explicit(&h->n_batches, n_batches, memory_order_relaxed);
+    /* release: the new end is visible to whoever sees RUNNING */
+    atomic_store_explicit(&h->state, PL_RING_RUNNING, memory_order_release);
+    return 0;
+}
+
 /* ----------------------------------------------------------------- consumer */
 
 /* Map an existing, initialised segment and check its header.
