@@ -372,6 +372,15 @@ class Loader:
     node features that to_torch(layout="pyg" or "lazy") gathers as each
     node store's x on the device (Graph.set_features; checked here).
 
+    persistent=True keeps the serve process (and its ring) between epochs:
+    once an epoch was iterated to its end, the next iteration with the same
+    options (any epoch, any start batch of load_state_dict()) asks that
+    process for its epoch through its stdin (serve --more-epochs) instead of
+    starting a new one, and the epoch's last batch is released then (what
+    is held of it copied first). Changed options, or a serve found dead,
+    start a new one; an epoch left early stops it; close() or garbage
+    collection ends it.
+
     state_dict() saves the position in the epoch; load_state_dict() makes the
     next iteration yield exactly the remaining batches. A producer failure or
     death raises LoaderError.
