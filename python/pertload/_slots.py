@@ -10,11 +10,15 @@ taken out of the batch is still held. When the slot is handed back:
 
 - nothing held (the loop that drops each batch before the next): the window
   stays the slot's, no copy;
-- something held: the used bytes of the window are copied into fresh private
+- something held: the used bytes of the window are copied into private
   pages, which then replace the window's pages at the same address
   (mremap), so every held view reads the same values from memory of its own;
-  the slot gets a new window for its next batch. The private pages are
-  unmapped when the last view of them goes.
+  the slot gets a new window for its next batch. When the last view of a
+  copy goes, its pages return to a small pool of this process (_POOL), and
+  the next copy reuses them: pages already allocated and mapped, not fresh
+  zeroed ones (a view held for one step, such as a loop variable, costs the
+  copy alone). Copies take the used bytes rounded up to _GRAIN, so that a
+  pooled copy fits the next batch's.
 
 Both happen before the producer may refill the slot, so the copy reads the
 batch the user saw."""
@@ -49,6 +53,28 @@ _mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_
 # References to an owner that are not a user's: hand_back's variable and
 # getrefcount's argument.
 _OWN_REFS = 2
+# Private copies whose views are gone, (address, size) each, for the next
+# copies to reuse; at most _POOL_MAX of them (their pages stay this
+# process's, _POOL_MAX copies at most: a few MiB).
+_POOL = []
+_POOL_MAX = 4
+_GRAIN = 64 << 10
+
+
+def _private_pages(size):
+    """(address, size) of private pages for a copy of `size` bytes: a pooled
+    copy's, when one holds at least `size` bytes (its tail beyond them
+    unmapped), else fresh ones, populated in one call."""
+    for k, (addr, have) in enumerate(_POOL):
+        if have >= size:
+            del _POOL[k]
+            if have > size:
+                _munmap(addr + size, have - size)
+            return addr, size
+    addr = _mmap(None, size, _PROT_RW, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_POPULATE, -1, 0)
+    if addr in (None, _MAP_FAILED):
+        _fail(f"allocating {size} bytes for a kept batch")
+    return addr, size
 
 
 def _fail(what):
@@ -61,10 +87,11 @@ class _Window:
     """One mapping of a slot's pages: shared with the ring, or, once kept,
     private memory holding a copy. Unmapped when the last owner of it goes."""
 
-    __slots__ = ("addr", "size", "offset")
+    __slots__ = ("addr", "size", "offset", "private")
 
     def __init__(self, fd, offset, length):
         self.offset = offset  # the slot's offset in the segment
+        self.private = False  # True once privatize() made it a copy
         start = offset - offset % _PAGE
         self.size = (offset - start + length + _PAGE - 1) // _PAGE * _PAGE
         addr = _mmap(None, self.size, _PROT_RW, _MAP_SHARED | _MAP_POPULATE, fd, start)
@@ -82,10 +109,9 @@ class _Window:
         and unmap the rest of the window. Returns the bytes copied."""
         base = self.base
         n = min(self.addr - base + nbytes, self.size)
-        size = max((n + _PAGE - 1) // _PAGE * _PAGE, _PAGE)
-        new = _mmap(None, size, _PROT_RW, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_POPULATE, -1, 0)
-        if new in (None, _MAP_FAILED):
-            _fail(f"allocating {size} bytes for a kept batch")
+        # Within the window: the copy replaces its pages and nothing past them.
+        size = min(max((n + _GRAIN - 1) // _GRAIN * _GRAIN, _PAGE), self.size)
+        new, size = _private_pages(size)
         ctypes.memmove(new, base, n)
         got = _mremap(new, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED, base)
         if got in (None, _MAP_FAILED) or got != base:
@@ -94,10 +120,15 @@ class _Window:
         if size < self.size:
             _munmap(base + size, self.size - size)
             self.size = size
+        self.private = True
         return n
 
     def __del__(self):
-        if _munmap is not None:
+        if _munmap is None:  # interpreter shutdown
+            return
+        if self.private and _POOL is not None and len(_POOL) < _POOL_MAX:
+            _POOL.append((self.base, self.size))
+        else:
             _munmap(self.base, self.size)
 
 

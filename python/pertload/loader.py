@@ -321,8 +321,9 @@ class Loader:
 
     Each iteration runs one epoch (set_epoch() chooses it): it starts
     `pertload serve` on a ring of its own, yields Batch objects (numpy views of
-    the ring, valid until the next batch) and stops the process at the end,
-    on break, close() or garbage collection. dense="bits" or "bool" asks the
+    the ring, valid until the next batch) and stops the process at the end
+    (persistent=False, the default), on break, close() or garbage
+    collection. dense="bits" or "bool" asks the
     producer for dense masks in the slots. ring names the ring (default
     "py<pid>-<64 random bits in hex>", a fresh one per epoch and again when
     the name is taken); timeout bounds the producer's start in seconds.
