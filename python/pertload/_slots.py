@@ -17,8 +17,8 @@ taken out of the batch is still held. When the slot is handed back:
   copy goes, its pages return to a small pool of this process (_POOL), and
   the next copy reuses them: pages already allocated and mapped, not fresh
   zeroed ones (a view held for one step, such as a loop variable, costs the
-  copy alone). Copies take the used bytes rounded up to _GRAIN, so that a
-  pooled copy fits the next batch's.
+  copy alone; a pooled copy is cut or grown, mremap, to the next one's
+  size).
 
 Both happen before the producer may refill the slot, so the copy reads the
 batch the user saw."""
@@ -58,23 +58,28 @@ _OWN_REFS = 2
 # process's, _POOL_MAX copies at most: a few MiB).
 _POOL = []
 _POOL_MAX = 4
-_GRAIN = 64 << 10
 
 
 def _private_pages(size):
-    """(address, size) of private pages for a copy of `size` bytes: a pooled
-    copy's, when one holds at least `size` bytes (its tail beyond them
-    unmapped), else fresh ones, populated in one call."""
-    for k, (addr, have) in enumerate(_POOL):
-        if have >= size:
-            del _POOL[k]
-            if have > size:
-                _munmap(addr + size, have - size)
-            return addr, size
+    """The address of `size` bytes of private pages for a copy: a pooled
+    copy's (its tail unmapped when it is larger; grown in place or moved,
+    mremap, when smaller: only the pages added are new), else fresh ones,
+    populated in one call."""
+    if _POOL:
+        addr, have = _POOL.pop()
+        if have > size:
+            _munmap(addr + size, have - size)
+        elif have < size:
+            new = _mremap(addr, have, size, _MREMAP_MAYMOVE, None)
+            if new in (None, _MAP_FAILED):
+                _munmap(addr, have)
+                _fail(f"growing {have} bytes to {size} for a kept batch")
+            addr = new
+        return addr
     addr = _mmap(None, size, _PROT_RW, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_POPULATE, -1, 0)
     if addr in (None, _MAP_FAILED):
         _fail(f"allocating {size} bytes for a kept batch")
-    return addr, size
+    return addr
 
 
 def _fail(what):
@@ -109,9 +114,8 @@ class _Window:
         and unmap the rest of the window. Returns the bytes copied."""
         base = self.base
         n = min(self.addr - base + nbytes, self.size)
-        # Within the window: the copy replaces its pages and nothing past them.
-        size = min(max((n + _GRAIN - 1) // _GRAIN * _GRAIN, _PAGE), self.size)
-        new, size = _private_pages(size)
+        size = max((n + _PAGE - 1) // _PAGE * _PAGE, _PAGE)
+        new = _private_pages(size)
         ctypes.memmove(new, base, n)
         got = _mremap(new, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED, base)
         if got in (None, _MAP_FAILED) or got != base:
