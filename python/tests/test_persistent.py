@@ -4,6 +4,7 @@ batches exactly the plan's (the oracle of loader/plan.h and a fresh Loader
 per epoch); changed options, a serve found dead and close() behave as
 documented (docs/kept-data-and-workers.md)."""
 
+import gc
 import os
 import signal
 
@@ -13,7 +14,7 @@ import torch.utils.data as tud
 from torch.utils.data import DataLoader
 
 import pertload
-from conftest import plan_batches, reaped, rings
+from conftest import DETECT_S, plan_batches, reaped, rings
 
 KW = dict(batch_size=50, shuffle=True, seed=11)
 
@@ -89,6 +90,18 @@ def test_changed_options_start_a_new_serve(small):
     assert pid3 != pid2
     loader.close()
     assert not mine()
+
+
+def test_garbage_collection_ends_a_kept_serve(small):
+    def one_epoch():
+        loader = pertload.Loader(small.db, persistent=True, **KW)
+        epoch_of(loader, 0)
+        return loader._kept[1].proc
+
+    proc = one_epoch()
+    gc.collect()
+    proc.wait(DETECT_S)
+    assert reaped(proc.pid) and not mine()
 
 
 def test_serve_killed_between_epochs_is_replaced(small):
