@@ -181,3 +181,23 @@ def test_persistent_workers_keep_their_serve(medium):
         assert pids is None or now == pids  # each worker's one serve, every epoch
         pids = now
     del dl
+
+
+def _worker_and_rows(out):
+    """Dataset transform (in the worker): the worker's pid with the rows."""
+    return os.getpid(), out.row.tolist()
+
+
+def test_workers_without_persistence_end_their_serve(small):
+    """Without persistent_workers each worker keeps its serve for the epoch
+    only: the worker closes its loader as it exits, so neither serve nor
+    ring outlives it."""
+    ds = pertload.Dataset(small.db, transform=_worker_and_rows, **KW)
+    for _ in range(2):
+        got = list(DataLoader(ds, batch_size=None, num_workers=2))
+        want = [b for w in range(2)
+                for b in plan_batches(small.n, KW["seed"], 0, True, w, 2, 50, False)]
+        assert sorted(rows for _, rows in got) == sorted(want)
+        workers = {w for w, _ in got}
+        assert len(workers) == 2
+        assert not [r for r in rings() for w in workers if r.startswith(f"pertload-py{w}-")]
