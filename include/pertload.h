@@ -490,7 +490,10 @@ typedef struct pl_ring_stats {
     uint64_t batches_consumed, samples_consumed;
     uint64_t producer_wait_ns;  /**< time any producer thread waited for a slot */
     uint64_t consumer_wait_ns;  /**< consumer waiting for data */
-    uint64_t n_batches;         /**< batches in this epoch (0 = not known yet) */
+    uint64_t n_batches;         /**< batches in this epoch (0 = not known yet); in a
+                                     ring of several epochs (pl_ring_next_epoch) the
+                                     batches up to this epoch's end, as the other
+                                     counters count every epoch */
     uint64_t created_ns;        /**< CLOCK_REALTIME at creation */
     uint64_t slot_bytes, total_bytes;
     uint32_t n_slots;
