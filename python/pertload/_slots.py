@@ -54,10 +54,11 @@ _mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_
 # getrefcount's argument.
 _OWN_REFS = 2
 # Private copies whose views are gone, (address, size) each, for the next
-# copies to reuse; at most _POOL_MAX of them (their pages stay this
-# process's, _POOL_MAX copies at most: a few MiB).
+# copies to reuse: at most _POOL_MAX of them and _POOL_BYTES in all (their
+# pages stay this process's; a larger copy is unmapped).
 _POOL = []
 _POOL_MAX = 4
+_POOL_BYTES = 64 << 20
 
 
 def _private_pages(size):
@@ -130,7 +131,8 @@ class _Window:
     def __del__(self):
         if _munmap is None:  # interpreter shutdown
             return
-        if self.private and _POOL is not None and len(_POOL) < _POOL_MAX:
+        if (self.private and _POOL is not None and len(_POOL) < _POOL_MAX and
+                sum(s for _, s in _POOL) + self.size <= _POOL_BYTES):
             _POOL.append((self.base, self.size))
         else:
             _munmap(self.base, self.size)

@@ -201,3 +201,22 @@ def test_workers_without_persistence_end_their_serve(small):
         workers = {w for w, _ in got}
         assert len(workers) == 2
         assert not [r for r in rings() for w in workers if r.startswith(f"pertload-py{w}-")]
+
+
+@pytest.mark.parametrize("kw", [{"budget": "removed=400"}, {"rows": range(30, 270)},
+                                {"order": "block", "block_rows": 4},
+                                {"max_ring_bytes": 1 << 19, "slots": 2}],
+                         ids=["budget", "rows", "block", "split-batches"])
+def test_every_plan_goes_through_one_serve(small, kw):
+    """Budgeted plans (their batch count changes with the epoch), a subset,
+    the block order and batches split over slots: each epoch of the kept
+    serve equals a fresh Loader's."""
+    loader = pertload.Loader(small.db, persistent=True, **KW, **kw)
+    pids = set()
+    for e in range(3):
+        rows, heads, pid = epoch_of(loader, e)
+        assert rows == fresh(small.db, e, **kw), f"epoch {e}"
+        assert heads == [(i, e) for i in range(len(rows))]
+        pids.add(pid)
+    assert len(pids) == 1
+    loader.close()
