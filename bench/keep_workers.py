@@ -11,8 +11,12 @@ One epoch of DB (each figure from a fresh serve, shuffled, batch 64):
   dataset-0    Dataset (lists layout) in a DataLoader without workers;
   dataset-W    the same with W worker processes (one shared-memory buffer a
                batch, unpacked here as views);
-  epoch start  with persistent workers and without: the time from iter() to
-               the first batch of the second epoch.
+  epoch start  the time from iter() to the first batch of the second epoch:
+               a Loader with persistent=True (its serve kept) and without
+               (a new serve), and W workers with persistent_workers and
+               each worker's serve kept, with persistent_workers and a new
+               serve an epoch (the client before persistent serves), and
+               without persistent workers; --repeat R interleaves R rounds.
 Prints samples/s and the ratios to `loader`; with --json, one JSON object.
 
 usage: keep_workers.py DB [--rows N] [--workers W] [--batch-size B]
@@ -78,23 +82,41 @@ def _cpu():
     return t.user + t.system
 
 
-def epoch_start(a, workers, persistent):
-    """Seconds from iter() to the first batch of the second epoch."""
-    ds = pertload.Dataset(a.db, batch_size=a.batch_size, shuffle=True, threads=a.threads,
-                          rows=range(min(a.rows, 20 * a.batch_size * workers)), rank=0,
-                          world_size=1)
-    dl = DataLoader(ds, batch_size=None, num_workers=workers, persistent_workers=persistent)
+def epoch_start(a, workers, persistent, serve_kept):
+    """Seconds from iter() to the first batch of the second epoch (a Loader
+    alone with workers=0)."""
+    rows = range(min(a.rows, 20 * a.batch_size * max(workers, 1)))
+    kw = dict(batch_size=a.batch_size, shuffle=True, threads=a.threads, rows=rows, rank=0,
+              world_size=1, persistent=serve_kept)
+    if workers == 0:
+        dl = pertload.Loader(a.db, **kw)
+    else:
+        ds = pertload.Dataset(a.db, **kw)
+        dl = DataLoader(ds, batch_size=None, num_workers=workers,
+                        persistent_workers=persistent)
     for _ in dl:
         pass
-    ds.set_epoch(1)
+    if workers == 0:
+        dl.set_epoch(1)
+    else:
+        ds.set_epoch(1)
     t0 = time.perf_counter()
     it = iter(dl)
     next(it)
     dt = time.perf_counter() - t0
     for _ in it:
         pass
+    if workers == 0:
+        dl.close()
     del it, dl
     return dt
+
+
+# The epoch starts measured: (name, workers or None for --workers,
+# persistent_workers, Loader persistent).
+STARTS = (("loader_kept", 0, False, True), ("loader_new", 0, False, False),
+          ("workers_kept", None, True, True), ("workers_new_serve", None, True, False),
+          ("workers_not_persistent", None, False, False))
 
 
 def main():
@@ -105,6 +127,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="loader,keep,dataset-0,dataset-W,epoch-start")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of the epoch starts")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     n_db = pertload.Loader(a.db, rank=0, world_size=1).n_samples
@@ -121,8 +144,11 @@ def main():
     if "dataset-W" in only:
         out[f"dataset-{a.workers}"] = run_dataset(a, a.workers)
     if "epoch-start" in only:
-        out["epoch_start_s"] = {"persistent": epoch_start(a, a.workers, True),
-                                "not_persistent": epoch_start(a, a.workers, False)}
+        out["epoch_start_s"] = {name: [] for name, *_ in STARTS}
+        for _ in range(a.repeat):
+            for name, workers, persistent, kept in STARTS:
+                out["epoch_start_s"][name].append(epoch_start(
+                    a, a.workers if workers is None else workers, persistent, kept))
     out["load_after"] = os.getloadavg()[0]
     if a.json:
         print(json.dumps(out, indent=1))
@@ -138,9 +164,9 @@ def main():
             print(f"{k:12s} {v['samples_per_s']:>12,.0f} samples/s{ratio}, main process CPU "
                   f"{v['consumer_cpu_us_per_batch']:.0f} us a batch{extra}")
     if "epoch_start_s" in out:
-        e = out["epoch_start_s"]
-        print(f"epoch start  {e['persistent'] * 1e3:.0f} ms with persistent workers, "
-              f"{e['not_persistent'] * 1e3:.0f} ms without")
+        for name, times in out["epoch_start_s"].items():
+            print(f"epoch start  {name:24s} " + ", ".join(f"{t * 1e3:.0f}" for t in times) +
+                  " ms")
     return 0
 
 

@@ -8,6 +8,11 @@ list, then prints samples/s and the stall times of both sides of the ring:
 
 usage: stream_epoch.py DB [--batch-size B] [--threads T] [--dense bits|bool]
                           [--shuffle] [--seed S] [--epoch E] [--to-torch]
+                          [--hold-one]
+
+--hold-one leaves a view of each batch bound until the next step (the loop
+variable of `for positions, _ in batch.removed.values()`): every slot is
+then copied when handed back (copy-on-keep, docs/kept-data-and-workers.md).
 """
 import argparse
 import os
@@ -28,6 +33,8 @@ def main():
     ap.add_argument("--epoch", type=int, default=0)
     ap.add_argument("--to-torch", action="store_true",
                     help="also build every dense mask with torch on the CPU")
+    ap.add_argument("--hold-one", action="store_true",
+                    help="keep a view of each batch bound for one step")
     a = ap.parse_args()
     loader = pertload.Loader(a.db, batch_size=a.batch_size, shuffle=a.shuffle, seed=a.seed,
                              threads=a.threads, dense=a.dense)
@@ -41,7 +48,11 @@ def main():
         samples += len(batch)
         # No view of the batch outlives the step (a name bound to one, such as
         # a loop variable, would have its slot copied at the next batch).
-        removed += sum(positions.shape[0] for positions, _ in batch.removed.values())
+        if a.hold_one:
+            for positions, _ in batch.removed.values():  # positions stays bound
+                removed += positions.shape[0]
+        else:
+            removed += sum(positions.shape[0] for positions, _ in batch.removed.values())
         if a.to_torch:
             batch.to_torch("cpu")
         stats = loader.stats() or stats

@@ -21,8 +21,10 @@ static const char usage[] =
     "       [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
     "       [--io auto|uring|pread]\n"
     "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--no-shared-table]\n"
-    "       [--no-ontology] [--quiet]\n"
+    "       [--no-ontology] [--more-epochs] [--quiet]\n"
     "       (with an ontology, batches carry its lists unless --no-ontology)\n"
+    "       (--more-epochs: after the epoch, stdin lines 'epoch E START' each run\n"
+    "       epoch E from plan batch START in the same ring; end of stdin ends it)\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
@@ -106,6 +108,8 @@ int pl_cmd_serve(int argc, char **argv)
             o.shared_table = 0;
         } else if (!strcmp(a, "--no-ontology")) {
             o.no_ontology = 1;
+        } else if (!strcmp(a, "--more-epochs")) {
+            o.more_epochs = 1;
         } else if (i + 1 >= argc) {
             return pl_cli_usage(cmd, usage, "%s needs a value", a);
         } else if (!strcmp(a, "--ring")) {

@@ -522,7 +522,10 @@ typedef struct pl_ring_stats {
     uint64_t batches_consumed, samples_consumed;
     uint64_t producer_wait_ns;  /**< time any producer thread waited for a slot */
     uint64_t consumer_wait_ns;  /**< consumer waiting for data */
-    uint64_t n_batches;         /**< batches in this epoch (0 = not known yet) */
+    uint64_t n_batches;         /**< batches in this epoch (0 = not known yet); in a
+                                     ring of several epochs (pl_ring_next_epoch) the
+                                     batches up to this epoch's end, as the other
+                                     counters count every epoch */
     uint64_t created_ns;        /**< CLOCK_REALTIME at creation */
     uint64_t slot_bytes, total_bytes;
     uint32_t n_slots;
@@ -601,6 +604,17 @@ PL_API void pl_ring_set_total(pl_ring *r, uint64_t n_batches);
  *  before a failure are still delivered; any other batch then fails with
  *  PL_EPEER and the message. */
 PL_API void pl_ring_finish(pl_ring *r, uint64_t n_batches, const char *msg);
+
+/** Producer: run another epoch in the same ring after pl_ring_finish() of
+ *  the last one (no failure) and after the consumer released every batch of
+ *  it. Batch numbers go on from the last epoch's end, so every slot and
+ *  counter stays monotonic; `n_batches` is the new end (the batches of every
+ *  epoch so far), the state goes DONE -> RUNNING. The consumer must not ask
+ *  for a batch of the new epoch before this call: it learns of the epoch out
+ *  of band (`pertload serve --more-epochs` prints a ready line after it).
+ *  @return 0, or PL_EUSAGE when the ring is not DONE or `n_batches` is below
+ *  the last end. */
+PL_API int pl_ring_next_epoch(pl_ring *r, uint64_t n_batches, pl_err *err);
 
 /** Producer: unmap and remove the segment; NULL accepted. Without a prior
  *  pl_ring_finish() the consumer's waits fail ("closed the ring"). The

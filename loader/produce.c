@@ -179,6 +179,24 @@ int pl__producer_size(pl__producer *p, uint64_t slot_bytes, pl_err *err)
                           &p->needs, slot_bytes, err);
 }
 
+int pl__producer_replan(pl__producer *p, uint64_t epoch, uint64_t start_batch, pl_err *err)
+{
+    free(p->ws);
+    free(p->th);
+    p->ws = NULL;
+    p->th = NULL;
+    atomic_store(&p->next, 0);
+    atomic_store(&p->stop, 0);
+    p->rc = 0;
+    pl_plan_free(p->plan);
+    p->plan = NULL;
+    p->o.plan.epoch = epoch;
+    p->o.start_batch = start_batch;
+    /* The subset's rows (a split's too) were taken at init or load. */
+    PL_TRY(p->o.plan.budget ? budget_plan(p, err) : subset_plan(p, err));
+    return pl__parts_measure(&p->cfg, &p->table, p->plan, p->o.start_batch, &p->needs, err);
+}
+
 /* The first failure wins; every worker then stops after the batch in hand. */
 static void fail(pl__producer *p, int rc, const pl_err *err)
 {

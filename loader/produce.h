@@ -146,6 +146,13 @@ void pl__producer_stop(pl__producer *p);
 /** Wait for the workers. @return 0, or the first failure of a worker. */
 int pl__producer_join(pl__producer *p, pl_err *err);
 
+/** Another epoch of the same run (workers joined): the plan of `epoch` from
+ *  plan batch `start_batch` over the same database, subset and options, and
+ *  what its batches need (p->needs); pl__producer_size() follows, then
+ *  pl__producer_start(). The loaded graph, sample table and payload stay.
+ *  @return 0, PL_EUSAGE (start_batch past the epoch), -ENOMEM. */
+int pl__producer_replan(pl__producer *p, uint64_t epoch, uint64_t start_batch, pl_err *err);
+
 /** Release everything (workers must have been joined); after
  *  pl__producer_init(), whatever it returned. */
 void pl__producer_free(pl__producer *p);

@@ -4,13 +4,17 @@
  * drained it, or died. */
 #include "serve.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "produce.h"
 #include "ring/reclaim.h"
@@ -29,15 +33,26 @@ void pl__serve_abort(void)
         pl__table_shared_leave(abort_table->shm_fd, abort_table->shm_path);
 }
 
-/* The ring as the pipeline's sink: batch b lives in slot b % n_slots. */
+/* The ring as the pipeline's sink: delivery b of the epoch is ring batch
+ * base + b, in slot (base + b) % n_slots. */
+typedef struct ring_sink {
+    pl_ring *r;
+    uint64_t base; /* the epoch's first ring batch: the deliveries of those before */
+} ring_sink;
+
 static int ring_acquire(void *ctx, uint64_t b, unsigned char **slot, pl_err *err)
 {
-    PL_TRY(pl_ring_acquire(ctx, b, err));
-    *slot = pl_ring_slot(ctx, b);
+    ring_sink *s = ctx;
+    PL_TRY(pl_ring_acquire(s->r, s->base + b, err));
+    *slot = pl_ring_slot(s->r, s->base + b);
     return 0;
 }
 
-static void ring_publish(void *ctx, uint64_t b, uint32_t n) { pl_ring_publish(ctx, b, n); }
+static void ring_publish(void *ctx, uint64_t b, uint32_t n)
+{
+    ring_sink *s = ctx;
+    pl_ring_publish(s->r, s->base + b, n);
+}
 
 static double mib(uint64_t bytes) { return (double)bytes / 1048576.0; }
 
@@ -53,6 +68,83 @@ static int size_ring(const pl__serve_opts *o, pl__producer *p, uint32_t *n_slots
     PL_TRY(pl__parts_fit(&p->needs, o->slots, 1, serve_limit(o), pl_ring_bytes(o->slots, 0),
                          "--max-ring-bytes", n_slots, &slot_bytes, err));
     return pl__producer_size(p, slot_bytes, err);
+}
+
+/* The ready line of an epoch (the consumer waits for it). */
+static void announce(const pl__serve_opts *o, const pl__producer *p, uint32_t n_slots)
+{
+    printf("ring %s: %u slots x %llu bytes, %llu batches, %llu deliveries\n", o->ring,
+           n_slots, (unsigned long long)p->slot_bytes, (unsigned long long)p->n_batches,
+           (unsigned long long)pl__producer_deliveries(p));
+    fflush(stdout);
+}
+
+/* Produce one epoch's deliveries as ring batches base.. and keep the ring
+ * until the consumer drained them (or died). */
+static int epoch(pl__producer *p, pl_ring *r, uint64_t base, uint32_t n_slots, pl_err *err)
+{
+    uint64_t n = pl__producer_deliveries(p);
+    ring_sink rs = {r, base};
+    pl__sink sink = {&rs, ring_acquire, ring_publish, NULL};
+    int rc = pl__producer_start(p, &sink, err);
+    if (rc == 0)
+        rc = pl__producer_join(p, err);
+    if (rc < 0 && rc != PL_EPEER) {
+        pl_ring_finish(r, base + atomic_load(&p->next), err->msg);
+        /* Let the consumer read the failure before the segment goes. */
+        pl_ring_acquire(r, base + atomic_load(&p->next) + n_slots, NULL);
+        return rc;
+    }
+    PL_TRY(rc);
+    pl_ring_finish(r, base + n, NULL);
+    /* Keep the segment until the consumer drained it (or died). */
+    if (n)
+        PL_TRY(pl_ring_acquire(r, base + n - 1 + n_slots, err));
+    return 0;
+}
+
+/* The next request of --more-epochs on stdin, "epoch E START\n" (E the epoch,
+ * START its first plan batch). @return 0, 1 at the end of stdin or once the
+ * consumer process is gone, PL_EUSAGE for another line. */
+static int next_request(const pl__serve_opts *o, uint64_t *e, uint64_t *start, pl_err *err)
+{
+    char line[96];
+    size_t n = 0;
+    for (;;) {
+        struct pollfd pfd = {.fd = 0, .events = POLLIN};
+        int k = poll(&pfd, 1, 1000);
+        if (k < 0 && errno == EINTR)
+            continue;
+        PL_FAIL_IF(k < 0, err, -errno, "stdin: %s", strerror(errno));
+        if (k == 0) { /* its death closes stdin, unless a forked child holds it too */
+            if (o->consumer_pid && kill(o->consumer_pid, 0) < 0 && errno == ESRCH)
+                return 1;
+            continue;
+        }
+        ssize_t got = read(0, line + n, 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        PL_FAIL_IF(got < 0, err, -errno, "stdin: %s", strerror(errno));
+        if (got == 0 && n == 0)
+            return 1;
+        if (got == 0 || line[n] == '\n' || n + 1 == sizeof line)
+            break;
+        n++;
+    }
+    line[n] = '\0';
+    char *end = line + 6, *end2 = line;
+    errno = 0;
+    unsigned long long a = 0, b = 0;
+    if (!strncmp(line, "epoch ", 6) && isdigit((unsigned char)line[6])) {
+        a = strtoull(line + 6, &end, 10);
+        if (*end == ' ' && isdigit((unsigned char)end[1]))
+            b = strtoull(end + 1, &end2, 10);
+    }
+    PL_FAIL_IF(end2 == line || *end2 || errno, err, PL_EUSAGE,
+               "stdin: request '%.40s' is not 'epoch E START'", line);
+    *e = a;
+    *start = b;
+    return 0;
 }
 
 static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err *err)
@@ -92,11 +184,8 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
     pl_ring *r = *ring;
     pl_ring_set_total(r, n_deliveries);
     if (o->verbose) {
+        announce(o, p, n_slots);
         const pl__needs *nd = &p->needs;
-        printf("ring %s: %u slots x %llu bytes, %llu batches, %llu deliveries\n", o->ring,
-               n_slots, (unsigned long long)p->slot_bytes, (unsigned long long)p->n_batches,
-               (unsigned long long)n_deliveries);
-        fflush(stdout);
         const pl__table *t = &p->table;
         fprintf(stderr, "pertload serve: %llu samples %s in %.2f s (%s%s), payload %s, "
                 "%u worker threads\n", (unsigned long long)t->n,
@@ -117,22 +206,19 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
                 (unsigned long long)p->parts.n_split, (unsigned long long)p->n_batches,
                 (unsigned long long)n_deliveries);
     }
-    pl__sink sink = {r, ring_acquire, ring_publish, NULL};
-    rc = pl__producer_start(p, &sink, err);
-    if (rc == 0)
-        rc = pl__producer_join(p, err);
-    if (rc < 0 && rc != PL_EPEER) {
-        pl_ring_finish(r, atomic_load(&p->next), err->msg);
-        /* Let the consumer read the failure before the segment goes. */
-        pl_ring_acquire(r, atomic_load(&p->next) + n_slots, NULL);
-        return rc;
+    for (uint64_t base = 0;;) {
+        PL_TRY(epoch(p, r, base, n_slots, err));
+        base += pl__producer_deliveries(p);
+        uint64_t e = 0, start = 0;
+        if (!o->more_epochs || (rc = next_request(o, &e, &start, err)) == 1)
+            return 0;
+        PL_TRY(rc);
+        PL_TRY(pl__producer_replan(p, e, start, err));
+        PL_TRY(pl__producer_size(p, p->slot_bytes, err));
+        PL_TRY(pl_ring_next_epoch(r, base + pl__producer_deliveries(p), err));
+        if (o->verbose)
+            announce(o, p, n_slots);
     }
-    PL_TRY(rc);
-    pl_ring_finish(r, n_deliveries, NULL);
-    /* Keep the segment until the consumer drained it (or died). */
-    if (n_deliveries)
-        PL_TRY(pl_ring_acquire(r, n_deliveries - 1 + n_slots, err));
-    return 0;
 }
 
 int pl__serve(const pl__serve_opts *o, pl_err *err)

@@ -28,11 +28,18 @@ typedef struct pl__serve_opts {
     uint32_t khop, khop_max_genes;
     int shared_table;       /* one sample table per database and node (loader/table.h) */
     int no_ontology;        /* leave out the ontology lists (loader/produce.h) */
+    int more_epochs;        /* after an epoch, run the next one stdin asks for */
 } pl__serve_opts;
 
 /** Produce one epoch into a new ring and wait until the consumer drained it
- *  (or died: PL_EPEER). The ring is removed on return. Slots are sized for a
- *  typical batch within max_ring_bytes (loader/parts.h); a batch that does
+ *  (or died: PL_EPEER). The ring is removed on return.
+ *  With more_epochs, serve then reads requests from stdin, one a line:
+ *  "epoch E START" runs epoch E of the same plan options from plan batch
+ *  START in the same ring (pl_ring_next_epoch(): its batches go on from the
+ *  last epoch's), announced by a ready line like the first; the end of stdin
+ *  (or the consumer's death) ends serve with 0. The database, graph and
+ *  sample table stay loaded; the slot size stays (batches split to fit).
+ *  Slots are sized for a typical batch within max_ring_bytes (loader/parts.h); a batch that does
  *  not fit one comes in parts, one slot each: the ring carries deliveries.
  *  @return 0, PL_EUSAGE (not even one sample fits max_ring_bytes), ... */
 int pl__serve(const pl__serve_opts *o, pl_err *err);

@@ -1,5 +1,5 @@
 /* Shared-memory ring between one producer process and one consumer process.
- * The segment layout and who writes which word are in ring_layout.h.
+ * The segment pl__ring_layout and who writes which word are in ring_layout.h.
  *
  * Waiting is a futex wait on the word that will change (a slot's ready word
  * for the consumer, consumed_futex for the producers), in slices of SLICE_NS:
@@ -8,8 +8,8 @@
  * Time spent waiting is added to the header's wait counters slice by slice, so
  * that `pertload top` sees a wait in progress too. */
 #include "ring_layout.h"
+#include "header.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -96,89 +96,12 @@ static void clock_leave(wait_clock *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* The shm_open() name and the path of ring NAME (segment pertload-NAME). */
-static void ring_names(const char *name, char *shm, char *path, size_t cap)
-{
-    char base[PL_RING_NAME_MAX + 16];
-    snprintf(base, sizeof base, PL__RING_PREFIX "%s", name);
-    pl__shm_names(base, shm, path, cap);
-}
-
-/* The validated sizes of a header. */
-typedef struct layout {
-    uint32_t n_slots;
-    uint64_t slot_bytes, stride, header_bytes, total_bytes;
-    int32_t producer_pid;
-    uint64_t producer_start;
-    pl_ring_source source;
-} layout;
-
-/* Validate a complete header (`init` already seen as 1 with acquire) against
- * the file size and the expected name; each field is read once into `out`.
- * @return 0, or -1 with the reason in `why`. */
-static int check_header(const pl__ring_hdr *h, uint64_t file_bytes, const char *name,
-                        layout *out, char *why, size_t cap)
-{
-    char nm[PL_RING_NAME_MAX + 1];
-    memcpy(nm, h->name, sizeof nm);
-    nm[PL_RING_NAME_MAX] = '\0';
-    layout l = {
-        .n_slots = h->n_slots,
-        .slot_bytes = h->slot_bytes,
-        .stride = h->slot_stride,
-        .header_bytes = h->header_bytes,
-        .total_bytes = h->total_bytes,
-        .producer_pid = h->producer_pid,
-        .producer_start = h->producer_start,
-    };
-    memcpy(&l.source, &h->source, sizeof l.source);
-    const char *bad = NULL;
-    if (memcmp(h->magic, PL__RING_MAGIC, 8) != 0)
-        bad = "magic is not " PL__RING_MAGIC;
-    else if (h->version != PL__RING_VERSION)
-        bad = "unsupported version";
-    else if (h->fixed_bytes != offsetof(pl__ring_hdr, ready))
-        bad = "header layout differs from this build's";
-    else if (l.n_slots < 1 || l.n_slots > PL__RING_MAX_SLOTS)
-        bad = "slot count out of range";
-    else if (l.slot_bytes < 1 || l.slot_bytes > PL_RING_MAX_BYTES)
-        bad = "slot size out of range";
-    else if (l.stride != (l.slot_bytes + PL__RING_PAGE - 1) / PL__RING_PAGE * PL__RING_PAGE)
-        bad = "slot stride inconsistent with the slot size";
-    else if (l.header_bytes != pl__ring_header_bytes(l.n_slots))
-        bad = "header size inconsistent with the slot count";
-    else if (l.total_bytes != l.header_bytes + (uint64_t)l.n_slots * l.stride)
-        bad = "total size inconsistent with the slots";
-    else if (l.total_bytes != file_bytes)
-        bad = "total size differs from the segment's size";
-    else if (name && strcmp(nm, name) != 0)
-        bad = "name differs from the segment's name";
-    else if (l.source.known > 1 || l.source.n_types > PL_MAX_TYPES ||
-             (!l.source.known && (l.source.n_types || l.source.db_fingerprint)))
-        bad = "database fingerprints malformed";
-    if (bad) {
-        snprintf(why, cap, "%s", bad);
-        return -1;
-    }
-    memset(l.source.edge_fingerprint + l.source.n_types, 0,
-           (PL_MAX_TYPES - l.source.n_types) * sizeof l.source.edge_fingerprint[0]);
-    *out = l;
-    return 0;
-}
-
-/* Map the first page of an open segment read-only. */
-static const pl__ring_hdr *map_header_ro(int fd)
-{
-    void *p = mmap(NULL, PL__RING_PAGE, PROT_READ, MAP_SHARED, fd, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
 /* An existing segment blocks pl_ring_create(): remove it when it is stale.
  * @return 0 when the name may be tried again, PL_EBUSY, or -errno. */
 static int clear_stale(const char *name, pl_err *err)
 {
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
-    ring_names(name, shm, path, sizeof shm);
+    pl__ring_names(name, shm, path, sizeof shm);
     int fd;
     struct stat st;
     int rc = pl__shm_open_owned(shm, path, O_RDONLY, WHAT, &fd, &st, err);
@@ -193,7 +116,7 @@ static int clear_stale(const char *name, pl_err *err)
     int stale = 1;
     int32_t pid = 0;
     if ((uint64_t)st.st_size >= PL__RING_PAGE) {
-        const pl__ring_hdr *h = map_header_ro(fd);
+        const pl__ring_hdr *h = pl__ring_map_header_ro(fd);
         if (h) {
             /* acquire: pairs with the creator's release store of `init` */
             if (atomic_load_explicit(&h->init, memory_order_acquire) == 1 &&
@@ -267,7 +190,7 @@ PL_API int pl_ring_create_for(const char *name, uint32_t n_slots, uint64_t slot_
     pl_ring *r = calloc(1, sizeof *r);
     PL_FAIL_IF(!r, err, -ENOMEM, "out of memory");
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
-    ring_names(name, shm, path, sizeof shm);
+    pl__ring_names(name, shm, path, sizeof shm);
     int fd = -1, rc = 0;
     for (int attempt = 0; attempt < 4 && fd < 0; attempt++) {
         fd = pl__shm_create(shm, path, err);
@@ -472,6 +395,20 @@ PL_API void pl_ring_finish(pl_ring *r, uint64_t n_batches, const char *msg)
     end_epoch(r, n_batches, 1, msg);
 }
 
+PL_API int pl_ring_next_epoch(pl_ring *r, uint64_t n_batches, pl_err *err)
+{
+    pl__ring_hdr *h = r->h;
+    uint64_t end = atomic_load_explicit(&h->n_batches, memory_order_relaxed);
+    PL_FAIL_IF(atomic_load_explicit(&h->state, memory_order_relaxed) != PL_RING_DONE ||
+                   n_batches < end,
+               err, PL_EUSAGE, "ring '%s': another epoch needs a finished one (%llu batches)",
+               r->name, (unsigned long long)n_batches);
+    atomic_store_explicit(&h->n_batches, n_batches, memory_order_relaxed);
+    /* release: the new end is visible to whoever sees RUNNING */
+    atomic_store_explicit(&h->state, PL_RING_RUNNING, memory_order_release);
+    return 0;
+}
+
 /* ----------------------------------------------------------------- consumer */
 
 /* Map an existing, initialised segment and check its header.
@@ -480,7 +417,7 @@ PL_API void pl_ring_finish(pl_ring *r, uint64_t n_batches, const char *msg)
 static int open_existing(const char *name, pl_ring *r, pl_err *err)
 {
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
-    ring_names(name, shm, path, sizeof shm);
+    pl__ring_names(name, shm, path, sizeof shm);
     int fd;
     struct stat st;
     int rc = pl__shm_open_owned(shm, path, O_RDWR, WHAT, &fd, &st, err);
@@ -490,7 +427,7 @@ static int open_existing(const char *name, pl_ring *r, pl_err *err)
         close(fd);
         return 1; /* not sized yet */
     }
-    const pl__ring_hdr *h = map_header_ro(fd);
+    const pl__ring_hdr *h = pl__ring_map_header_ro(fd);
     if (!h) {
         int e = errno;
         close(fd);
@@ -504,9 +441,9 @@ static int open_existing(const char *name, pl_ring *r, pl_err *err)
         close(fd);
         return 2;
     }
-    layout l;
+    pl__ring_layout l;
     char why[128];
-    int bad = check_header(h, (uint64_t)st.st_size, name, &l, why, sizeof why);
+    int bad = pl__ring_check_header(h, (uint64_t)st.st_size, name, &l, why, sizeof why);
     munmap((void *)h, PL__RING_PAGE);
     if (bad) {
         close(fd);
@@ -710,7 +647,7 @@ PL_API void pl_ring_destroy(pl_ring *r)
     munmap(r->h, r->map_bytes);
     /* Remove the name only while it still names our segment. */
     char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
-    ring_names(r->name, shm, path, sizeof shm);
+    pl__ring_names(r->name, shm, path, sizeof shm);
     struct stat mine;
     if (fstat(r->fd, &mine) == 0)
         pl__shm_unlink_same(shm, path, &mine);
@@ -736,27 +673,6 @@ PL_API void pl_ring_detach(pl_ring *r)
     free(r);
 }
 
-static void fill_stats(const pl__ring_hdr *h, const layout *l, pl_ring_stats *st)
-{
-    memset(st, 0, sizeof *st);
-    st->batches_produced = atomic_load_explicit(&h->batches_produced, memory_order_relaxed);
-    st->samples_produced = atomic_load_explicit(&h->samples_produced, memory_order_relaxed);
-    st->batches_consumed = atomic_load_explicit(&h->batches_consumed, memory_order_relaxed);
-    st->samples_consumed = atomic_load_explicit(&h->samples_consumed, memory_order_relaxed);
-    st->producer_wait_ns = atomic_load_explicit(&h->producer_wait_ns, memory_order_relaxed);
-    st->consumer_wait_ns = atomic_load_explicit(&h->consumer_wait_ns, memory_order_relaxed);
-    st->n_batches = atomic_load_explicit(&h->n_batches, memory_order_relaxed);
-    st->created_ns = h->created_ns;
-    st->slot_bytes = l->slot_bytes;
-    st->total_bytes = l->total_bytes;
-    st->n_slots = l->n_slots;
-    st->producer_pid = l->producer_pid;
-    st->consumer_pid = atomic_load_explicit(&h->consumer_pid, memory_order_relaxed);
-    st->state = atomic_load_explicit(&h->state, memory_order_relaxed);
-    memcpy(st->name, h->name, sizeof st->name);
-    st->name[PL_RING_NAME_MAX] = '\0';
-}
-
 PL_API void pl_ring_source_get(const pl_ring *r, pl_ring_source *out)
 {
     *out = r->source;
@@ -764,54 +680,13 @@ PL_API void pl_ring_source_get(const pl_ring *r, pl_ring_source *out)
 
 PL_API void pl_ring_stats_get(const pl_ring *r, pl_ring_stats *st)
 {
-    layout l = {
+    pl__ring_layout l = {
         .n_slots = r->n_slots,
         .slot_bytes = r->slot_bytes,
         .stride = r->stride,
         .total_bytes = r->map_bytes,
         .producer_pid = r->producer_pid,
     };
-    fill_stats(r->h, &l, st);
+    pl__ring_fill_stats(r->h, &l, st);
     memcpy(st->name, r->name, sizeof st->name);
-}
-
-PL_API int pl_ring_list(pl_ring_stats *out, int cap)
-{
-    DIR *d = opendir(PL__SHM_DIR);
-    if (!d)
-        return errno == ENOENT ? 0 : -errno;
-    int found = 0;
-    const size_t plen = strlen(PL__RING_PREFIX);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *name = e->d_name + plen;
-        if (strncmp(e->d_name, PL__RING_PREFIX, plen) != 0 ||
-            pl__shm_check_name(name, PL_RING_NAME_MAX, WHAT, NULL) < 0)
-            continue;
-        char shm[PL_RING_NAME_MAX + 32], path[PL_RING_NAME_MAX + 32];
-        ring_names(name, shm, path, sizeof shm);
-        int fd = shm_open(shm, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
-        if (fd < 0)
-            continue; /* gone, or another user's */
-        struct stat st;
-        const pl__ring_hdr *h = NULL;
-        if (fstat(fd, &st) == 0 && pl__shm_check_owner(&st, "", WHAT, NULL) == 0 &&
-            (uint64_t)st.st_size >= PL__RING_PAGE)
-            h = map_header_ro(fd);
-        close(fd);
-        if (!h)
-            continue;
-        layout l;
-        char why[128];
-        /* acquire: pairs with the creator's release store of init */
-        if (atomic_load_explicit(&h->init, memory_order_acquire) == 1 &&
-            check_header(h, (uint64_t)st.st_size, name, &l, why, sizeof why) == 0) {
-            if (found < cap && out)
-                fill_stats(h, &l, &out[found]);
-            found++;
-        }
-        munmap((void *)h, PL__RING_PAGE);
-    }
-    closedir(d);
-    return found;
 }

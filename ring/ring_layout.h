@@ -18,8 +18,16 @@
  *     batch up to b: batches_consumed becomes b + 1 (release store), then
  *     consumed_futex its low 32 bits, the word producers sleep on while their
  *     batch is >= batches_consumed + n_slots (they load the word first);
- *   - `state` goes RUNNING -> DONE or FAILED once (pl_ring_finish); `errmsg`
- *     is written before the release store of FAILED.
+ *   - `state` goes RUNNING -> DONE or FAILED once an epoch (pl_ring_finish);
+ *     `errmsg` is written before the release store of FAILED;
+ *   - more epochs in one ring (pl_ring_next_epoch): after DONE and after the
+ *     consumer released every batch, the producer stores the new end in
+ *     n_batches, then RUNNING (release). Batch numbers go on from the last
+ *     epoch's end (its first batch is the old n_batches), so ready[],
+ *     batches_consumed and the counters stay monotonic and nothing is reset.
+ *     The consumer learns of the epoch out of band, after the store
+ *     (`serve --more-epochs`: a request line on serve's stdin, a ready line
+ *     on its stdout), so it never reads the old end as the new one.
  * All cross-process words are lock-free C11 atomics; futex words are 32-bit
  * and waited on with the shared (non-private) futex operations.
  * The shared bytes are not trusted: a process that maps a segment keeps its own

@@ -311,6 +311,46 @@ Test(ring, next_refuses_batches_outside_the_window)
     pl_ring_destroy(p);
 }
 
+Test(ring, next_epoch_goes_on_in_the_same_ring)
+{
+    const char *name = ring_name("epochs");
+    pl_ring *p, *c;
+    pl_err err = {0};
+    const void *s;
+    cr_assert_eq(pl_ring_create(name, 2, 4096, 0, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_attach(name, 0, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_next_epoch(p, 3, &err), PL_EUSAGE, "a running epoch");
+    /* Epoch one: batches 0..2; epoch two: 3..6, through the same slots. */
+    for (uint64_t b = 0, end = 3; b < 7; b++) {
+        cr_assert_eq(pl_ring_acquire(p, b, &err), 0, "%s", err.msg);
+        fill(pl_ring_slot(p, b), 4096, b);
+        pl_ring_publish(p, b, 1);
+        cr_assert_eq(pl_ring_next(c, b, &s, &err), 0, "batch %llu: %s",
+                     (unsigned long long)b, err.msg);
+        cr_assert_eq(check(s, 4096, b), 0, "batch %llu", (unsigned long long)b);
+        pl_ring_release(c, b, 1);
+        if (b + 1 == end) {
+            pl_ring_finish(p, end, NULL);
+            cr_assert_eq(pl_ring_next(c, end, &s, &err), 1, "the end of the epoch");
+            if (end == 7)
+                break;
+            cr_assert_eq(pl_ring_next_epoch(p, 2, &err), PL_EUSAGE, "an end before the last");
+            cr_assert_eq(pl_ring_next_epoch(p, end = 7, &err), 0, "%s", err.msg);
+        }
+    }
+    pl_ring_stats st;
+    pl_ring_stats_get(c, &st);
+    cr_assert_eq(st.batches_consumed, 7);
+    cr_assert_eq(st.n_batches, 7);
+    cr_assert_eq(st.state, PL_RING_DONE);
+    pl_ring_finish(p, 7, "later calls change nothing");
+    cr_assert_eq(pl_ring_next_epoch(p, 9, &err), 0, "finish on a finished ring changes nothing");
+    pl_ring_finish(p, 8, "failed");
+    cr_assert_eq(pl_ring_next_epoch(p, 9, &err), PL_EUSAGE, "a failed ring");
+    pl_ring_detach(c);
+    pl_ring_destroy(p);
+}
+
 static volatile sig_atomic_t alarms;
 
 static void on_alarm(int sig)

@@ -218,15 +218,20 @@ class _NameTaken(LoaderError):
 class _Producer:
     """One `pertload serve` process and the consumer's side of its ring."""
 
-    def __init__(self, args, name, owns_name, timeout):
+    def __init__(self, args, name, owns_name, timeout, more_epochs=False):
         self.name = name
+        # With serve --more-epochs: stdin asks for the next epoch (next_epoch).
+        self.more_epochs = more_epochs
+        self.first = 0  # the epoch's first delivery in the ring's numbering
         # A name of our own making is ours to clean up even before serve
         # created the segment; a name the user chose only once serve did.
         self._owns_name = owns_name
         self.stderr = tempfile.TemporaryFile()
         parent = os.getpid()
         try:
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE,
+                                         stdin=subprocess.PIPE if more_epochs
+                                         else subprocess.DEVNULL,
                                          stderr=self.stderr, close_fds=True,
                                          preexec_fn=lambda: _child_setup(parent))
         except OSError as e:
@@ -267,6 +272,25 @@ class _Producer:
         if not m or m.group(1).decode() != self.name:
             raise LoaderError(f"pertload serve: unexpected first line {line!r}")
         return int(m.group(4)), int(m.group(5))
+
+    def alive(self):
+        """Whether the process runs (False once it exited or was stopped)."""
+        return not self._stopped and self.proc.poll() is None
+
+    def next_epoch(self, epoch, start, timeout):
+        """serve --more-epochs, after the consumer took every delivery of the
+        last epoch: ask for epoch `epoch` from plan batch `start` in the same
+        ring and wait for its ready line. Its deliveries go on from the last
+        epoch's (self.first). LoaderError when serve died or refused."""
+        first = self.first + self.n_deliveries
+        try:
+            self.proc.stdin.write(f"epoch {epoch} {start}\n".encode())
+            self.proc.stdin.flush()
+        except OSError:  # a dead serve's pipe (EPIPE)
+            self.proc.wait()
+            raise LoaderError(self.exit_message()) from None
+        self.n_batches, self.n_deliveries = self._wait_ready(timeout)
+        self.first = first
 
     def _attach(self):
         """Map the ring serve announced. It was complete before the ready line,
@@ -333,6 +357,11 @@ class _Producer:
         _stop(self.proc, self.name if self._owns_name else None)
         self.mapping = None
         self.proc.stdout.close()
+        if self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:  # what was left to flush to a dead serve (EPIPE)
+                pass
         self.stderr.close()
 
 
@@ -372,13 +401,14 @@ def _start_producer(loader, start):
     if loader.ring is not None:
         try:
             return _Producer(loader._serve_args(start, loader.ring), loader.ring, False,
-                             loader.timeout)
+                             loader.timeout, loader.persistent)
         except _NameTaken as e:
             raise LoaderError(str(e)) from None
     for _ in range(_NAME_TRIES):
         name = _ring_name()
         try:
-            return _Producer(loader._serve_args(start, name), name, True, loader.timeout)
+            return _Producer(loader._serve_args(start, name), name, True, loader.timeout,
+                             loader.persistent)
         except _NameTaken as e:
             taken = e
     raise LoaderError(f"{_NAME_TRIES} ring names in a row were taken by other segments; the "

@@ -10,11 +10,15 @@ taken out of the batch is still held. When the slot is handed back:
 
 - nothing held (the loop that drops each batch before the next): the window
   stays the slot's, no copy;
-- something held: the used bytes of the window are copied into fresh private
+- something held: the used bytes of the window are copied into private
   pages, which then replace the window's pages at the same address
   (mremap), so every held view reads the same values from memory of its own;
-  the slot gets a new window for its next batch. The private pages are
-  unmapped when the last view of them goes.
+  the slot gets a new window for its next batch. When the last view of a
+  copy goes, its pages return to a small pool of this process (_POOL), and
+  the next copy reuses them: pages already allocated and mapped, not fresh
+  zeroed ones (a view held for one step, such as a loop variable, costs the
+  copy alone; a pooled copy is cut or grown, mremap, to the next one's
+  size).
 
 Both happen before the producer may refill the slot, so the copy reads the
 batch the user saw."""
@@ -49,6 +53,34 @@ _mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_
 # References to an owner that are not a user's: hand_back's variable and
 # getrefcount's argument.
 _OWN_REFS = 2
+# Private copies whose views are gone, (address, size) each, for the next
+# copies to reuse: at most _POOL_MAX of them and _POOL_BYTES in all (their
+# pages stay this process's; a larger copy is unmapped).
+_POOL = []
+_POOL_MAX = 4
+_POOL_BYTES = 64 << 20
+
+
+def _private_pages(size):
+    """The address of `size` bytes of private pages for a copy: a pooled
+    copy's (its tail unmapped when it is larger; grown in place or moved,
+    mremap, when smaller: only the pages added are new), else fresh ones,
+    populated in one call."""
+    if _POOL:
+        addr, have = _POOL.pop()
+        if have > size:
+            _munmap(addr + size, have - size)
+        elif have < size:
+            new = _mremap(addr, have, size, _MREMAP_MAYMOVE, None)
+            if new in (None, _MAP_FAILED):
+                _munmap(addr, have)
+                _fail(f"growing {have} bytes to {size} for a kept batch")
+            addr = new
+        return addr
+    addr = _mmap(None, size, _PROT_RW, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_POPULATE, -1, 0)
+    if addr in (None, _MAP_FAILED):
+        _fail(f"allocating {size} bytes for a kept batch")
+    return addr
 
 
 def _fail(what):
@@ -61,10 +93,11 @@ class _Window:
     """One mapping of a slot's pages: shared with the ring, or, once kept,
     private memory holding a copy. Unmapped when the last owner of it goes."""
 
-    __slots__ = ("addr", "size", "offset")
+    __slots__ = ("addr", "size", "offset", "private")
 
     def __init__(self, fd, offset, length):
         self.offset = offset  # the slot's offset in the segment
+        self.private = False  # True once privatize() made it a copy
         start = offset - offset % _PAGE
         self.size = (offset - start + length + _PAGE - 1) // _PAGE * _PAGE
         addr = _mmap(None, self.size, _PROT_RW, _MAP_SHARED | _MAP_POPULATE, fd, start)
@@ -83,9 +116,7 @@ class _Window:
         base = self.base
         n = min(self.addr - base + nbytes, self.size)
         size = max((n + _PAGE - 1) // _PAGE * _PAGE, _PAGE)
-        new = _mmap(None, size, _PROT_RW, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_POPULATE, -1, 0)
-        if new in (None, _MAP_FAILED):
-            _fail(f"allocating {size} bytes for a kept batch")
+        new = _private_pages(size)
         ctypes.memmove(new, base, n)
         got = _mremap(new, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED, base)
         if got in (None, _MAP_FAILED) or got != base:
@@ -94,10 +125,16 @@ class _Window:
         if size < self.size:
             _munmap(base + size, self.size - size)
             self.size = size
+        self.private = True
         return n
 
     def __del__(self):
-        if _munmap is not None:
+        if _munmap is None:  # interpreter shutdown
+            return
+        if (self.private and _POOL is not None and len(_POOL) < _POOL_MAX and
+                sum(s for _, s in _POOL) + self.size <= _POOL_BYTES):
+            _POOL.append((self.base, self.size))
+        else:
             _munmap(self.base, self.size)
 
 

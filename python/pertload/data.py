@@ -3,6 +3,9 @@
 DataModule-shaped helper over train/validation/test splits that follows
 PyTorch Lightning's conventions without importing Lightning."""
 
+import multiprocessing.util as mp_util
+import os
+
 import torch.utils.data as tud
 
 from . import _lib
@@ -49,7 +52,8 @@ class Dataset(tud.IterableDataset):
     the same number of steps, padded with repeated samples; pad=False
     (evaluation): every sample of `rows` or `split` (Loader's; default all)
     exactly once, the shares' step counts may differ. Each worker runs its
-    own `pertload serve` an epoch. set_epoch(e) chooses the next
+    own `pertload serve`, kept across its epochs (Loader persistent=True:
+    one process for every epoch of a persistent worker). set_epoch(e) chooses the next
     iteration's order (a DataLoader copies the dataset into its workers
     when they start, so set it before iterating; with persistent_workers
     each worker's copy moves to the next epoch at every iteration after its
@@ -103,16 +107,40 @@ class Dataset(tud.IterableDataset):
                                  self.batch_size, self.drop_last, self.pad)
                    for w in range(self.num_workers))
 
-    def loader(self):
-        """The Loader of the calling worker (or of the main process)."""
+    def loader(self, **options):
+        """The Loader of the calling worker (or of the main process); options
+        override the dataset's loader options."""
         info = tud.get_worker_info()
         w, n = (info.id, info.num_workers) if info is not None else (0, 1)
         rank, world = self.share(w, n)
         loader = Loader(self.db, batch_size=self.batch_size, shuffle=self.shuffle,
                         seed=self.seed, drop_last=self.drop_last, rank=rank, world_size=world,
-                        rows=self.rows, split=self.split, pad=self.pad, **self.loader_options)
+                        rows=self.rows, split=self.split, pad=self.pad,
+                        **{**self.loader_options, **options})
         loader.set_epoch(self.epoch)
         return loader
+
+    def _worker_loader(self):
+        """A worker's Loader, kept by its copy of the dataset across
+        iterations: with persistent_workers every epoch of the worker goes
+        through one `pertload serve` (Loader persistent=True). It is closed
+        when the worker process exits."""
+        loader = getattr(self, "_kept_loader", None)
+        if loader is not None and loader._pid == os.getpid():
+            loader.set_epoch(self.epoch)
+            return loader
+        loader = self._kept_loader = self.loader(
+            persistent=self.loader_options.get("persistent", True))
+        loader._pid = os.getpid()
+        # A worker process ends through multiprocessing's exit, which runs
+        # these finalizers (not weakref's).
+        mp_util.Finalize(None, _close_loader, (loader,), exitpriority=0)
+        return loader
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_kept_loader", None)  # a worker's own
+        return state
 
     def __iter__(self):
         worker = tud.get_worker_info() is not None
@@ -121,7 +149,9 @@ class Dataset(tud.IterableDataset):
             # every iteration after its first (persistent workers).
             self.epoch += self._worker_iterations
             self._worker_iterations = 1
-        loader = self.loader()
+            loader = self._worker_loader()
+        else:
+            loader = self.loader()
         source = GraphSource(self.db, self._features) if worker else None
         try:
             for batch in loader:
@@ -131,11 +161,18 @@ class Dataset(tud.IterableDataset):
                     out = batch.to_torch("cpu", layout=self.layout, edge_types=self.edge_types)
                 yield self.transform(out) if self.transform is not None else out
         finally:
-            loader.close()
-            # A worker process ends without running finalizers: the subset's
-            # file goes now.
-            if loader._rows_dir is not None:
-                loader._rows_cleanup()
+            if worker:  # an epoch left early stops its serve; a finished one is kept
+                loader._stop_epoch()
+            else:
+                _close_loader(loader)
+
+
+def _close_loader(loader):
+    loader.close()
+    # A worker process ends without running weakref finalizers: the
+    # subset's file goes now.
+    if loader._rows_dir is not None:
+        loader._rows_cleanup()
 
 
 def _is_split(s):

@@ -102,9 +102,12 @@ class _Epoch:
         self._prev = None    # the last batch yielded, while it holds its slot
         self._producer = None
         self._finalizer = None
+        self._last = None    # persistent: the epoch's last delivery, once released
         if n_batches > start:
-            self._producer = p = _start_producer(loader, start)
+            self._producer = p = loader._producer(start)
             self._finalizer = _lib.finalize(self, p.stop)
+            self._i = self._end = p.first  # deliveries in the ring's numbering
+            self._end += p.n_deliveries
             if p.n_batches != serve_batches - start:
                 self.close()
                 raise LoaderError(f"pertload serve announced {p.n_batches} batches, "
@@ -185,12 +188,10 @@ class _Epoch:
         batch.wait_copies()
         m = self._producer.mapping
         self._check_size(m)  # the copy reads the slot; the release touches the header
-        if self._i < self._producer.n_deliveries:
-            _mark_released(batch)
-            kept = m.hand_back(batch)
-            if kept:
-                self._loader.kept_batches += 1
-                self._loader.kept_bytes += kept
+        if self._i < self._end:
+            self._loader._hand_back(m, batch)
+        elif self._producer.more_epochs:
+            self._last = batch  # handed back when serve is asked for another epoch
         _lib.lib().pl_ring_release(m.handle, self._i - 1, len(batch))
 
     def _gather(self, head, batch):
@@ -270,7 +271,12 @@ class _Epoch:
             self._loader._last_stats = self.stats()
         except LoaderError:
             pass
-        if finish:
+        if finish and p.more_epochs:
+            # serve waits for the next epoch: the Loader keeps it.
+            self._finalizer.detach()
+            self._producer = None
+            self._loader._keep_producer(p, self._last)
+        elif finish:
             p.finish()
         else:
             p.stop()
@@ -315,8 +321,9 @@ class Loader:
 
     Each iteration runs one epoch (set_epoch() chooses it): it starts
     `pertload serve` on a ring of its own, yields Batch objects (numpy views of
-    the ring, valid until the next batch) and stops the process at the end,
-    on break, close() or garbage collection. dense="bits" or "bool" asks the
+    the ring, valid until the next batch) and stops the process at the end
+    (persistent=False, the default), on break, close() or garbage
+    collection. dense="bits" or "bool" asks the
     producer for dense masks in the slots. ring names the ring (default
     "py<pid>-<64 random bits in hex>", a fresh one per epoch and again when
     the name is taken); timeout bounds the producer's start in seconds.
@@ -366,6 +373,15 @@ class Loader:
     node features that to_torch(layout="pyg" or "lazy") gathers as each
     node store's x on the device (Graph.set_features; checked here).
 
+    persistent=True keeps the serve process (and its ring) between epochs:
+    once an epoch was iterated to its end, the next iteration with the same
+    options (any epoch, any start batch of load_state_dict()) asks that
+    process for its epoch through its stdin (serve --more-epochs) instead of
+    starting a new one, and the epoch's last batch is released then (what
+    is held of it copied first). Changed options, or a serve found dead,
+    start a new one; an epoch left early stops it; close() or garbage
+    collection ends it.
+
     state_dict() saves the position in the epoch; load_state_dict() makes the
     next iteration yield exactly the remaining batches. A producer failure or
     death raises LoaderError.
@@ -380,7 +396,7 @@ class Loader:
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
                  budget=None, rank_weights=None, ontology=None,
-                 split=None, features=None, pad=True, shared_table=True):
+                 split=None, features=None, pad=True, shared_table=True, persistent=False):
         rank, world_size = _rank_world(rank, world_size)
         if not pad and order != "rows":
             raise ValueError("pad=False takes the row order, not order='block'")
@@ -445,6 +461,10 @@ class Loader:
             raise ValueError(f"ontology is None, True or False, not {ontology!r}")
         self.db = os.fspath(db)
         self.shared_table = bool(shared_table)
+        self.persistent = bool(persistent)
+        # persistent: (options key, serve, its last epoch's last batch, finalizer)
+        # between two epochs
+        self._kept = None
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
@@ -496,6 +516,58 @@ class Loader:
             self._rows_cleanup = _lib.finalize(self, shutil.rmtree, self._rows_dir, True)
         self._n_batches = self._count()
         self._rank_samples = rank_samples(self.n_samples, self.rank, self.world_size)
+
+    def _hand_back(self, mapping, batch):
+        """Release `batch` and hand its slot back (a private copy of what the
+        user still holds of it first), counting the copies."""
+        _mark_released(batch)
+        kept = mapping.hand_back(batch)
+        if kept:
+            self.kept_batches += 1
+            self.kept_bytes += kept
+
+    def _serve_key(self):
+        """serve's options but the epoch and the first batch: a kept serve
+        runs the next epoch only while they are unchanged."""
+        a = self._serve_args(0, "")
+        for opt in ("--epoch", "--start-batch", "--ring"):
+            a[a.index(opt) + 1] = None
+        return tuple(a) + (self.ring,)
+
+    def _keep_producer(self, p, last):
+        """persistent: keep serve `p` after its epoch (its ring's last batch
+        `last`, still valid) for the next one; close() or garbage collection
+        stops it."""
+        self._drop_kept()
+        self._kept = (self._serve_key(), p, last, _lib.finalize(self, p.stop))
+
+    def _drop_kept(self):
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept[3]()  # stops serve (not from a forked child: _lib.finalize)
+
+    def _producer(self, start):
+        """The serve of the next epoch, from plan batch `start`: with
+        persistent=True the one kept from the last epoch when it still runs
+        with the same options (asked for the epoch through its stdin), else a
+        new one. A kept serve found dead is replaced by a new one."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            key, p, last, fin = kept
+            if key == self._serve_key() and p.alive():
+                fin.detach()
+                try:
+                    m = p.mapping
+                    m.check_size()  # the copy reads the slot
+                    if last is not None:  # its slot is refilled now
+                        self._hand_back(m, last)
+                    p.next_epoch(self.epoch, start, self.timeout)
+                except BaseException:
+                    p.stop()
+                    raise
+                return p
+            fin()
+        return _start_producer(self, start)
 
     def _keep(self, index):
         """Samples of plan batch `index` to yield: all but the padding with
@@ -665,6 +737,8 @@ class Loader:
             a.append("--no-ontology")
         if not self.shared_table:
             a.append("--no-shared-table")
+        if self.persistent:
+            a.append("--more-epochs")
         if self.split is not None:
             a += ["--split", "=".join(self.split)]
         if self.khop is not None:
@@ -680,8 +754,10 @@ class Loader:
         self._epoch_it = None
 
     def close(self):
-        """Stop the running epoch's producer, if any."""
+        """Stop the running epoch's producer, if any (and the serve kept for
+        the next epoch: persistent=True)."""
         self._stop_epoch()
+        self._drop_kept()
 
     def __enter__(self):
         return self

@@ -111,3 +111,38 @@ def test_a_dropped_view_costs_no_copy(small):
     assert loader.kept_batches == n - 1 and loader.kept_bytes > 0
     assert [r.tolist() for r in keep] == [list(range(i * 32, min(300, i * 32 + 32)))
                                          for i in range(n)]
+
+
+def test_copies_reuse_the_pages_of_dropped_ones(onto_db, monkeypatch):
+    """A view held for one step (a loop variable left bound): every slot is
+    copied, and each copy reuses the pages of the one dropped before it
+    (_slots._POOL) instead of fresh ones; every held view reads its batch's
+    values while held, and a copy reused later does not change them."""
+    from pertload import _slots
+
+    fresh = []
+    real = _slots._mmap
+
+    def counting(addr, size, prot, flags, fd, off):
+        if flags & _slots._MAP_ANONYMOUS:
+            fresh.append(size)
+        return real(addr, size, prot, flags, fd, off)
+
+    monkeypatch.setattr(_slots, "_mmap", counting)
+    _slots._POOL.clear()
+    loader = pertload.Loader(onto_db, batch_size=16, shuffle=True, seed=3, slots=2, khop=1)
+    held = want = None
+    longer, steps = [], 0
+    for b in loader:
+        if held is not None:  # the last batch's slot was copied by now
+            assert_same([held], [want])
+        held, want = taken(b, False), taken(b, True)
+        if steps % 5 == 0:  # some copies held for the whole epoch
+            longer.append((held, want))
+        steps += 1
+    del b
+    assert_same([h for h, _ in longer], [w for _, w in longer])
+    assert loader.kept_batches == steps - 1
+    # One fresh copy for each copy held the whole epoch, a few while the
+    # pool fills: the others reused dropped copies' pages.
+    assert len(fresh) <= len(longer) + 3 < steps - 1, (len(fresh), steps)

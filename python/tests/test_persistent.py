@@ -1,0 +1,222 @@
+"""Loader(persistent=True): one `pertload serve` (and its ring) runs every
+epoch of a Loader, and of a persistent DataLoader worker, with each epoch's
+batches exactly the plan's (the oracle of loader/plan.h and a fresh Loader
+per epoch); changed options, a serve found dead and close() behave as
+documented (docs/kept-data-and-workers.md)."""
+
+import gc
+import os
+import signal
+
+import numpy as np
+import pytest
+import torch.utils.data as tud
+from torch.utils.data import DataLoader
+
+import pertload
+from conftest import DETECT_S, plan_batches, reaped, rings
+
+KW = dict(batch_size=50, shuffle=True, seed=11)
+
+
+def epoch_of(loader, epoch):
+    """(rows of each batch, (index, epoch) of each, serve pid) of one epoch."""
+    loader.set_epoch(epoch)
+    rows, heads, pids = [], [], set()
+    for b in loader:
+        rows.append(b.row.tolist())
+        heads.append((b.index, b.epoch))
+        pids.add(loader._proc.pid)
+    assert len(pids) == 1
+    return rows, heads, pids.pop()
+
+
+def fresh(db, epoch, **kw):
+    lo = pertload.Loader(db, **{**KW, **kw})
+    lo.set_epoch(epoch)
+    return [b.row.tolist() for b in lo]
+
+
+def mine():
+    return [r for r in rings() if r.startswith(f"pertload-py{os.getpid()}-")]
+
+
+@pytest.mark.parametrize("epochs", [2, 3])
+def test_epochs_go_through_one_serve(medium, epochs):
+    # Two slots: the ring's batch numbers wrap within and across epochs.
+    loader = pertload.Loader(medium.db, persistent=True, slots=2, **KW)
+    pids = []
+    for e in range(epochs):
+        rows, heads, pid = epoch_of(loader, e)
+        want = plan_batches(medium.n, KW["seed"], e, True, 0, 1, 50, False)
+        assert rows == want, f"epoch {e}"
+        assert rows == fresh(medium.db, e)
+        assert heads == [(i, e) for i in range(len(want))]
+        pids.append(pid)
+    assert pids == [pids[0]] * epochs  # the same process served every epoch
+    proc = loader._kept[1].proc
+    assert proc.poll() is None and len(mine()) == 1  # waiting for the next epoch
+    loader.close()
+    assert proc.poll() is not None and reaped(proc.pid) and not mine()
+
+
+def test_same_epoch_again_and_resume_reuse_the_serve(small):
+    loader = pertload.Loader(small.db, persistent=True, **KW)
+    first, _, pid = epoch_of(loader, 2)
+    again, _, pid2 = epoch_of(loader, 2)
+    assert again == first and pid2 == pid
+    # Resuming inside an epoch (same options) asks the same serve for the rest.
+    sd = loader.state_dict()
+    sd.update(epoch=5, batches_consumed=3)
+    loader.load_state_dict(sd)
+    rest = [b.row.tolist() for b in loader]
+    assert rest == plan_batches(small.n, KW["seed"], 5, True, 0, 1, 50, False)[3:]
+    assert loader._kept[1].proc.pid == pid
+    loader.close()
+
+
+def test_changed_options_start_a_new_serve(small):
+    loader = pertload.Loader(small.db, persistent=True, **KW)
+    _, _, pid = epoch_of(loader, 0)
+    old = loader._kept[1].proc
+    sd = loader.state_dict()
+    sd.update(seed=12, batches_consumed=0)
+    loader.load_state_dict(sd)
+    rows, _, pid2 = epoch_of(loader, 1)
+    assert pid2 != pid and reaped(old.pid)
+    assert rows == plan_batches(small.n, 12, 1, True, 0, 1, 50, False)
+    loader.threads = 1  # any option serve is run with
+    _, _, pid3 = epoch_of(loader, 2)
+    assert pid3 != pid2
+    loader.close()
+    assert not mine()
+
+
+def test_garbage_collection_ends_a_kept_serve(small):
+    def one_epoch():
+        loader = pertload.Loader(small.db, persistent=True, **KW)
+        epoch_of(loader, 0)
+        return loader._kept[1].proc
+
+    proc = one_epoch()
+    gc.collect()
+    proc.wait(DETECT_S)
+    assert reaped(proc.pid) and not mine()
+
+
+def test_serve_killed_between_epochs_is_replaced(small):
+    """A kept serve found dead when the next epoch starts is replaced by a
+    new one (its ring removed); the epoch is whole."""
+    loader = pertload.Loader(small.db, persistent=True, **KW)
+    _, _, pid = epoch_of(loader, 0)
+    proc = loader._kept[1].proc
+    os.kill(pid, signal.SIGKILL)
+    proc.wait()
+    rows, _, pid2 = epoch_of(loader, 1)
+    assert pid2 != pid
+    assert rows == plan_batches(small.n, KW["seed"], 1, True, 0, 1, 50, False)
+    loader.close()
+    assert not mine()
+
+
+def test_serve_dying_while_asked_is_an_error(small, monkeypatch):
+    """A serve that dies after the request for the next epoch (here: refuses
+    a request it cannot parse and exits) is a LoaderError with its
+    message, not a wait."""
+    loader = pertload.Loader(small.db, persistent=True, **KW)
+    epoch_of(loader, 0)
+    p = loader._kept[1]
+    real = p.next_epoch
+
+    def garbled(epoch, start, timeout):
+        p.proc.stdin.write(b"epoch x\n")
+        p.proc.stdin.flush()
+        return real(epoch, start, timeout)
+
+    monkeypatch.setattr(p, "next_epoch", garbled)
+    loader.set_epoch(1)
+    with pytest.raises(pertload.LoaderError, match="is not 'epoch E START'"):
+        iter(loader)
+    assert reaped(p.proc.pid) and not mine()
+    assert fresh(small.db, 1) == [b.row.tolist() for b in loader]  # a new serve
+    loader.close()
+
+
+def test_last_batch_of_an_epoch_kept_across_the_next(small):
+    loader = pertload.Loader(small.db, persistent=True, slots=2, **KW)
+    for b in loader:
+        last = b
+    held = last.labels[:, 0]
+    want = held.copy()
+    rows = last.row.tolist()
+    kept = loader.kept_batches
+    loader.set_epoch(1)
+    assert sum(1 for _ in loader) == 6
+    # The slot was refilled by epoch 1: the held view is a private copy.
+    np.testing.assert_array_equal(held, want)
+    assert loader.kept_batches == kept + 1
+    with pytest.raises(pertload.LoaderError, match="released"):
+        last.row  # noqa: B018
+    assert rows == plan_batches(small.n, KW["seed"], 0, True, 0, 1, 50, False)[-1]
+    loader.close()
+
+
+def _serve_pid(out):
+    """Dataset transform (in the worker): the worker's serve pid with the rows."""
+    ds = tud.get_worker_info().dataset
+    return ds._kept_loader._proc.pid, out.row.tolist()
+
+
+def test_persistent_workers_keep_their_serve(medium):
+    ds = pertload.Dataset(medium.db, transform=_serve_pid, **KW)
+    dl = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
+    pids = None
+    for epoch in range(3):
+        got = list(dl)
+        want = [b for w in range(2)
+                for b in plan_batches(medium.n, KW["seed"], epoch, True, w, 2, 50, False)]
+        assert sorted(rows for _, rows in got) == sorted(want), f"epoch {epoch}"
+        now = {pid for pid, _ in got}
+        assert len(now) == 2
+        assert pids is None or now == pids  # each worker's one serve, every epoch
+        pids = now
+    del dl
+
+
+def _worker_and_rows(out):
+    """Dataset transform (in the worker): the worker's pid with the rows."""
+    return os.getpid(), out.row.tolist()
+
+
+def test_workers_without_persistence_end_their_serve(small):
+    """Without persistent_workers each worker keeps its serve for the epoch
+    only: the worker closes its loader as it exits, so neither serve nor
+    ring outlives it."""
+    ds = pertload.Dataset(small.db, transform=_worker_and_rows, **KW)
+    for _ in range(2):
+        got = list(DataLoader(ds, batch_size=None, num_workers=2))
+        want = [b for w in range(2)
+                for b in plan_batches(small.n, KW["seed"], 0, True, w, 2, 50, False)]
+        assert sorted(rows for _, rows in got) == sorted(want)
+        workers = {w for w, _ in got}
+        assert len(workers) == 2
+        assert not [r for r in rings() for w in workers if r.startswith(f"pertload-py{w}-")]
+
+
+@pytest.mark.parametrize("kw", [{"budget": "removed=400"}, {"rows": range(30, 270)},
+                                {"order": "block", "block_rows": 4},
+                                {"max_ring_bytes": 1 << 19, "slots": 2}],
+                         ids=["budget", "rows", "block", "split-batches"])
+def test_every_plan_goes_through_one_serve(small, kw):
+    """Budgeted plans (their batch count changes with the epoch), a subset,
+    the block order and batches split over slots: each epoch of the kept
+    serve equals a fresh Loader's."""
+    loader = pertload.Loader(small.db, persistent=True, **KW, **kw)
+    pids = set()
+    for e in range(3):
+        rows, heads, pid = epoch_of(loader, e)
+        assert rows == fresh(small.db, e, **kw), f"epoch {e}"
+        assert heads == [(i, e) for i in range(len(rows))]
+        pids.add(pid)
+    assert len(pids) == 1
+    loader.close()
