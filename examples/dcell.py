@@ -59,17 +59,31 @@ class State:
         """buf[:, lo:hi] = out."""
         self.token = _Write.apply(out, self.token, self, lo, hi)
 
+    def gather_at(self, flat):
+        """buf.view(-1)[flat]: single entries (row * state_size + column)."""
+        return _Gather.apply(self.token, self, flat, True)
+
+    def write_at(self, flat, values):
+        """buf.view(-1)[flat] = values, over what an earlier write put there:
+        those entries' gradient goes to `values` only."""
+        self.token = _WriteAt.apply(values, self.token, self, flat)
+
 
 class _Gather(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, token, st, idx):
-        ctx.st, ctx.idx = st, idx
+    def forward(ctx, token, st, idx, flat=False):
+        ctx.st, ctx.idx, ctx.flat = st, idx, flat
+        if flat:
+            return st.buf.view(-1).index_select(0, idx)
         return st.buf.index_select(1, idx)
 
     @staticmethod
     def backward(ctx, g):
-        ctx.st.grad.index_add_(1, ctx.idx, g)
-        return g.new_zeros(1), None, None
+        if ctx.flat:
+            ctx.st.grad.view(-1).index_add_(0, ctx.idx, g)
+        else:
+            ctx.st.grad.index_add_(1, ctx.idx, g)
+        return g.new_zeros(1), None, None, None
 
 
 class _Write(torch.autograd.Function):
@@ -82,6 +96,21 @@ class _Write(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g_token):
         return ctx.st.grad[:, ctx.lo:ctx.hi].clone(), g_token, None, None, None
+
+
+class _WriteAt(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, values, token, st, flat):
+        st.buf.view(-1).index_copy_(0, flat, values.reshape(-1))
+        ctx.st, ctx.flat, ctx.shape = st, flat, values.shape
+        return token.clone()
+
+    @staticmethod
+    def backward(ctx, g_token):
+        grad = ctx.st.grad.view(-1)
+        g = grad.index_select(0, ctx.flat).view(ctx.shape)
+        grad.index_fill_(0, ctx.flat, 0)  # overwritten: the earlier write gets none
+        return g, g_token, None, None
 
 
 class DCell(nn.Module):
@@ -109,9 +138,30 @@ class DCell(nn.Module):
         roots = schedule.roots
         n_root = int(sum(int(widths[int(r)]) for r in roots))
         self.head = nn.Linear(n_root, 1, dtype=dtype)
+        self._slot_maps()
         self.root_cols = np.concatenate([np.arange(int(schedule.term_offset[int(r)]),
                                                    int(schedule.term_offset[int(r)]) +
                                                    int(widths[int(r)])) for r in roots])
+
+    def _slot_maps(self):
+        """Host arrays for _pair_layout(): per slot its group, input columns
+        (CSR: in_ptr, in), first output column and width; per group its
+        stratum (index in schedule.strata) and input size."""
+        s = self.s
+
+        def host(a):
+            return np.asarray(a.cpu()) if torch.is_tensor(a) else np.asarray(a)
+
+        sizes = [len(g.terms) for g in s.groups]
+        self._group_inputs = np.array([g.n_inputs for g in s.groups], np.int64)
+        n_in = np.repeat(self._group_inputs, sizes)
+        self._slots = {
+            "group": np.repeat(np.arange(len(s.groups)), sizes),
+            "stratum": np.repeat(np.arange(len(s.strata)), [len(st.groups) for st in s.strata]),
+            "in": np.concatenate([host(g.input).ravel() for g in s.groups]).astype(np.int64),
+            "in_ptr": np.concatenate(([0], np.cumsum(n_in))),
+            "out": host(s.term_offset)[host(s.slot_term)],
+            "width": host(s.width)[host(s.slot_term)]}
 
     def term_parameters(self, term):
         """(W_T [I, W], b_T [W], a_T [W], c_T) of a term (for a per-term
@@ -128,13 +178,18 @@ class DCell(nn.Module):
         """Group k on inputs x [B, n * I] (all its terms, or those at `pos`):
         (outputs [B, n * W], aux [n, B])."""
         g = self.s.groups[k]
-        w, b, aw, ab = self.weight[k], self.bias[k], self.aux_weight[k], self.aux_bias[k]
-        if pos is not None and len(pos) < len(g.terms):  # a part of the group
-            w, b, aw, ab = w[pos], b[pos], aw[pos], ab[pos]
-        n = w.shape[0]
-        y = torch.tanh(torch.baddbmm(b, x.reshape(B, n, g.n_inputs).transpose(0, 1), w))
-        aux = torch.einsum("kbw,kw->kb", y, aw) + ab[:, None]
+        n = len(g.terms) if pos is None else len(pos)
+        y, aux = self._terms(k, x.reshape(B, n, g.n_inputs).transpose(0, 1), pos)
         return y.transpose(0, 1).reshape(B, n * g.width), aux
+
+    def _terms(self, k, x, pos=None):
+        """Group k's terms (all, or those at `pos`) on inputs x [n, rows, I],
+        term by term: (outputs [n, rows, W], aux [n, rows])."""
+        w, b, aw, ab = self.weight[k], self.bias[k], self.aux_weight[k], self.aux_bias[k]
+        if pos is not None and len(pos) < w.shape[0]:  # a part of the group
+            w, b, aw, ab = w[pos], b[pos], aw[pos], ab[pos]
+        y = torch.tanh(torch.baddbmm(b, x, w))
+        return y, torch.einsum("kbw,kw->kb", y, aw) + ab[:, None]
 
     def wild_type(self, like):
         """(state [1, state_size], aux [1, n_terms] in slot order) with every
@@ -253,14 +308,111 @@ class DCell(nn.Module):
         aux.index_copy_(1, torch.cat(slots), torch.cat(auxs).T)
         return p0
 
+    def affected_pairs(self, removed, ptr, aff):
+        """Each term of `aff` (an AffectedSchedule) only on the samples that
+        affect it (aff.sample_slots), every term once on the wild type, whose
+        outputs the other (sample, term) pairs take. Per group, its affected
+        terms run as one torch.bmm over their samples' rows (padded with the
+        wild type's row to the group's most affected term: _pair_layout), and
+        the outputs are written over the wild type's at those rows only."""
+        B, S, dev = len(ptr) - 1, self.s.state_size, ptr.device
+        state = State(self._kept(removed, ptr), S)
+        lay = self._pair_layout(aff, B, dev)
+        wt_aux, pair_aux, k0 = [], [], 0
+        for si, st in enumerate(self.s.strata):
+            # the wild type (the last row): every group, its outputs on every row
+            x = state.gather_at(torch.as_tensor(st.gather, device=dev) + B * S)
+            outs = []
+            for i, xg in enumerate(x.split(np.diff(st.gather_ptr).tolist())):
+                o, a = self._run(k0 + i, xg, 1)
+                outs.append(o)
+                wt_aux.append(a)
+            state.write(st.out_lo, st.out_hi, torch.cat(outs, 1).expand(B + 1, -1))
+            k0 += len(st.groups)
+            part = lay[si]
+            if part is None:
+                continue
+            groups, sizes, gather, scatter = part
+            vals = []
+            for (k, pos, rows, valid), xg in zip(groups, state.gather_at(gather).split(sizes)):
+                g = self.s.groups[k]
+                y, a = self._terms(k, xg.view(len(pos), rows, g.n_inputs), pos)
+                vals.append(y.reshape(-1, g.width).index_select(0, valid).reshape(-1))
+                pair_aux.append(a.reshape(-1).index_select(0, valid))
+            state.write_at(scatter, torch.cat(vals))
+        aux = torch.cat(wt_aux).T.expand(B, -1)
+        if pair_aux:
+            aux = aux.index_put(lay[-1], torch.cat(pair_aux))
+        root = state.gather(self._root_cols(ptr))
+        return state.buf[:B], aux, root[:B]
+
+    def _pair_layout(self, aff, B, dev):
+        """Per stratum, None or (groups, sizes, gather, scatter) for
+        affected_pairs(): per group with an affected term, (k, positions of
+        its affected terms, rows = their largest sample count, valid = the
+        rows of the [n * rows] outputs that are (term, sample) pairs and not
+        padding); the flat state indices (row * state_size + column) of the
+        inputs of every group's [n, rows, I] block (sizes: their lengths) and
+        of the pairs' outputs; and last, the pairs' (sample, slot) index."""
+        m, S = self._slots, self.s.state_size
+        sp, slots = (np.asarray(v.cpu()) if torch.is_tensor(v) else np.asarray(v)
+                     for v in (aff.sample_ptr, aff.sample_slots))
+        sample = np.repeat(np.arange(B), np.diff(sp))
+        order = np.lexsort((sample, slots))  # by slot, then sample
+        slots, sample = slots[order], sample[order]
+        u, first, n = np.unique(slots, return_index=True, return_counts=True)
+        grp = m["group"][u]
+        gu, gfirst, gn = np.unique(grp, return_index=True, return_counts=True)
+        grows = np.maximum.reduceat(n, gfirst) if len(n) else n
+        rows_of = np.repeat(grows, gn)  # per affected slot, its group's padded rows
+        j = np.arange(len(u)) - np.repeat(gfirst, gn)
+        blk = np.concatenate(([0], np.cumsum(gn * grows)))
+        base = np.repeat(blk[:-1], gn) + j * rows_of
+        at = np.repeat(base, n) + np.arange(len(slots)) - np.repeat(first, n)
+        row = np.full(blk[-1], B, np.int64)  # padding: the wild type's row
+        row[at] = sample
+        pad_slot = np.repeat(u, rows_of)
+        width = m["in_ptr"][pad_slot + 1] - m["in_ptr"][pad_slot]
+        start = np.concatenate(([0], np.cumsum(width)))
+        idx = np.arange(start[-1]) - np.repeat(start[:-1] - m["in_ptr"][pad_slot], width)
+        gather = m["in"][idx] + np.repeat(row * S, width)
+        w = m["width"][slots]
+        wstart = np.concatenate(([0], np.cumsum(w)))
+        scatter = (np.arange(wstart[-1]) - np.repeat(wstart[:-1], w)
+                   + np.repeat(sample * S + m["out"][slots], w))
+
+        def up(a):
+            return torch.from_numpy(np.ascontiguousarray(a, np.int64)).to(dev)
+
+        out = [None] * len(self.s.strata)
+        gsize = gn * grows * self._group_inputs[gu]
+        gstart = np.concatenate(([0], np.cumsum(gsize)))
+        pstart = np.concatenate(([0], np.cumsum(np.add.reduceat(n, gfirst) if len(n) else n)))
+        sstart = np.concatenate(([0], np.cumsum(w)))
+        st_of = m["stratum"][gu]
+        for si in np.unique(st_of).tolist():
+            a, b = np.searchsorted(st_of, si), np.searchsorted(st_of, si, "right")
+            groups = []
+            for q in range(a, b):
+                k = int(gu[q])
+                us = u[gfirst[q]:gfirst[q] + gn[q]]
+                groups.append((k, up(us - self.s.groups[k].slot_lo), int(grows[q]),
+                               up(at[pstart[q]:pstart[q + 1]] - blk[q])))
+            out[si] = (groups, gsize[a:b].tolist(), up(gather[gstart[a]:gstart[b]]),
+                       up(scatter[sstart[pstart[a]]:sstart[pstart[b]]]))
+        return out + [(up(sample), up(slots))]
+
     def forward(self, removed, ptr, affected=None, by="group"):
         """(prediction [B], aux [B, n_terms] in slot order, state) of a batch
         given its removed annotation positions and ptr (int64 tensors);
         with `affected` (schedule.affected(batch)) only the groups holding an
         affected term (by="group", affected_groups()) or only the affected
-        terms (by="term", affected_only()) run on every sample."""
+        terms (by="term", affected_only()) run on every sample, or each
+        affected term only on the samples that affect it (by="pair",
+        affected_pairs())."""
         if affected is not None:
-            run = self.affected_groups if by == "group" else self.affected_only
+            run = {"group": self.affected_groups, "term": self.affected_only,
+                   "pair": self.affected_pairs}[by]
             state, aux, root = run(removed, ptr, affected)
         else:
             state, aux, root = self.full(self._kept(removed, ptr)[:-1])
