@@ -14,10 +14,11 @@ as one torch.bmm over index arrays the schedule holds (one gather per
 stratum); schedule.affected(batch) says which terms any sample of the batch
 affects (built in C), so that forward(..., affected=...) computes only those
 and takes the wild type's outputs for the rest (exact: a term that sees no
-deleted gene has the wild type's inputs).
+deleted gene has the wild type's inputs); by="pair" (the default here)
+computes each affected term only on the samples that affect it.
 
 usage: dcell.py DB [--steps 20] [--batch-size 64] [--min-width 4]
-                   [--width-share 0.3] [--all-terms] [--seed 0]
+                   [--width-share 0.3] [--all-terms] [--by pair] [--seed 0]
 
 DB is a database with an ontology and at least one label (the first label
 is the target). Widths: max(min_width, ceil(width_share * |genes(T)|)).
@@ -189,7 +190,7 @@ class DCell(nn.Module):
         if pos is not None and len(pos) < w.shape[0]:  # a part of the group
             w, b, aw, ab = w[pos], b[pos], aw[pos], ab[pos]
         y = torch.tanh(torch.baddbmm(b, x, w))
-        return y, torch.einsum("kbw,kw->kb", y, aw) + ab[:, None]
+        return y, torch.baddbmm(ab.view(-1, 1, 1), y, aw.unsqueeze(2)).squeeze(2)
 
     def wild_type(self, like):
         """(state [1, state_size], aux [1, n_terms] in slot order) with every
@@ -436,6 +437,10 @@ def main():
     ap.add_argument("--width-share", type=float, default=0.3)
     ap.add_argument("--all-terms", action="store_true",
                     help="compute every term (default: affected terms only)")
+    ap.add_argument("--by", choices=("group", "term", "pair"), default="pair",
+                    help="without --all-terms: run the affected groups on every sample, "
+                    "the affected terms on every sample, or each affected term on the "
+                    "samples that affect it (default)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     torch.manual_seed(a.seed)
@@ -454,7 +459,7 @@ def main():
             removed, ptr = (torch.from_numpy(v.astype(np.int64)) for v in b.ontology["annotation"])
             aff = None if a.all_terms else model.s.affected(b)
             y = torch.from_numpy(b.labels[:, 0].copy())
-            pred, aux, _ = model(removed, ptr, aff)
+            pred, aux, _ = model(removed, ptr, aff, a.by)
             loss = dcell_loss(pred, aux, y)
             opt.zero_grad()
             loss.backward()
