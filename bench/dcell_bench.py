@@ -21,9 +21,9 @@ terms, backward):
              affects (schedule.affected(batch)) run on every sample; the
              others run on one wild-type row whose outputs every sample takes
              (forward(..., affected, by="group"))
-  pairs      every term on the wild-type row, then each affected term only
-             on the samples that affect it (forward(..., affected,
-             by="pair"))
+  pairs      every term on the wild-type row and each affected term only
+             on the samples that affect it, one block per group
+             (forward(..., affected, by="pair"))
 Multiply-adds of the term products per step (forward) are counted for the
 three grouped models from the schedule (the share of the grouped model's).
 The data side of a step: the next batch from the loader (ring, zero-copy),
@@ -131,11 +131,10 @@ def multiply_adds(model, aff, B):
     cost = np.array([g.n_inputs * g.width for g in model.s.groups], float)
     size = np.array([len(g.terms) for g in model.s.groups], float)
     hit = np.array(aff.counts) > 0
-    pairs = sum(len(pos) * rows * cost[k] for part in model._pair_layout(aff, B, "cpu")[:-1]
-                if part for k, pos, rows, _ in part[0])
+    pairs = sum(size[k] * rows * cost[k] for part in model._pair_layout(aff, B, "cpu")[:-1]
+                for k, rows, _ in part[0])
     return {"grouped": B * (cost * size).sum(),
-            "affected": ((B * hit + 1) * cost * size).sum(),
-            "pairs": (cost * size).sum() + pairs}
+            "affected": ((B * hit + 1) * cost * size).sum(), "pairs": pairs}
 
 
 def blas_info():

@@ -146,8 +146,8 @@ class DCell(nn.Module):
 
     def _slot_maps(self):
         """Host arrays for _pair_layout(): per slot its group, input columns
-        (CSR: in_ptr, in), first output column and width; per group its
-        stratum (index in schedule.strata) and input size."""
+        (CSR: in_ptr, in), first output column and width; per group its size,
+        first slot and input size."""
         s = self.s
 
         def host(a):
@@ -158,7 +158,8 @@ class DCell(nn.Module):
         n_in = np.repeat(self._group_inputs, sizes)
         self._slots = {
             "group": np.repeat(np.arange(len(s.groups)), sizes),
-            "stratum": np.repeat(np.arange(len(s.strata)), [len(st.groups) for st in s.strata]),
+            "size": np.array(sizes, np.int64),
+            "slot_lo": np.array([g.slot_lo for g in s.groups], np.int64),
             "in": np.concatenate([host(g.input).ravel() for g in s.groups]).astype(np.int64),
             "in_ptr": np.concatenate(([0], np.cumsum(n_in))),
             "out": host(s.term_offset)[host(s.slot_term)],
@@ -312,35 +313,29 @@ class DCell(nn.Module):
     def affected_pairs(self, removed, ptr, aff):
         """Each term of `aff` (an AffectedSchedule) only on the samples that
         affect it (aff.sample_slots), every term once on the wild type, whose
-        outputs the other (sample, term) pairs take. Per group, its affected
-        terms run as one torch.bmm over their samples' rows (padded with the
-        wild type's row to the group's most affected term: _pair_layout), and
-        the outputs are written over the wild type's at those rows only."""
+        outputs the other (sample, term) pairs take. Each group runs as one
+        torch.bmm over a block [K terms, rows, I] (_pair_layout): row 0 of
+        every term is the wild type's, rows 1.. the samples that affect it,
+        padded with the wild type's row to the group's most affected term.
+        Row 0's outputs go to every state row, then the pairs' outputs over
+        them at their rows only."""
         B, S, dev = len(ptr) - 1, self.s.state_size, ptr.device
         state = State(self._kept(removed, ptr), S)
         lay = self._pair_layout(aff, B, dev)
-        wt_aux, pair_aux, k0 = [], [], 0
-        for si, st in enumerate(self.s.strata):
-            # the wild type (the last row): every group, its outputs on every row
-            x = state.gather_at(torch.as_tensor(st.gather, device=dev) + B * S)
-            outs = []
-            for i, xg in enumerate(x.split(np.diff(st.gather_ptr).tolist())):
-                o, a = self._run(k0 + i, xg, 1)
-                outs.append(o)
-                wt_aux.append(a)
-            state.write(st.out_lo, st.out_hi, torch.cat(outs, 1).expand(B + 1, -1))
-            k0 += len(st.groups)
-            part = lay[si]
-            if part is None:
-                continue
-            groups, sizes, gather, scatter = part
-            vals = []
-            for (k, pos, rows, valid), xg in zip(groups, state.gather_at(gather).split(sizes)):
+        wt_aux, pair_aux = [], []
+        for st, (groups, sizes, gather, scatter) in zip(self.s.strata, lay):
+            wt, vals = [], []
+            for (k, rows, valid), xg in zip(groups, state.gather_at(gather).split(sizes)):
                 g = self.s.groups[k]
-                y, a = self._terms(k, xg.view(len(pos), rows, g.n_inputs), pos)
-                vals.append(y.reshape(-1, g.width).index_select(0, valid).reshape(-1))
-                pair_aux.append(a.reshape(-1).index_select(0, valid))
-            state.write_at(scatter, torch.cat(vals))
+                y, a = self._terms(k, xg.view(len(g.terms), rows, g.n_inputs))
+                wt.append(y[:, 0].reshape(-1))
+                wt_aux.append(a[:, :1])
+                if len(valid):
+                    vals.append(y.reshape(-1, g.width).index_select(0, valid).reshape(-1))
+                    pair_aux.append(a.reshape(-1).index_select(0, valid))
+            state.write(st.out_lo, st.out_hi, torch.cat(wt).expand(B + 1, -1))
+            if vals:
+                state.write_at(scatter, torch.cat(vals))
         aux = torch.cat(wt_aux).T.expand(B, -1)
         if pair_aux:
             aux = aux.index_put(lay[-1], torch.cat(pair_aux))
@@ -348,31 +343,30 @@ class DCell(nn.Module):
         return state.buf[:B], aux, root[:B]
 
     def _pair_layout(self, aff, B, dev):
-        """Per stratum, None or (groups, sizes, gather, scatter) for
-        affected_pairs(): per group with an affected term, (k, positions of
-        its affected terms, rows = their largest sample count, valid = the
-        rows of the [n * rows] outputs that are (term, sample) pairs and not
-        padding); the flat state indices (row * state_size + column) of the
-        inputs of every group's [n, rows, I] block (sizes: their lengths) and
-        of the pairs' outputs; and last, the pairs' (sample, slot) index."""
+        """Per stratum (groups, sizes, gather, scatter) for affected_pairs():
+        per group (k, rows = 1 + the largest count of samples affecting one
+        of its terms, valid = the rows of its [K * rows] outputs that are
+        (sample, term) pairs); the flat state indices (row * state_size +
+        column) of the inputs of every group's [K, rows, I] block (sizes:
+        their lengths; row B, the wild type's, for row 0 and the padding)
+        and of the pairs' outputs. Last, the pairs' (sample, slot) index."""
         m, S = self._slots, self.s.state_size
         sp, slots = (np.asarray(v.cpu()) if torch.is_tensor(v) else np.asarray(v)
                      for v in (aff.sample_ptr, aff.sample_slots))
         sample = np.repeat(np.arange(B), np.diff(sp))
         order = np.lexsort((sample, slots))  # by slot, then sample
         slots, sample = slots[order], sample[order]
-        u, first, n = np.unique(slots, return_index=True, return_counts=True)
-        grp = m["group"][u]
-        gu, gfirst, gn = np.unique(grp, return_index=True, return_counts=True)
-        grows = np.maximum.reduceat(n, gfirst) if len(n) else n
-        rows_of = np.repeat(grows, gn)  # per affected slot, its group's padded rows
-        j = np.arange(len(u)) - np.repeat(gfirst, gn)
-        blk = np.concatenate(([0], np.cumsum(gn * grows)))
-        base = np.repeat(blk[:-1], gn) + j * rows_of
-        at = np.repeat(base, n) + np.arange(len(slots)) - np.repeat(first, n)
-        row = np.full(blk[-1], B, np.int64)  # padding: the wild type's row
+        T, lo, K = len(m["group"]), m["slot_lo"], m["size"]
+        n = np.bincount(slots, minlength=T)  # samples per slot
+        first = np.concatenate(([0], np.cumsum(n)))
+        grows = 1 + np.maximum.reduceat(n, lo)  # per group
+        rows_of = np.repeat(grows, K)
+        blk = np.concatenate(([0], np.cumsum(K * grows)))
+        base = np.repeat(blk[:-1], K) + (np.arange(T) - np.repeat(lo, K)) * rows_of
+        at = base[slots] + 1 + np.arange(len(slots)) - first[slots]
+        row = np.full(blk[-1], B, np.int64)  # row 0 and padding: the wild type's
         row[at] = sample
-        pad_slot = np.repeat(u, rows_of)
+        pad_slot = np.repeat(np.arange(T), rows_of)
         width = m["in_ptr"][pad_slot + 1] - m["in_ptr"][pad_slot]
         start = np.concatenate(([0], np.cumsum(width)))
         idx = np.arange(start[-1]) - np.repeat(start[:-1] - m["in_ptr"][pad_slot], width)
@@ -385,22 +379,17 @@ class DCell(nn.Module):
         def up(a):
             return torch.from_numpy(np.ascontiguousarray(a, np.int64)).to(dev)
 
-        out = [None] * len(self.s.strata)
-        gsize = gn * grows * self._group_inputs[gu]
+        gsize = K * grows * self._group_inputs
         gstart = np.concatenate(([0], np.cumsum(gsize)))
-        pstart = np.concatenate(([0], np.cumsum(np.add.reduceat(n, gfirst) if len(n) else n)))
-        sstart = np.concatenate(([0], np.cumsum(w)))
-        st_of = m["stratum"][gu]
-        for si in np.unique(st_of).tolist():
-            a, b = np.searchsorted(st_of, si), np.searchsorted(st_of, si, "right")
-            groups = []
-            for q in range(a, b):
-                k = int(gu[q])
-                us = u[gfirst[q]:gfirst[q] + gn[q]]
-                groups.append((k, up(us - self.s.groups[k].slot_lo), int(grows[q]),
-                               up(at[pstart[q]:pstart[q + 1]] - blk[q])))
-            out[si] = (groups, gsize[a:b].tolist(), up(gather[gstart[a]:gstart[b]]),
-                       up(scatter[sstart[pstart[a]]:sstart[pstart[b]]]))
+        pstart = first[np.append(lo, T)]  # pairs per group, in order
+        out, k0 = [], 0
+        for st in self.s.strata:
+            k1 = k0 + len(st.groups)
+            groups = [(k, int(grows[k]), up(at[pstart[k]:pstart[k + 1]] - blk[k]))
+                      for k in range(k0, k1)]
+            out.append((groups, gsize[k0:k1].tolist(), up(gather[gstart[k0]:gstart[k1]]),
+                        up(scatter[wstart[pstart[k0]]:wstart[pstart[k1]]])))
+            k0 = k1
         return out + [(up(sample), up(slots))]
 
     def forward(self, removed, ptr, affected=None, by="group"):

@@ -224,13 +224,14 @@ def test_dcell_model_equals_the_per_term_reference(small, onto):
             checked += bool(moved)
     assert checked > B // 2
     assert 0 < len(affected.terms) < o.n_terms
-    # by="pair" computes each (sample, affected term) pair once, in blocks
-    # padded with the wild type's row: padding occurs here, and the pairs are
-    # fewer than the affected terms on every sample
-    groups = [g for part in model._pair_layout(affected, B, ptr.device)[:-1] if part
-              for g in part[0]]
+    # by="pair" computes each (sample, affected term) pair once, in blocks of
+    # a wild-type row per term then the pairs, padded with the wild type's
+    # row: padding occurs here, and the pairs are fewer than the affected
+    # terms on every sample
+    groups = [g for part in model._pair_layout(affected, B, ptr.device)[:-1] for g in part[0]]
     pairs = sum(len(valid) for *_, valid in groups)
-    assert pairs == len(affected.sample_slots) < sum(len(pos) * n for _, pos, n, _ in groups)
+    blocks = sum(len(s.groups[k].terms) * rows for k, rows, _ in groups)
+    assert pairs == len(affected.sample_slots) and pairs + o.n_terms < blocks
     assert pairs < len(affected.terms) * B
 
 
