@@ -1,4 +1,4 @@
-"""DCell on GO biological process: forward + backward per batch for three
+"""DCell on GO biological process: forward + backward per batch for four
 models of the same architecture (examples/dcell.py), same run, and the
 share of the data side in a step. The figures of docs/dcell.md.
 
@@ -28,7 +28,7 @@ Multiply-adds of the term products per step (forward) are counted for the
 three grouped models from the schedule (the share of the grouped model's).
 The data side of a step: the next batch from the loader (ring, zero-copy),
 its tensors and its affected-term schedule. Times are medians of --reps
-interleaved repetitions (the three models in turn, each on the same batch).
+interleaved repetitions (the four models in turn, each on the same batch).
 """
 import json
 import math
