@@ -1,4 +1,4 @@
-"""DCell on GO biological process: forward + backward per batch for three
+"""DCell on GO biological process: forward + backward per batch for four
 models of the same architecture (examples/dcell.py), same run, and the
 share of the data side in a step. The figures of docs/dcell.md.
 
@@ -21,21 +21,31 @@ terms, backward):
              affects (schedule.affected(batch)) run on every sample; the
              others run on one wild-type row whose outputs every sample takes
              (forward(..., affected, by="group"))
+  pairs      every term on the wild-type row and each affected term only
+             on the samples that affect it, one block per group
+             (forward(..., affected, by="pair"))
+Multiply-adds of the term products per step (forward) are counted for the
+three grouped models from the schedule (the share of the grouped model's).
 The data side of a step: the next batch from the loader (ring, zero-copy),
 its tensors and its affected-term schedule. Times are medians of --reps
-interleaved repetitions (the three models in turn, each on the same batch).
+interleaved repetitions (the four models in turn, each on the same batch).
 """
 import json
 import math
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
 import time
 
 import numpy as np
-import torch
+
+if "--threads" in sys.argv:  # OpenBLAS reads it when torch loads it
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", sys.argv[sys.argv.index("--threads") + 1])
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import torch  # noqa: E402
 from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -115,6 +125,29 @@ def database(exe, work):
     return db
 
 
+def multiply_adds(model, aff, B):
+    """Multiply-adds of the term products (x W_T) in one forward of each
+    grouped model on a batch of B samples."""
+    cost = np.array([g.n_inputs * g.width for g in model.s.groups], float)
+    size = np.array([len(g.terms) for g in model.s.groups], float)
+    hit = np.array(aff.counts) > 0
+    pairs = sum(size[k] * rows * cost[k] for part in model._pair_layout(aff, B, "cpu")[:-1]
+                for k, rows, _ in part[0])
+    return {"grouped": B * (cost * size).sum(),
+            "affected": ((B * hit + 1) * cost * size).sum(), "pairs": pairs}
+
+
+def blas_info():
+    """torch's BLAS, and the library libblas.so.3 resolves to in this process."""
+    libs = set()
+    with open("/proc/self/maps") as f:
+        for ln in f:
+            if "blas" in ln:
+                libs.add(os.path.realpath(ln.split()[-1]))
+    info = re.search(r"BLAS_INFO=([^,\s]*)", torch.__config__.show())
+    return {"torch": info.group(1) if info else "", "libraries": sorted(libs)}
+
+
 def med(xs):
     return statistics.median(xs) * 1e3
 
@@ -139,20 +172,23 @@ def main():
     sched_s = time.perf_counter() - t0
     dev = sched.to(device)
     torch.manual_seed(0)
-    models = {"per-term": PerTerm(onto, sched.width).to(device), "grouped": dcell.DCell(dev).to(device),
-              "affected": None}
-    models["affected"] = models["grouped"]
+    grouped = dcell.DCell(dev).to(device)
+    models = {"per-term": PerTerm(onto, sched.width).to(device), "grouped": grouped,
+              "affected": grouped, "pairs": grouped}
+    by = {"affected": "group", "pairs": "pair"}
     report = {"terms": onto.n_terms, "strata": len(sched.strata), "groups": len(sched.groups),
               "published_groups": sum(len(s) for s in onto.strata),
               "state_columns": sched.state_size, "widths": [int(least), float(share)],
               "parameters": sum(p.numel() for p in models["grouped"].parameters()),
               "schedule_build_ms": sched_s * 1e3,
-              "threads": torch.get_num_threads(), "device": device, "sizes": {}}
+              "threads": torch.get_num_threads(), "device": device,
+              "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+              "blas": blas_info(), "sizes": {}}
     for B in sizes:
         loader = pertload.Loader(db, batch_size=B, shuffle=True, seed=B)
         it = iter(loader)
         times = {k: [] for k in list(models) + ["data"]}
-        n_aff = []
+        n_aff, macs = [], []
         for _ in range(reps):
             t0 = time.perf_counter()
             b = next(it)
@@ -162,12 +198,14 @@ def main():
             aff = dev.affected(b)
             times["data"].append(time.perf_counter() - t0)
             n_aff.append(len(aff.terms))
+            macs.append(multiply_adds(grouped, aff, B))
             for name, m in models.items():
                 t0 = time.perf_counter()
                 if name == "per-term":
                     pred, aux = m(removed, ptr)
                 else:
-                    pred, aux, _ = m(removed, ptr, aff if name == "affected" else None, "group")
+                    pred, aux, _ = m(removed, ptr, aff if name in by else None,
+                                     by.get(name, "group"))
                 loss = dcell.dcell_loss(pred, aux, y)
                 m.zero_grad()
                 loss.backward()
@@ -177,15 +215,20 @@ def main():
         loader.close()
         r = {k: med(v) for k, v in times.items()}
         r["affected_terms_median"] = statistics.median(n_aff)
-        r["data_share_of_affected_step"] = r["data"] / (r["data"] + r["affected"])
+        r["data_share_of_pairs_step"] = r["data"] / (r["data"] + r["pairs"])
+        r["per_term_over_pairs"] = r["per-term"] / r["pairs"]
         r["per_term_over_affected"] = r["per-term"] / r["affected"]
         r["per_term_over_grouped"] = r["per-term"] / r["grouped"]
+        r["multiply_add_share"] = {k: statistics.median(m[k] / m["grouped"] for m in macs)
+                                   for k in ("affected", "pairs")}
         report["sizes"][B] = r
+        share = r["multiply_add_share"]
         print(f"batch {B}: per-term {r['per-term']:.1f} ms, grouped {r['grouped']:.1f} ms, "
-              f"affected-only {r['affected']:.1f} ms ({r['affected_terms_median']:.0f} of "
-              f"{onto.n_terms} terms), data {r['data']:.2f} ms "
-              f"({100 * r['data_share_of_affected_step']:.2f}% of an affected-only step)",
-              flush=True)
+              f"affected groups {r['affected']:.1f} ms, pairs {r['pairs']:.1f} ms "
+              f"({r['affected_terms_median']:.0f} of {onto.n_terms} terms; multiply-adds "
+              f"{100 * share['affected']:.0f}% and {100 * share['pairs']:.0f}% of grouped), "
+              f"data {r['data']:.2f} ms ({100 * r['data_share_of_pairs_step']:.2f}% of a "
+              f"pairs step)", flush=True)
     if "--json" in sys.argv:
         with open(opt("--json", ""), "w") as f:
             json.dump(report, f, indent=1)

@@ -14,10 +14,11 @@ as one torch.bmm over index arrays the schedule holds (one gather per
 stratum); schedule.affected(batch) says which terms any sample of the batch
 affects (built in C), so that forward(..., affected=...) computes only those
 and takes the wild type's outputs for the rest (exact: a term that sees no
-deleted gene has the wild type's inputs).
+deleted gene has the wild type's inputs); by="pair" (the default here)
+computes each affected term only on the samples that affect it.
 
 usage: dcell.py DB [--steps 20] [--batch-size 64] [--min-width 4]
-                   [--width-share 0.3] [--all-terms] [--seed 0]
+                   [--width-share 0.3] [--all-terms] [--by pair] [--seed 0]
 
 DB is a database with an ontology and at least one label (the first label
 is the target). Widths: max(min_width, ceil(width_share * |genes(T)|)).
@@ -59,17 +60,31 @@ class State:
         """buf[:, lo:hi] = out."""
         self.token = _Write.apply(out, self.token, self, lo, hi)
 
+    def gather_at(self, flat):
+        """buf.view(-1)[flat]: single entries (row * state_size + column)."""
+        return _Gather.apply(self.token, self, flat, True)
+
+    def write_at(self, flat, values):
+        """buf.view(-1)[flat] = values, over what an earlier write put there:
+        those entries' gradient goes to `values` only."""
+        self.token = _WriteAt.apply(values, self.token, self, flat)
+
 
 class _Gather(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, token, st, idx):
-        ctx.st, ctx.idx = st, idx
+    def forward(ctx, token, st, idx, flat=False):
+        ctx.st, ctx.idx, ctx.flat = st, idx, flat
+        if flat:
+            return st.buf.view(-1).index_select(0, idx)
         return st.buf.index_select(1, idx)
 
     @staticmethod
     def backward(ctx, g):
-        ctx.st.grad.index_add_(1, ctx.idx, g)
-        return g.new_zeros(1), None, None
+        if ctx.flat:
+            ctx.st.grad.view(-1).index_add_(0, ctx.idx, g)
+        else:
+            ctx.st.grad.index_add_(1, ctx.idx, g)
+        return g.new_zeros(1), None, None, None
 
 
 class _Write(torch.autograd.Function):
@@ -82,6 +97,21 @@ class _Write(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g_token):
         return ctx.st.grad[:, ctx.lo:ctx.hi].clone(), g_token, None, None, None
+
+
+class _WriteAt(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, values, token, st, flat):
+        st.buf.view(-1).index_copy_(0, flat, values.reshape(-1))
+        ctx.st, ctx.flat, ctx.shape = st, flat, values.shape
+        return token.clone()
+
+    @staticmethod
+    def backward(ctx, g_token):
+        grad = ctx.st.grad.view(-1)
+        g = grad.index_select(0, ctx.flat).view(ctx.shape)
+        grad.index_fill_(0, ctx.flat, 0)  # overwritten: the earlier write gets none
+        return g, g_token, None, None
 
 
 class DCell(nn.Module):
@@ -109,9 +139,31 @@ class DCell(nn.Module):
         roots = schedule.roots
         n_root = int(sum(int(widths[int(r)]) for r in roots))
         self.head = nn.Linear(n_root, 1, dtype=dtype)
+        self._slot_maps()
         self.root_cols = np.concatenate([np.arange(int(schedule.term_offset[int(r)]),
                                                    int(schedule.term_offset[int(r)]) +
                                                    int(widths[int(r)])) for r in roots])
+
+    def _slot_maps(self):
+        """Host arrays for _pair_layout(): per slot its group, input columns
+        (CSR: in_ptr, in), first output column and width; per group its size,
+        first slot and input size."""
+        s = self.s
+
+        def host(a):
+            return np.asarray(a.cpu()) if torch.is_tensor(a) else np.asarray(a)
+
+        sizes = [len(g.terms) for g in s.groups]
+        self._group_inputs = np.array([g.n_inputs for g in s.groups], np.int64)
+        n_in = np.repeat(self._group_inputs, sizes)
+        self._slots = {
+            "group": np.repeat(np.arange(len(s.groups)), sizes),
+            "size": np.array(sizes, np.int64),
+            "slot_lo": np.array([g.slot_lo for g in s.groups], np.int64),
+            "in": np.concatenate([host(g.input).ravel() for g in s.groups]).astype(np.int64),
+            "in_ptr": np.concatenate(([0], np.cumsum(n_in))),
+            "out": host(s.term_offset)[host(s.slot_term)],
+            "width": host(s.width)[host(s.slot_term)]}
 
     def term_parameters(self, term):
         """(W_T [I, W], b_T [W], a_T [W], c_T) of a term (for a per-term
@@ -128,13 +180,18 @@ class DCell(nn.Module):
         """Group k on inputs x [B, n * I] (all its terms, or those at `pos`):
         (outputs [B, n * W], aux [n, B])."""
         g = self.s.groups[k]
-        w, b, aw, ab = self.weight[k], self.bias[k], self.aux_weight[k], self.aux_bias[k]
-        if pos is not None and len(pos) < len(g.terms):  # a part of the group
-            w, b, aw, ab = w[pos], b[pos], aw[pos], ab[pos]
-        n = w.shape[0]
-        y = torch.tanh(torch.baddbmm(b, x.reshape(B, n, g.n_inputs).transpose(0, 1), w))
-        aux = torch.einsum("kbw,kw->kb", y, aw) + ab[:, None]
+        n = len(g.terms) if pos is None else len(pos)
+        y, aux = self._terms(k, x.reshape(B, n, g.n_inputs).transpose(0, 1), pos)
         return y.transpose(0, 1).reshape(B, n * g.width), aux
+
+    def _terms(self, k, x, pos=None):
+        """Group k's terms (all, or those at `pos`) on inputs x [n, rows, I],
+        term by term: (outputs [n, rows, W], aux [n, rows])."""
+        w, b, aw, ab = self.weight[k], self.bias[k], self.aux_weight[k], self.aux_bias[k]
+        if pos is not None and len(pos) < w.shape[0]:  # a part of the group
+            w, b, aw, ab = w[pos], b[pos], aw[pos], ab[pos]
+        y = torch.tanh(torch.baddbmm(b, x, w))
+        return y, torch.baddbmm(ab.view(-1, 1, 1), y, aw.unsqueeze(2)).squeeze(2)
 
     def wild_type(self, like):
         """(state [1, state_size], aux [1, n_terms] in slot order) with every
@@ -253,14 +310,99 @@ class DCell(nn.Module):
         aux.index_copy_(1, torch.cat(slots), torch.cat(auxs).T)
         return p0
 
+    def affected_pairs(self, removed, ptr, aff):
+        """Each term of `aff` (an AffectedSchedule) only on the samples that
+        affect it (aff.sample_slots), every term once on the wild type, whose
+        outputs the other (sample, term) pairs take. Each group runs as one
+        torch.bmm over a block [K terms, rows, I] (_pair_layout): row 0 of
+        every term is the wild type's, rows 1.. the samples that affect it,
+        padded with the wild type's row to the group's most affected term.
+        Row 0's outputs go to every state row, then the pairs' outputs over
+        them at their rows only."""
+        B, S, dev = len(ptr) - 1, self.s.state_size, ptr.device
+        state = State(self._kept(removed, ptr), S)
+        lay = self._pair_layout(aff, B, dev)
+        wt_aux, pair_aux = [], []
+        for st, (groups, sizes, gather, scatter) in zip(self.s.strata, lay):
+            wt, vals = [], []
+            for (k, rows, valid), xg in zip(groups, state.gather_at(gather).split(sizes)):
+                g = self.s.groups[k]
+                y, a = self._terms(k, xg.view(len(g.terms), rows, g.n_inputs))
+                wt.append(y[:, 0].reshape(-1))
+                wt_aux.append(a[:, :1])
+                if len(valid):
+                    vals.append(y.reshape(-1, g.width).index_select(0, valid).reshape(-1))
+                    pair_aux.append(a.reshape(-1).index_select(0, valid))
+            state.write(st.out_lo, st.out_hi, torch.cat(wt).expand(B + 1, -1))
+            if vals:
+                state.write_at(scatter, torch.cat(vals))
+        aux = torch.cat(wt_aux).T.expand(B, -1)
+        if pair_aux:
+            aux = aux.index_put(lay[-1], torch.cat(pair_aux))
+        root = state.gather(self._root_cols(ptr))
+        return state.buf[:B], aux, root[:B]
+
+    def _pair_layout(self, aff, B, dev):
+        """Per stratum (groups, sizes, gather, scatter) for affected_pairs():
+        per group (k, rows = 1 + the largest count of samples affecting one
+        of its terms, valid = the rows of its [K * rows] outputs that are
+        (sample, term) pairs); the flat state indices (row * state_size +
+        column) of the inputs of every group's [K, rows, I] block (sizes:
+        their lengths; row B, the wild type's, for row 0 and the padding)
+        and of the pairs' outputs. Last, the pairs' (sample, slot) index."""
+        m, S = self._slots, self.s.state_size
+        sp, slots = (np.asarray(v.cpu()) if torch.is_tensor(v) else np.asarray(v)
+                     for v in (aff.sample_ptr, aff.sample_slots))
+        sample = np.repeat(np.arange(B), np.diff(sp))
+        order = np.lexsort((sample, slots))  # by slot, then sample
+        slots, sample = slots[order], sample[order]
+        T, lo, K = len(m["group"]), m["slot_lo"], m["size"]
+        n = np.bincount(slots, minlength=T)  # samples per slot
+        first = np.concatenate(([0], np.cumsum(n)))
+        grows = 1 + np.maximum.reduceat(n, lo)  # per group
+        rows_of = np.repeat(grows, K)
+        blk = np.concatenate(([0], np.cumsum(K * grows)))
+        base = np.repeat(blk[:-1], K) + (np.arange(T) - np.repeat(lo, K)) * rows_of
+        at = base[slots] + 1 + np.arange(len(slots)) - first[slots]
+        row = np.full(blk[-1], B, np.int64)  # row 0 and padding: the wild type's
+        row[at] = sample
+        pad_slot = np.repeat(np.arange(T), rows_of)
+        width = m["in_ptr"][pad_slot + 1] - m["in_ptr"][pad_slot]
+        start = np.concatenate(([0], np.cumsum(width)))
+        idx = np.arange(start[-1]) - np.repeat(start[:-1] - m["in_ptr"][pad_slot], width)
+        gather = m["in"][idx] + np.repeat(row * S, width)
+        w = m["width"][slots]
+        wstart = np.concatenate(([0], np.cumsum(w)))
+        scatter = (np.arange(wstart[-1]) - np.repeat(wstart[:-1], w)
+                   + np.repeat(sample * S + m["out"][slots], w))
+
+        def up(a):
+            return torch.from_numpy(np.ascontiguousarray(a, np.int64)).to(dev)
+
+        gsize = K * grows * self._group_inputs
+        gstart = np.concatenate(([0], np.cumsum(gsize)))
+        pstart = first[np.append(lo, T)]  # pairs per group, in order
+        out, k0 = [], 0
+        for st in self.s.strata:
+            k1 = k0 + len(st.groups)
+            groups = [(k, int(grows[k]), up(at[pstart[k]:pstart[k + 1]] - blk[k]))
+                      for k in range(k0, k1)]
+            out.append((groups, gsize[k0:k1].tolist(), up(gather[gstart[k0]:gstart[k1]]),
+                        up(scatter[wstart[pstart[k0]]:wstart[pstart[k1]]])))
+            k0 = k1
+        return out + [(up(sample), up(slots))]
+
     def forward(self, removed, ptr, affected=None, by="group"):
         """(prediction [B], aux [B, n_terms] in slot order, state) of a batch
         given its removed annotation positions and ptr (int64 tensors);
         with `affected` (schedule.affected(batch)) only the groups holding an
         affected term (by="group", affected_groups()) or only the affected
-        terms (by="term", affected_only()) run on every sample."""
+        terms (by="term", affected_only()) run on every sample, or each
+        affected term only on the samples that affect it (by="pair",
+        affected_pairs())."""
         if affected is not None:
-            run = self.affected_groups if by == "group" else self.affected_only
+            run = {"group": self.affected_groups, "term": self.affected_only,
+                   "pair": self.affected_pairs}[by]
             state, aux, root = run(removed, ptr, affected)
         else:
             state, aux, root = self.full(self._kept(removed, ptr)[:-1])
@@ -284,6 +426,10 @@ def main():
     ap.add_argument("--width-share", type=float, default=0.3)
     ap.add_argument("--all-terms", action="store_true",
                     help="compute every term (default: affected terms only)")
+    ap.add_argument("--by", choices=("group", "term", "pair"), default="pair",
+                    help="without --all-terms: run the affected groups on every sample, "
+                    "the affected terms on every sample, or each affected term on the "
+                    "samples that affect it (default)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     torch.manual_seed(a.seed)
@@ -302,7 +448,7 @@ def main():
             removed, ptr = (torch.from_numpy(v.astype(np.int64)) for v in b.ontology["annotation"])
             aff = None if a.all_terms else model.s.affected(b)
             y = torch.from_numpy(b.labels[:, 0].copy())
-            pred, aux, _ = model(removed, ptr, aff)
+            pred, aux, _ = model(removed, ptr, aff, a.by)
             loss = dcell_loss(pred, aux, y)
             opt.zero_grad()
             loss.backward()

@@ -202,7 +202,7 @@ def test_dcell_model_equals_the_per_term_reference(small, onto):
     wt_state = wt_state.detach()
     affected = s.to("cpu").affected(b)
     checked = 0
-    for aff, by in ((None, None), (affected, "group"), (affected, "term")):
+    for aff, by in ((None, None), (affected, "group"), (affected, "term"), (affected, "pair")):
         pred, aux, state = model(removed, ptr, aff, by)
         torch.testing.assert_close(pred, pred_r, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(aux, aux_r_slots, rtol=1e-12, atol=1e-12)
@@ -224,6 +224,15 @@ def test_dcell_model_equals_the_per_term_reference(small, onto):
             checked += bool(moved)
     assert checked > B // 2
     assert 0 < len(affected.terms) < o.n_terms
+    # by="pair" computes each (sample, affected term) pair once, in blocks of
+    # a wild-type row per term then the pairs, padded with the wild type's
+    # row: padding occurs here, and the pairs are fewer than the affected
+    # terms on every sample
+    groups = [g for part in model._pair_layout(affected, B, ptr.device)[:-1] for g in part[0]]
+    pairs = sum(len(valid) for *_, valid in groups)
+    blocks = sum(len(s.groups[k].terms) * rows for k, rows, _ in groups)
+    assert pairs == len(affected.sample_slots) and pairs + o.n_terms < blocks
+    assert pairs < len(affected.terms) * B
 
 
 def test_dcell_example_trains(onto, onto_only):
