@@ -493,3 +493,76 @@ def test_recipe_ontology(tmp_path):
     err = build_fails("--recipe", recipe, "-o", out)
     assert "no term has the namespace 'biological_proces'" in err, err
     nothing_at(out)
+
+
+# ------------------------------------- pertload's own files through a recipe
+
+def synth_recipe(tmp_path, rule, seed):
+    """`pertload synth` files named by a recipe (edges `delim` with `sep:
+    tab`, metabolism `tsv` with its reactions, rules, RMR and `reaction_rule`,
+    samples `tsv` with a payload), and the file-path arguments of the same
+    files."""
+    d = tmp_path / "synth"
+    run_cli("synth", d, "--genes", 120, "--samples", 40, "--scale", 0.05, "--seed", seed,
+            "--payload-dim", 3, "--quiet")
+    types = ["physical", "regulatory", "string12_0_experimental"]
+    edges = "".join(f"  - {{name: {t}, format: delim, file: edges/{t}.tsv, sep: tab, "
+                    f"header: false, source: 1, target: 2, pairs: as_listed}}\n" for t in types)
+    (d / "recipe.yaml").write_text(
+        "version: 1\ngenes: {file: genes.txt}\nedges:\n" + edges +
+        "metabolism: {format: tsv, reactions: reactions.txt, rules: rules.tsv, rmr: rmr.tsv, "
+        f"reaction_rule: {rule}}}\n"
+        "samples: {format: tsv, file: samples.tsv, payload: payload.npy}\n")
+    args = ["--genes", d / "genes.txt"]
+    for t in types:
+        args += ["--edges", f"{t}={d / 'edges' / (t + '.tsv')}"]
+    for k in ("reactions.txt", "rules.tsv", "rmr.tsv", "samples.tsv", "payload.npy"):
+        args += ["--" + k.split(".")[0], d / k]
+    return d, args + ["--reaction-rule", rule]
+
+
+@pytest.mark.parametrize("rule,seed", [("gpr", 3), ("any", 4)])
+def test_recipe_tsv_parts_equal_the_file_path(tmp_path, rule, seed):
+    """Every part of a recipe of pertload's own text files builds the
+    database the file path builds from the same files: graph, metabolism,
+    reaction rule, labels, payload and every batch."""
+    d, args = synth_recipe(tmp_path, rule, seed)
+    a, b = tmp_path / "files", tmp_path / "recipe"
+    run_cli("build", "-o", a, *args, "--quiet")
+    run_cli("build", "--recipe", d / "recipe.yaml", "-o", b, "--quiet")
+    ga = pertload.Graph(pertload._lib.Database(a))
+    gb = pertload.Graph(pertload._lib.Database(b))
+    assert ga.reaction_rule == gb.reaction_rule == rule
+    assert ga.type_names == gb.type_names == ["physical", "regulatory",
+                                              "string12_0_experimental"]
+    assert (ga.gene_fingerprint, ga.edge_fingerprints) == (gb.gene_fingerprint,
+                                                         gb.edge_fingerprints)
+    # the edges as the files list them, by gene name
+    genes = (d / "genes.txt").read_text().split()
+    for t in ga.type_names:
+        rows = [ln.split()[:2] for ln in (d / "edges" / f"{t}.tsv").read_text().splitlines()]
+        assert [[genes[i] for i in gb.edge_index[t][k]] for k in (0, 1)] == \
+            [[r[0] for r in rows], [r[1] for r in rows]], t
+
+    def summary(db):
+        return [ln for ln in inspect(db).replace(str(db), "DB").splitlines()
+                if not ln.startswith(("build parameters:", "recipe", "sizes:"))]
+    sa = summary(a)
+    assert sa == summary(b)
+    n_rxn = len((d / "reactions.txt").read_text().split())
+    n_rmr = len((d / "rmr.tsv").read_text().splitlines())
+    assert any(ln.startswith(f"metabolism: {n_rxn} reactions, ") and
+               ln.endswith(f" RMR edges") and f" {n_rmr} RMR" in ln for ln in sa), sa
+    ba, bb = batches(a), batches(b)
+    assert len(ba) == len(bb) == 20
+    payload = np.load(d / "payload.npy")
+    for x, y in zip(ba, bb):
+        assert x.keys() == y.keys() and "payload" in x
+        for k in x:
+            np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+    np.testing.assert_array_equal(np.concatenate([y["payload"] for y in bb]),
+                                  payload.astype(np.float32))
+    text = inspect(b)
+    for f in ("reactions.txt", "rules.tsv", "rmr.tsv", "samples.tsv", "payload.npy"):
+        data = (d / f).read_bytes()
+        assert f"recipe input: {len(data)}\t{xxh64(data):016x}\t{d}/{f}" in text, (f, text)
