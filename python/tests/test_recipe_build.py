@@ -566,3 +566,102 @@ def test_recipe_tsv_parts_equal_the_file_path(tmp_path, rule, seed):
     for f in ("reactions.txt", "rules.tsv", "rmr.tsv", "samples.tsv", "payload.npy"):
         data = (d / f).read_bytes()
         assert f"recipe input: {len(data)}\t{xxh64(data):016x}\t{d}/{f}" in text, (f, text)
+
+
+def sbml_model(reactions):
+    """An SBML L3 FBC v2 model as COBRApy writes it (R_, M_, G_ prefixes,
+    `__45__` for '-'): reactions [(id, {metabolite: stoichiometry}, rule)],
+    a rule a gene name, ("and"|"or", [rule, ...]) or None."""
+    mets = list(dict.fromkeys(m for _, st, _ in reactions for m in st))
+    genes = list(dict.fromkeys(g for _, _, r in reactions for g in rule_genes(r)))
+    esc = lambda s: s.replace("-", "__45__")
+
+    def assoc(r):
+        if isinstance(r, str):
+            return f'<fbc:geneProductRef fbc:geneProduct="G_{esc(r)}"/>'
+        return f"<fbc:{r[0]}>" + "".join(assoc(x) for x in r[1]) + f"</fbc:{r[0]}>"
+
+    def refs(kind, st, sign):
+        items = [(m, sign * v) for m, v in st.items() if sign * v > 0]
+        return (f"<listOf{kind}>" + "".join(
+            f'<speciesReference species="M_{esc(m)}" stoichiometry="{v:g}" constant="true"/>'
+            for m, v in items) + f"</listOf{kind}>") if items else ""
+    rxns = "".join(
+        f'<reaction id="R_{esc(i)}" reversible="false" fast="false">' + refs("Reactants", st, -1)
+        + refs("Products", st, 1) + (f"<fbc:geneProductAssociation>{assoc(r)}"
+                                     "</fbc:geneProductAssociation>" if r else "")
+        + "</reaction>\n" for i, st, r in reactions)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<sbml xmlns="http://www.sbml.org/sbml/level3/version1/core" '
+            'xmlns:fbc="http://www.sbml.org/sbml/level3/version1/fbc/version2" level="3" '
+            'version="1" fbc:required="false">\n<model id="m" fbc:strict="true">\n'
+            '<listOfCompartments><compartment id="c" constant="true"/></listOfCompartments>\n'
+            "<listOfSpecies>" + "".join(
+                f'<species id="M_{esc(m)}" compartment="c" hasOnlySubstanceUnits="false" '
+                'boundaryCondition="false" constant="false"/>' for m in mets) +
+            "</listOfSpecies>\n<fbc:listOfGeneProducts>" + "".join(
+                f'<fbc:geneProduct fbc:id="G_{esc(g)}" fbc:label="{g}"/>' for g in genes) +
+            "</fbc:listOfGeneProducts>\n<listOfReactions>\n" + rxns +
+            "</listOfReactions>\n</model>\n</sbml>\n")
+
+
+def rule_genes(r):
+    if r is None:
+        return []
+    if isinstance(r, str):
+        return [r]
+    return [g for x in r[1] for g in rule_genes(x)]
+
+
+def rule_text(r, top=True):
+    if isinstance(r, str):
+        return r
+    s = f" {r[0]} ".join(rule_text(x, False) for x in r[1])
+    return s if top else f"({s})"
+
+
+def test_recipe_sbml_equals_yeast_gem(tmp_path):
+    """The same model as SBML and as yeast-GEM YAML, each named by a recipe,
+    builds the same metabolism (reactions, metabolites, GPR, RMR and
+    stoichiometries, compiled rules) and the same batches; the GPR and RMR
+    pairs are those of the model as written here."""
+    d = write_inputs(tmp_path / "in")
+    model = [("r-1", {"a": -1, "b": 2}, ("or", [("and", ["YAL001C", "YAL002W"]), "YAL003W"])),
+             ("r-2", {"b": -1.5, "c": 0.5}, "YAL005C"),
+             ("r-3", {"c": 1}, None),
+             ("r-4", {"a": -2, "d": 1}, ("and", ["YAL007C", ("or", ["YAL004W", "YAL001C"])]))]
+    (d / "model.xml").write_text(sbml_model(model))
+    (d / "model.yml").write_text("reactions:\n" + "".join(
+        f"  - id: {i}\n    metabolites: {{{', '.join(f'{m}: {v:g}' for m, v in st.items())}}}\n"
+        + (f"    gene_reaction_rule: {rule_text(r)}\n" if r else "") for i, st, r in model))
+    base = (d / "recipe.yaml").read_text()
+    dbs = {}
+    for fmt, f in (("sbml", "model.xml"), ("yeast-gem", "model.yml")):
+        r = d / f"{fmt}.yaml"
+        r.write_text(base + f"metabolism: {{format: {fmt}, file: {f}}}\n")
+        dbs[fmt] = tmp_path / fmt
+        run_cli("build", "--recipe", r, "-o", dbs[fmt], "--quiet")
+    gs, gy = (pertload.Graph(pertload._lib.Database(dbs[k])) for k in ("sbml", "yeast-gem"))
+    assert gs.reaction_names == gy.reaction_names == ["r-1", "r-2", "r-3", "r-4"]
+    assert gs.metabolite_names == gy.metabolite_names == ["a", "b", "c", "d"]
+    gi = {g: i for i, g in enumerate(GENES)}
+    want_gpr = [(gi[g], k) for k, (_, _, r) in enumerate(model)
+                for g in dict.fromkeys(rule_genes(r))]
+    want_rmr = [(k, "abcd".index(m), v) for k, (_, st, _) in enumerate(model)
+                for m, v in st.items()]
+    for g in (gs, gy):
+        assert sorted(map(tuple, g.gpr.T.tolist())) == sorted(want_gpr)
+        assert list(map(tuple, g.rmr.T.tolist())) == [(k, m) for k, m, _ in want_rmr]
+        np.testing.assert_array_equal(g.rmr_stoich, [v for _, _, v in want_rmr])
+        assert g.reaction_rule == "gpr"
+    for x, y in zip(gs.rules, gy.rules):
+        np.testing.assert_array_equal(x, y)
+    text = {k: inspect(v) for k, v in dbs.items()}
+    assert "metabolism: 4 reactions, 4 metabolites, 7 GPR edges, 7 RMR edges" in text["sbml"]
+    assert (f"recipe source: metabolism format=sbml reactions=4 metabolites=4 rmr=7 rules=3 "
+            f"gpr=7 unresolved=0 file={d}/model.xml") in text["sbml"], text["sbml"]
+    ba, bb = batches(dbs["sbml"]), batches(dbs["yeast-gem"])
+    assert len(ba) == len(bb) == 2
+    for x, y in zip(ba, bb):
+        for k in x:
+            np.testing.assert_array_equal(x[k], y[k], err_msg=k)
