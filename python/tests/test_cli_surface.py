@@ -6,7 +6,8 @@ gives the batches of the default; `inspect --recipe` of a database built
 without one; `top`'s continuous mode and its MASTER_ADDR grouping; `build
 --reaction-rule any` and `--drop-unknown-genes` on the command line; `bench
 khop` against `masks --khop` and `bench memory --table` against its JSON;
-`top` and a dead producer's segment."""
+`top` and a dead producer's segment; `build --evidence` and
+`--exclude-evidence` against the GAF rows they keep."""
 
 import json
 import os
@@ -303,3 +304,42 @@ def test_top_counts_a_dead_producers_segment_as_stale(small):
     assert re.search(rf"^{re.escape(rings[0])} +{procs[0].pid} ", running, re.M), running
     assert rings[0] not in out and re.search(rf"^{re.escape(rings[1])} ", out, re.M), out
     assert re.search(r"^\(\d+ stale segments? of dead producers in /dev/shm\)$", out, re.M), out
+
+
+def test_build_evidence_and_exclude_evidence(small, tmp_path):
+    """`build --ontology --annotations` with `--evidence` keeps the GAF rows
+    of those codes, `--exclude-evidence` drops them; the annotation pairs are
+    those of the kept rows (an oracle reading the rows here), in row order."""
+    obo = tmp_path / "go.obo"
+    obo.write_text("format-version: 1.2\n\n[Term]\nid: GO:0000001\nnamespace: "
+                   "biological_process\n\n[Term]\nid: GO:0000002\nnamespace: biological_process"
+                   "\nis_a: GO:0000001\n\n[Term]\nid: GO:0000003\nnamespace: biological_process"
+                   "\nis_a: GO:0000001\n")
+    codes = ["IDA", "IEA", "IMP", "IEA", "ND", "IGI", "IDA"]
+    rows = [(small.genes[5 * k + 1], f"GO:000000{2 + k % 2}", c) for k, c in enumerate(codes)]
+    gaf = tmp_path / "a.gaf"
+    gaf.write_text("!gaf-version: 2.1\n" + "".join(
+        f"SGD\tS{k}\t{g}\t\t{t}\tPMID:1\t{c}\t\tP\tname\t\tgene\ttaxon:4932\t20111224\tSGD\n"
+        for k, (g, t, c) in enumerate(rows)))
+    terms = ["GO:0000001", "GO:0000002", "GO:0000003"]
+
+    def pairs(*opts):
+        db = tmp_path / ("db" + "".join(o.strip("-")[:3] for o in opts))
+        r = build_with(small, db, "--ontology", obo, "--annotations", gaf, *opts)
+        assert r.returncode == 0, r.stderr
+        o = pertload.Loader(db).graph.ontology
+        return o.term_names, [(small.genes[g], o.term_names[t])
+                              for g, t in o.annotation_index.T.tolist()]
+
+    def oracle(keep):  # a term without genes (here or below) is removed
+        kept = [(g, t) for g, t, c in rows if keep(c)]
+        return [t for t in terms if t == terms[0] or t in {t for _, t in kept}], kept
+    assert pairs() == oracle(lambda c: True)
+    assert pairs("--evidence", "IDA,IMP") == oracle(lambda c: c in ("IDA", "IMP"))
+    assert pairs("--exclude-evidence", "IEA,ND") == oracle(lambda c: c not in ("IEA", "ND"))
+    assert pairs("--evidence", "IGI") == oracle(lambda c: c == "IGI")
+    r = build_with(small, tmp_path / "both", "--ontology", obo, "--annotations", gaf,
+                   "--evidence", "IDA", "--exclude-evidence", "IEA")
+    assert r.returncode == 1 and "pertload build: evidence codes to keep and to exclude " \
+        "exclude each other" in r.stderr, r.stderr
+    assert not (tmp_path / "both").exists()
