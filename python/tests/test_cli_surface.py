@@ -2,8 +2,8 @@
 --json (the summary per list) equals the brute-force masks of the input files
 and the JSON; `masks --all` (with --khop too) reports the mean the oracle
 gives; every command's --help and the program's --version; `serve --io`
-gives the batches of the default; `inspect --recipe` of a database built
-without one; `top`'s continuous mode and its MASTER_ADDR grouping; `build
+and `--order rows` give the batches of the default; `inspect --recipe` of a
+database built without one; `top`'s continuous mode and its MASTER_ADDR grouping; `build
 --reaction-rule any` and `--drop-unknown-genes` on the command line; `bench
 khop` against `masks --khop` and `bench memory --table` against its JSON;
 `top` and a dead producer's segment; `build --evidence` and
@@ -114,29 +114,30 @@ def test_every_command_has_help_and_the_program_a_version():
     assert top.stdout.startswith(v.stdout.strip() + ": "), (v.stdout, top.stdout[:80])
 
 
-WITH_IO = """#!/bin/sh
+WITH_OPTS = """#!/bin/sh
 cmd=$1
 shift
-exec "$PERTLOAD_REAL_BIN" "$cmd" --io "$PERTLOAD_TEST_IO" "$@"
+exec "$PERTLOAD_REAL_BIN" "$cmd" $PERTLOAD_TEST_OPTS "$@"
 """
 
 
-@pytest.mark.parametrize("io", ["auto", "uring", "pread"])
-def test_serve_io_modes_give_the_batches_of_the_default(small, tmp_path, monkeypatch, io):
-    """`serve --io MODE` (the Loader's serve given the option by a wrapper):
-    every batch's rows and payload equal those of the default serve."""
+@pytest.mark.parametrize("opts", ["--io auto", "--io uring", "--io pread", "--order rows"])
+def test_serve_io_modes_give_the_batches_of_the_default(small, tmp_path, monkeypatch, opts):
+    """`serve --io MODE` and `serve --order rows` (the Loader's serve given
+    the options by a wrapper): every batch's rows and payload equal those of
+    the default serve."""
     def batches():
         loader = pertload.Loader(small.db, batch_size=32, shuffle=True, seed=3,
                                  ring=unique("io"))
         return [(b.row.tolist(), np.array(b.payload).tolist()) for b in loader]
 
     default = batches()
-    wrapper = tmp_path / "serve-with-io"
-    wrapper.write_text(WITH_IO)
+    wrapper = tmp_path / "serve-with-opts"
+    wrapper.write_text(WITH_OPTS)
     wrapper.chmod(0o755)
     monkeypatch.setenv("PERTLOAD_REAL_BIN", pertload_bin())
     monkeypatch.setenv("PERTLOAD_BIN", str(wrapper))
-    monkeypatch.setenv("PERTLOAD_TEST_IO", io)
+    monkeypatch.setenv("PERTLOAD_TEST_OPTS", opts)
     got = batches()
     assert len(got) == len(default) == -(-small.n // 32)
     assert got == default
@@ -144,8 +145,9 @@ def test_serve_io_modes_give_the_batches_of_the_default(small, tmp_path, monkeyp
     assert rows == list(range(small.n))
     assert np.allclose([p for _, ps in got for p in ps],
                        [small.payload[r].tolist() for b, _ in got for r in b])
-    monkeypatch.setenv("PERTLOAD_TEST_IO", "bogus")
-    with pytest.raises(pertload.LoaderError, match="--io"):
+    option = opts.split()[0]
+    monkeypatch.setenv("PERTLOAD_TEST_OPTS", option + " bogus")
+    with pytest.raises(pertload.LoaderError, match=option):
         batches()
 
 
