@@ -7,7 +7,8 @@ database built without one; `top`'s continuous mode and its MASTER_ADDR grouping
 --reaction-rule any` and `--drop-unknown-genes` on the command line; `bench
 khop` against `masks --khop` and `bench memory --table` against its JSON;
 `top` and a dead producer's segment; `build --evidence` and
-`--exclude-evidence` against the GAF rows they keep."""
+`--exclude-evidence` against the GAF rows they keep; `masks` of an ontology
+database (text, --all, --khop, --genes) against its JSON."""
 
 import json
 import os
@@ -345,3 +346,57 @@ def test_build_evidence_and_exclude_evidence(small, tmp_path):
     assert r.returncode == 1 and "pertload build: evidence codes to keep and to exclude " \
         "exclude each other" in r.stderr, r.stderr
     assert not (tmp_path / "both").exists()
+
+
+def test_masks_of_an_ontology_database_text_all_and_genes(small, tmp_path):
+    """On a database with ontology layers: `masks --row` prints the two
+    ontology lists as its JSON gives them; `masks --all` (and with --khop)
+    counts them in its mean, which equals the mean over every row of the
+    JSON's lists; `--genes` takes names and refuses an unknown or empty one."""
+    from test_ontology import write_ontology
+    import random
+    d = tmp_path / "in"
+    run_cli("synth", d, "--genes", 80, "--samples", 24, "--scale", 0.05, "--seed", 11,
+            "--quiet")
+    genes = (d / "genes.txt").read_text().split()
+    onto = tmp_path / "onto.txt"
+    write_ontology(onto, genes, random.Random(5))
+    db = tmp_path / "db"
+    run_cli("build", "-o", db, *(d / "build-args.txt").read_text().splitlines(),
+            "--ontology-dcell", onto, "--quiet")
+    info = run_cli("inspect", db).stdout
+    n_terms = int(re.search(r"^ontology: (\d+) terms", info, re.M).group(1))
+    n_ann = int(re.search(r"(\d+) annotations;", info).group(1))
+    lists = ("ontology/term", "ontology/annotation")
+    removed, khop_genes = [], []
+    for row in range(24):
+        js = json.loads(run_cli("masks", db, "--row", row, "--json").stdout)
+        text = run_cli("masks", db, "--row", row).stdout
+        for name, total in zip(lists, (n_terms, n_ann)):
+            m = re.search(rf"^  {re.escape(name)} +(\d+) of (\d+)$", text, re.M)
+            assert m and (int(m.group(1)), int(m.group(2))) == (len(js[name]), total), text
+        removed.append(sum(len(v) for k, v in js.items() if isinstance(v, list) and
+                           k not in ("perturbation_indices",)) +
+                       sum(len(v) for v in js["edges"].values()))
+        k = json.loads(run_cli("masks", db, "--row", row, "--khop", 1, "--json").stdout)
+        khop_genes.append(len(k["khop"]["genes"]))
+    out = run_cli("masks", db, "--all").stdout
+    m = re.search(r"masks of 24 samples \((\d+) lists each, \+ 2 ontology lists\) in [\d.]+ s "
+                  r"on one core: [\d.]+ samples/s, (\d+) removed positions per sample", out)
+    assert m, out
+    assert int(m.group(2)) == round(np.mean(removed)), (out, np.mean(removed), removed)
+    out = run_cli("masks", db, "--all", "--khop", 1).stdout
+    k = re.search(r"with the 1-hop neighbourhoods: (\d+) genes and \d+ edges per sample, "
+                  r"0 capped", out)
+    assert k and int(k.group(1)) == round(np.mean(khop_genes)), (out, khop_genes)
+    # --genes: names, as --row gives them; unknown and empty names refused
+    js = json.loads(run_cli("masks", db, "--row", 3, "--json").stdout)
+    names = ",".join(genes[g] for g in js["perturbation_indices"])
+    got = json.loads(run_cli("masks", db, "--genes", names, "--json").stdout)
+    for name in lists:
+        assert got[name] == js[name]
+    for bad, msg in ((names + ",NOTAGENE", "pertload masks: unknown gene 'NOTAGENE'"),
+                     (names + ",", f"pertload masks: --genes: empty gene name in '{names},'")):
+        r = subprocess.run([pertload_bin(), "masks", str(db), "--genes", bad],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and msg in r.stderr, r.stderr
