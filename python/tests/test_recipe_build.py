@@ -665,3 +665,29 @@ def test_recipe_sbml_equals_yeast_gem(tmp_path):
     for x, y in zip(ba, bb):
         for k in x:
             np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+
+
+def test_recipe_check_of_tsv_parts_and_its_usage(tmp_path):
+    """`recipe check` names the tsv metabolism and samples files it leaves to
+    the build; its usage errors exit 2 with the reason and the usage line."""
+    d, _ = synth_recipe(tmp_path, "gpr", 5)
+    out = run_cli("recipe", "check", d / "recipe.yaml").stdout
+    assert (f"metabolism format=tsv reactions={d}/reactions.txt gpr=- rules={d}/rules.tsv "
+            f"rmr={d}/rmr.tsv (read by build)") in out, out
+    assert f"samples format=tsv file={d}/samples.tsv payload={d}/payload.npy (read by build)" \
+        in out, out
+    usage = "usage: pertload recipe check [--root DIR] [--strict] [--unresolved FILE]"
+    for args, why in (([], "expected the subcommand 'check'"),
+                      (["frob"], "expected the subcommand 'check'"),
+                      (["check"], "no recipe given"),
+                      (["check", "a", "b"], "more than one recipe"),
+                      (["check", "--max-line", "nope", "r"],
+                       "--max-line wants a number of bytes (4M, 1G)"),
+                      (["check", "--root"], "--root needs a value")):
+        r = subprocess.run([pertload_bin(), "recipe", *args], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 2 and r.stderr.startswith(f"pertload recipe: {why}\n{usage}"), \
+            (args, r.stderr)
+    r = subprocess.run([pertload_bin(), "recipe", "check", "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(usage), r.stdout
