@@ -613,3 +613,50 @@ Test(import_recipe, limits)
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmax_line: lots\n", 6, 11,
                "max_line wants a number of bytes (1048576, 4M, 1G), got 'lots'");
 }
+
+/* Malformed aliases, edge sources, documents and parts: the node each error
+ * names, at recipe:line:col. */
+#define GA "version: 1\ngenes:\n  file: genes.txt\n  aliases: "
+#define ED "edges:\n" EDGE
+
+Test(import_recipe, more_bad_recipes)
+{
+    expect_bad(GA "[{file: a, format: csv}]\n" ED, 4, 31,
+               "unknown alias table format 'csv' (table, sgd_features or ");
+    expect_bad(GA "[{file: a, format: string_aliases, sources: x}]\n" ED, 4, 56,
+               "'sources' must be a list of alias sources");
+    expect_bad(GA "[{file: a, format: table, gene_column: 0}]\n" ED, 4, 51,
+               "'gene_column' must be a column number 1..64");
+    expect_bad(GA "[{file: a, format: table, colour: red}]\n" ED, 4, 38,
+               "unknown key 'colour' in an alias table (file, format, header, sep, ");
+    expect_bad(GA "x\n" ED, 4, 12,
+               "'aliases' must be a list of alias tables");
+    expect_bad(GA "[{format: table}]\n" ED, 4, 13,
+               "an alias table without 'file'");
+    expect_bad(GA "[{file: a, format: table, gene_column: 2, alias_column: 2}]\n" ED, 4, 13,
+               "gene_column and alias_column are the same column");
+    expect_bad(HEAD "  - {name: a, format: biogrid, file: x, systems: Two-hybrid}\n", 5, 50,
+               "'systems' must be a list");
+    expect_bad(HEAD "  - {format: yeastract, file: x}\n", 5, 5,
+               "an edge source without 'name'");
+    expect_bad("version: 1\ngenes:\n  file: genes.txt\nedges: x\n", 4, 8,
+               "'edges' must be a list of edge sources");
+    expect_bad("version: 1\ngenes:\n  file: genes.txt\n", 1, 1,
+               "the recipe has no 'edges'");
+    expect_bad(HEAD "  - {name: a, format: delim, file: x, sep: ab}\n", 5, 44,
+               "'sep' must be one character, \"tab\" or \"space\"");
+    expect_bad(HEAD "  - x\n", 5, 5,
+               "an edge source must be a mapping of keys to values");
+    expect_bad(HEAD "  - {[n]: a, format: yeastract, file: x}\n", 5, 6,
+               "a key of an edge source is not a plain name");
+    expect_bad(HEAD "  - {name: a, format: yeastract, file: \"x\\0y\"}\n", 5, 40,
+               "'file' holds a NUL byte");
+    expect_bad(HEAD EDGE "metabolism: {format: tsv, rules: r, colour: x}\n", 6, 37,
+               "unknown key 'colour' in 'metabolism' (format, reactions, gpr, rules, ");
+    expect_bad(HEAD EDGE "metabolism: {format: tsv, rules: r, reaction_rule: all}\n", 6, 52,
+               "'reaction_rule' is any or gpr, not 'all'");
+    expect_bad(HEAD EDGE "samples: {format: table, file: s, colour: x}\n", 6, 35,
+               "unknown key 'colour' in a sample table (format, file, sep, header, ");
+    expect_bad(HEAD EDGE "samples: [x]\n", 6, 11,
+               "a sample table must be a mapping of keys to values");
+}

@@ -453,6 +453,34 @@ Test(error_codes, strerror_names_every_code)
     cr_assert_str_eq(pl_strerror(5), "unknown error");
     cr_assert_str_eq(pl_strerror(-5000), "unknown error");
     cr_assert_str_eq(pl_errname(-ENOENT), "ENOENT");
+    static const struct {
+        int code;
+        const char *name;
+    } errnos[] = {{0, "OK"},          {-EACCES, "EACCES"}, {-ENOSPC, "ENOSPC"},
+                  {-ENOMEM, "ENOMEM"}, {-EIO, "EIO"},       {-EINVAL, "EINVAL"},
+                  {-EEXIST, "EEXIST"}, {-EFBIG, "EFBIG"},   {-EISDIR, "EISDIR"},
+                  {-ENOTDIR, "ENOTDIR"}, {-EPIPE, "E?"},    {5, "E?"}};
+    for (size_t i = 0; i < sizeof errnos / sizeof errnos[0]; i++)
+        cr_assert_str_eq(pl_errname(errnos[i].code), errnos[i].name, "code %d",
+                         errnos[i].code);
+}
+
+/* The message helpers at their edges: no room at all, room for less than the
+ * "..." cut, no error to prefix, an escape into no room. */
+Test(error_codes, message_helpers_at_their_edges)
+{
+    char dst[8] = "keep";
+    pl__msg_fit(dst, 0, "abcdef", 6);
+    cr_assert_str_eq(dst, "keep", "no room: nothing written");
+    pl__msg_fit(dst, 5, "abcdefghij", 10);
+    cr_assert_str_eq(dst, "abcd", "too little room for the cut: the head");
+    pl__msg_fit(dst, 8, "abcdefghij", 10);
+    cr_assert_str_eq(dst, "a...hij", "a quarter of the room for the head, the rest the tail");
+    cr_assert_eq(pl__ctrl_escape(dst, 0, "a\nb", 3, 0), 0);
+    cr_assert_eq(pl__err_prefix(NULL, "%s", "x"), 0);
+    pl_err err = {0};
+    cr_assert_eq(pl__err(&err, PL_EPARSE, "f:1:1: a\001b"), PL_EPARSE);
+    cr_assert_str_eq(err.msg, "f:1:1: a\\x01b", "a control character escaped");
 }
 
 /* LMDB's return codes as pertload's: errno values pass through, a full map is

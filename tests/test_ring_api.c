@@ -24,6 +24,7 @@
 #include "pertload.h"
 #include "ring/ring_layout.h"
 #include "ring_fx.h"
+#include "testutil.h"
 
 TestSuite(ring, .init = setup, .fini = cleanup, .timeout = 60);
 
@@ -480,6 +481,95 @@ Test(ring, top_once_shows_a_running_ring)
     cr_assert_eq(run_cli("top --interval nope", out, sizeof out), 2, "%s", out);
     cr_assert_eq(run_cli("top --bogus", out, sizeof out), 2, "%s", out);
     pl_ring_destroy(r);
+}
+
+/* `pertload top --once` in a private /dev/shm, its whole output after
+ * `what` into the pipe `fd`; 0, or the step that failed. */
+static int top_into(int fd, const char *what)
+{
+    static char out[1 << 14];
+    int st = run_cli("top --once --interval 0.05", out, sizeof out);
+    char head[64];
+    int n = snprintf(head, sizeof head, "== %s (exit %d)\n", what, st);
+    pl_test_send(fd, head, (size_t)n);
+    pl_test_send(fd, out, strlen(out));
+    return st == 0 ? 0 : 1;
+}
+
+/* The child of top_states: /dev/shm its own (an empty tmpfs), then a stale
+ * segment, a failed and a finished ring in it, `top` run after each step. */
+static int top_states_child(int fd, const char *failed, const char *done, const char *dead)
+{
+    const char *what;
+    int e = pl_test_small_fs("/dev/shm", "8m", &what);
+    if (e) {
+        dprintf(fd, "== %s: %s\n", what, strerror(e));
+        return 2;
+    }
+    if (top_into(fd, "empty"))
+        return 3;
+    pid_t z = fork(); /* a producer that dies, its segment left behind */
+    if (z == 0) {
+        pl_ring *r;
+        pl_err err = {0};
+        _exit(pl_ring_create(dead, 2, 4096, 0, &r, &err) == 0 ? 0 : 1);
+    }
+    int zs;
+    if (z < 0 || waitpid(z, &zs, 0) != z || !WIFEXITED(zs) || WEXITSTATUS(zs) != 0)
+        return 4;
+    pl_ring *f, *d;
+    pl_err err = {0};
+    if (pl_ring_create(failed, 3, 8192, 0, &f, &err) < 0 ||
+        pl_ring_create(done, 2, 4096, 0, &d, &err) < 0) {
+        dprintf(fd, "== create: %s\n", err.msg);
+        return 5;
+    }
+    pl_ring_set_total(f, 9);
+    pl_ring_finish(f, 9, "the producer failed on purpose");
+    if (pl_ring_acquire(d, 0, &err) < 0)
+        return 6;
+    pl_ring_publish(d, 0, 5);
+    pl_ring_finish(d, 1, NULL);
+    int rc = top_into(fd, "rings");
+    pl_ring_destroy(f);
+    pl_ring_destroy(d);
+    return rc ? 7 : 0;
+}
+
+/* `pertload top` where this test alone makes rings (a /dev/shm of its own in
+ * a private mount namespace): "no pertload rings running" on an empty one;
+ * then a failed ring, a finished one and the count of stale segments of dead
+ * producers, each as the ring's calls left it. */
+Test(ring, top_states)
+{
+    const char *failed = ring_name("topfail"), *done = ring_name("topdone"),
+               *dead = ring_name("topdead");
+    int fd;
+    pid_t pid = pl_test_fork_piped(&fd);
+    if (pid == 0)
+        _exit(top_states_child(fd, failed, done, dead));
+    static char out[1 << 15];
+    size_t n = pl_test_recv(fd, out, sizeof out - 1);
+    out[n] = '\0';
+    close(fd);
+    int st = reap(pid, 30000);
+    cr_assert_eq(st, 0, "child step %d; output:\n%s", st, out);
+    const char *rings = strstr(out, "== rings (exit 0)\n");
+    cr_assert_not_null(rings, "%s", out);
+    cr_assert(!strncmp(out, "== empty (exit 0)\nno pertload rings running\n== rings",
+                       (size_t)(rings - out) + 8), "%s", out);
+    const char *lf = strstr(rings, failed), *ld = strstr(rings, done);
+    cr_assert(lf && ld, "%s", rings);
+    char line[512];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(lf, "\n"), lf);
+    cr_assert(strstr(line, " 3 x 8.0 KiB ") && strstr(line, " 0/9 ") &&
+                  !strcmp(line + strlen(line) - 8, "  failed"), "%s", line);
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(ld, "\n"), ld);
+    cr_assert(strstr(line, " 2 x 4.0 KiB ") && strstr(line, " 0/1 ") &&
+                  !strcmp(line + strlen(line) - 6, "  done"), "%s", line);
+    cr_assert_null(strstr(rings, dead), "a dead producer's ring is not listed: %s", rings);
+    cr_assert_not_null(strstr(rings, "(1 stale segment of dead producers in /dev/shm)\n"),
+                       "%s", rings);
 }
 
 /* Whether process `pid` sleeps (state S in /proc/PID/stat). */

@@ -1,10 +1,15 @@
-/* pertload synth: determinism, the shape of what it writes, and that its
- * output builds into a database that verifies. */
+/* pertload synth: determinism, the shape of what it writes, that its
+ * output builds into a database that verifies, its output directories and a
+ * file system that fills while it writes. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "preprocess/synth.h"
 #include "src/core/strtab.h"
@@ -251,6 +256,105 @@ Test(synth, counts_mix_and_a_database_that_verifies)
     free(ap);
     free(db);
     free(in);
+    pl_test_rmtree(dir);
+    free(dir);
+}
+
+/* The output directory: under a regular file it cannot be made (ENOTDIR,
+ * named); an existing one is written into; missing parents and trailing
+ * slashes are taken as mkdir -p takes them. */
+Test(synth, output_directories)
+{
+    char *dir = pl_test_tmpdir();
+    char *file = pl_test_write(dir, "plain", "x\n");
+    char *under = pl_test_path(dir, "plain/out"), *deep = pl_test_path(dir, "p/q//"),
+         *genes = pl_test_path(dir, "p/q/genes.txt");
+    pl_synth_opts o = {under, 50, 10, 1, 0.01, 0, 0};
+    pl_err err = {0};
+    cr_assert_eq(pl__synth(&o, &err), -ENOTDIR, "%s", err.msg);
+    char want[4300];
+    snprintf(want, sizeof want, "%s: cannot create directory: %s", under, strerror(ENOTDIR));
+    cr_assert_str_eq(err.msg, want);
+    o.out = deep;
+    cr_assert_eq(pl__synth(&o, &err), 0, "%s", err.msg);
+    size_t n;
+    free(pl_test_read_file(genes, &n));
+    cr_assert_gt(n, 0);
+    cr_assert_eq(pl__synth(&o, &err), 0, "an existing directory: %s", err.msg);
+    free(file);
+    free(under);
+    free(deep);
+    free(genes);
+    pl_test_rmtree(dir);
+    free(dir);
+}
+
+typedef struct full_result {
+    int setup_errno, rc;
+    char what[64], msg[1024], leftover[256];
+} full_result;
+
+/* Names in `dir` that end in ".tmp" (files half-written), "" when none. */
+static void tmp_files(const char *dir, char *buf, size_t cap)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "find '%s' -name '*.tmp' 2>/dev/null | head -3", dir);
+    FILE *f = popen(cmd, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        pclose(f);
+}
+
+/* A file system that fills while synth writes (a tmpfs of `size` in a
+ * private mount namespace): ENOSPC naming a file of the output, and no
+ * file left half-written. Sizes chosen so that different files fill it. */
+Test(synth, full_file_system, .timeout = 120)
+{
+    static const char *sizes[] = {"8k", "64k", "256k", "1m"};
+    char failed[4][64];
+    char *dir = pl_test_tmpdir();
+    char *mnt = pl_test_path(dir, "fs"), *out = pl_test_path(dir, "fs/out");
+    cr_assert_eq(mkdir(mnt, 0755), 0);
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        int fd;
+        pid_t pid = pl_test_fork_piped(&fd);
+        if (pid == 0) {
+            full_result r;
+            memset(&r, 0, sizeof r);
+            const char *what;
+            r.setup_errno = pl_test_small_fs(mnt, sizes[i], &what);
+            snprintf(r.what, sizeof r.what, "%s", what);
+            if (!r.setup_errno) {
+                pl_synth_opts o = {out, 2000, 20000, 3, 0.05, 4, 0};
+                pl_err err = {0};
+                r.rc = pl__synth(&o, &err);
+                snprintf(r.msg, sizeof r.msg, "%.1000s", err.msg);
+                tmp_files(mnt, r.leftover, sizeof r.leftover);
+            }
+            pl_test_send(fd, &r, sizeof r);
+            _exit(0);
+        }
+        full_result r;
+        cr_assert_eq(pl_test_recv(fd, &r, sizeof r), sizeof r);
+        close(fd);
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert_eq(r.setup_errno, 0, "%s: %s", r.what, strerror(r.setup_errno));
+        cr_assert_eq(r.rc, -ENOSPC, "size %s: rc %d: %s", sizes[i], r.rc, r.msg);
+        char why[128];
+        snprintf(why, sizeof why, ": write failed: %s", strerror(ENOSPC));
+        cr_assert(!strncmp(r.msg, out, strlen(out)) && strstr(r.msg, why), "size %s: %s",
+                  sizes[i], r.msg);
+        cr_assert_str_eq(r.leftover, "", "size %s: left half-written: %s", sizes[i], r.leftover);
+        const char *name = r.msg + strlen(out) + 1;
+        snprintf(failed[i], sizeof failed[i], "%.*s", (int)strcspn(name, ":"), name);
+        for (size_t j = 0; j < i; j++)
+            cr_assert_str_neq(failed[i], failed[j], "sizes %s and %s fill the same file %s",
+                              sizes[j], sizes[i], failed[i]);
+    }
+    free(mnt);
+    free(out);
     pl_test_rmtree(dir);
     free(dir);
 }

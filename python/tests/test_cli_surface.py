@@ -2,11 +2,13 @@
 --json (the summary per list) equals the brute-force masks of the input files
 and the JSON; `masks --all` (with --khop too) reports the mean the oracle
 gives; every command's --help and the program's --version; `serve --io`
-gives the batches of the default; `inspect --recipe` of a database built
-without one; `top`'s continuous mode and its MASTER_ADDR grouping; `build
+and `--order rows` give the batches of the default; `inspect --recipe` of a
+database built without one; `top`'s continuous mode and its MASTER_ADDR grouping; `build
 --reaction-rule any` and `--drop-unknown-genes` on the command line; `bench
 khop` against `masks --khop` and `bench memory --table` against its JSON;
-`top` and a dead producer's segment."""
+`top` and a dead producer's segment; `build --evidence` and
+`--exclude-evidence` against the GAF rows they keep; `masks` of an ontology
+database (text, --all, --khop, --genes) against its JSON."""
 
 import json
 import os
@@ -113,29 +115,30 @@ def test_every_command_has_help_and_the_program_a_version():
     assert top.stdout.startswith(v.stdout.strip() + ": "), (v.stdout, top.stdout[:80])
 
 
-WITH_IO = """#!/bin/sh
+WITH_OPTS = """#!/bin/sh
 cmd=$1
 shift
-exec "$PERTLOAD_REAL_BIN" "$cmd" --io "$PERTLOAD_TEST_IO" "$@"
+exec "$PERTLOAD_REAL_BIN" "$cmd" $PERTLOAD_TEST_OPTS "$@"
 """
 
 
-@pytest.mark.parametrize("io", ["auto", "uring", "pread"])
-def test_serve_io_modes_give_the_batches_of_the_default(small, tmp_path, monkeypatch, io):
-    """`serve --io MODE` (the Loader's serve given the option by a wrapper):
-    every batch's rows and payload equal those of the default serve."""
+@pytest.mark.parametrize("opts", ["--io auto", "--io uring", "--io pread", "--order rows"])
+def test_serve_io_modes_give_the_batches_of_the_default(small, tmp_path, monkeypatch, opts):
+    """`serve --io MODE` and `serve --order rows` (the Loader's serve given
+    the options by a wrapper): every batch's rows and payload equal those of
+    the default serve."""
     def batches():
         loader = pertload.Loader(small.db, batch_size=32, shuffle=True, seed=3,
                                  ring=unique("io"))
         return [(b.row.tolist(), np.array(b.payload).tolist()) for b in loader]
 
     default = batches()
-    wrapper = tmp_path / "serve-with-io"
-    wrapper.write_text(WITH_IO)
+    wrapper = tmp_path / "serve-with-opts"
+    wrapper.write_text(WITH_OPTS)
     wrapper.chmod(0o755)
     monkeypatch.setenv("PERTLOAD_REAL_BIN", pertload_bin())
     monkeypatch.setenv("PERTLOAD_BIN", str(wrapper))
-    monkeypatch.setenv("PERTLOAD_TEST_IO", io)
+    monkeypatch.setenv("PERTLOAD_TEST_OPTS", opts)
     got = batches()
     assert len(got) == len(default) == -(-small.n // 32)
     assert got == default
@@ -143,8 +146,9 @@ def test_serve_io_modes_give_the_batches_of_the_default(small, tmp_path, monkeyp
     assert rows == list(range(small.n))
     assert np.allclose([p for _, ps in got for p in ps],
                        [small.payload[r].tolist() for b, _ in got for r in b])
-    monkeypatch.setenv("PERTLOAD_TEST_IO", "bogus")
-    with pytest.raises(pertload.LoaderError, match="--io"):
+    option = opts.split()[0]
+    monkeypatch.setenv("PERTLOAD_TEST_OPTS", option + " bogus")
+    with pytest.raises(pertload.LoaderError, match=option):
         batches()
 
 
@@ -303,3 +307,96 @@ def test_top_counts_a_dead_producers_segment_as_stale(small):
     assert re.search(rf"^{re.escape(rings[0])} +{procs[0].pid} ", running, re.M), running
     assert rings[0] not in out and re.search(rf"^{re.escape(rings[1])} ", out, re.M), out
     assert re.search(r"^\(\d+ stale segments? of dead producers in /dev/shm\)$", out, re.M), out
+
+
+def test_build_evidence_and_exclude_evidence(small, tmp_path):
+    """`build --ontology --annotations` with `--evidence` keeps the GAF rows
+    of those codes, `--exclude-evidence` drops them; the annotation pairs are
+    those of the kept rows (an oracle reading the rows here), in row order."""
+    obo = tmp_path / "go.obo"
+    obo.write_text("format-version: 1.2\n\n[Term]\nid: GO:0000001\nnamespace: "
+                   "biological_process\n\n[Term]\nid: GO:0000002\nnamespace: biological_process"
+                   "\nis_a: GO:0000001\n\n[Term]\nid: GO:0000003\nnamespace: biological_process"
+                   "\nis_a: GO:0000001\n")
+    codes = ["IDA", "IEA", "IMP", "IEA", "ND", "IGI", "IDA"]
+    rows = [(small.genes[5 * k + 1], f"GO:000000{2 + k % 2}", c) for k, c in enumerate(codes)]
+    gaf = tmp_path / "a.gaf"
+    gaf.write_text("!gaf-version: 2.1\n" + "".join(
+        f"SGD\tS{k}\t{g}\t\t{t}\tPMID:1\t{c}\t\tP\tname\t\tgene\ttaxon:4932\t20111224\tSGD\n"
+        for k, (g, t, c) in enumerate(rows)))
+    terms = ["GO:0000001", "GO:0000002", "GO:0000003"]
+
+    def pairs(*opts):
+        db = tmp_path / ("db" + "".join(o.strip("-")[:3] for o in opts))
+        r = build_with(small, db, "--ontology", obo, "--annotations", gaf, *opts)
+        assert r.returncode == 0, r.stderr
+        o = pertload.Loader(db).graph.ontology
+        return o.term_names, [(small.genes[g], o.term_names[t])
+                              for g, t in o.annotation_index.T.tolist()]
+
+    def oracle(keep):  # a term without genes (here or below) is removed
+        kept = [(g, t) for g, t, c in rows if keep(c)]
+        return [t for t in terms if t == terms[0] or t in {t for _, t in kept}], kept
+    assert pairs() == oracle(lambda c: True)
+    assert pairs("--evidence", "IDA,IMP") == oracle(lambda c: c in ("IDA", "IMP"))
+    assert pairs("--exclude-evidence", "IEA,ND") == oracle(lambda c: c not in ("IEA", "ND"))
+    assert pairs("--evidence", "IGI") == oracle(lambda c: c == "IGI")
+    r = build_with(small, tmp_path / "both", "--ontology", obo, "--annotations", gaf,
+                   "--evidence", "IDA", "--exclude-evidence", "IEA")
+    assert r.returncode == 1 and "pertload build: evidence codes to keep and to exclude " \
+        "exclude each other" in r.stderr, r.stderr
+    assert not (tmp_path / "both").exists()
+
+
+def test_masks_of_an_ontology_database_text_all_and_genes(small, tmp_path):
+    """On a database with ontology layers: `masks --row` prints the two
+    ontology lists as its JSON gives them; `masks --all` (and with --khop)
+    counts them in its mean, which equals the mean over every row of the
+    JSON's lists; `--genes` takes names and refuses an unknown or empty one."""
+    from test_ontology import write_ontology
+    import random
+    d = tmp_path / "in"
+    run_cli("synth", d, "--genes", 80, "--samples", 24, "--scale", 0.05, "--seed", 11,
+            "--quiet")
+    genes = (d / "genes.txt").read_text().split()
+    onto = tmp_path / "onto.txt"
+    write_ontology(onto, genes, random.Random(5))
+    db = tmp_path / "db"
+    run_cli("build", "-o", db, *(d / "build-args.txt").read_text().splitlines(),
+            "--ontology-dcell", onto, "--quiet")
+    info = run_cli("inspect", db).stdout
+    n_terms = int(re.search(r"^ontology: (\d+) terms", info, re.M).group(1))
+    n_ann = int(re.search(r"(\d+) annotations;", info).group(1))
+    lists = ("ontology/term", "ontology/annotation")
+    removed, khop_genes = [], []
+    for row in range(24):
+        js = json.loads(run_cli("masks", db, "--row", row, "--json").stdout)
+        text = run_cli("masks", db, "--row", row).stdout
+        for name, total in zip(lists, (n_terms, n_ann)):
+            m = re.search(rf"^  {re.escape(name)} +(\d+) of (\d+)$", text, re.M)
+            assert m and (int(m.group(1)), int(m.group(2))) == (len(js[name]), total), text
+        removed.append(sum(len(v) for k, v in js.items() if isinstance(v, list) and
+                           k not in ("perturbation_indices",)) +
+                       sum(len(v) for v in js["edges"].values()))
+        k = json.loads(run_cli("masks", db, "--row", row, "--khop", 1, "--json").stdout)
+        khop_genes.append(len(k["khop"]["genes"]))
+    out = run_cli("masks", db, "--all").stdout
+    m = re.search(r"masks of 24 samples \((\d+) lists each, \+ 2 ontology lists\) in [\d.]+ s "
+                  r"on one core: [\d.]+ samples/s, (\d+) removed positions per sample", out)
+    assert m, out
+    assert int(m.group(2)) == round(np.mean(removed)), (out, np.mean(removed), removed)
+    out = run_cli("masks", db, "--all", "--khop", 1).stdout
+    k = re.search(r"with the 1-hop neighbourhoods: (\d+) genes and \d+ edges per sample, "
+                  r"0 capped", out)
+    assert k and int(k.group(1)) == round(np.mean(khop_genes)), (out, khop_genes)
+    # --genes: names, as --row gives them; unknown and empty names refused
+    js = json.loads(run_cli("masks", db, "--row", 3, "--json").stdout)
+    names = ",".join(genes[g] for g in js["perturbation_indices"])
+    got = json.loads(run_cli("masks", db, "--genes", names, "--json").stdout)
+    for name in lists:
+        assert got[name] == js[name]
+    for bad, msg in ((names + ",NOTAGENE", "pertload masks: unknown gene 'NOTAGENE'"),
+                     (names + ",", f"pertload masks: --genes: empty gene name in '{names},'")):
+        r = subprocess.run([pertload_bin(), "masks", str(db), "--genes", bad],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and msg in r.stderr, r.stderr

@@ -496,3 +496,201 @@ def test_recipe_ontology(tmp_path):
     err = build_fails("--recipe", recipe, "-o", out)
     assert "no term has the namespace 'biological_proces'" in err, err
     nothing_at(out)
+
+
+# ------------------------------------- pertload's own files through a recipe
+
+def synth_recipe(tmp_path, rule, seed):
+    """`pertload synth` files named by a recipe (edges `delim` with `sep:
+    tab`, metabolism `tsv` with its reactions, rules, RMR and `reaction_rule`,
+    samples `tsv` with a payload), and the file-path arguments of the same
+    files."""
+    d = tmp_path / "synth"
+    run_cli("synth", d, "--genes", 120, "--samples", 40, "--scale", 0.05, "--seed", seed,
+            "--payload-dim", 3, "--quiet")
+    types = ["physical", "regulatory", "string12_0_experimental"]
+    edges = "".join(f"  - {{name: {t}, format: delim, file: edges/{t}.tsv, sep: tab, "
+                    f"header: false, source: 1, target: 2, pairs: as_listed}}\n" for t in types)
+    (d / "recipe.yaml").write_text(
+        "version: 1\ngenes: {file: genes.txt}\nedges:\n" + edges +
+        "metabolism: {format: tsv, reactions: reactions.txt, rules: rules.tsv, rmr: rmr.tsv, "
+        f"reaction_rule: {rule}}}\n"
+        "samples: {format: tsv, file: samples.tsv, payload: payload.npy}\n")
+    args = ["--genes", d / "genes.txt"]
+    for t in types:
+        args += ["--edges", f"{t}={d / 'edges' / (t + '.tsv')}"]
+    for k in ("reactions.txt", "rules.tsv", "rmr.tsv", "samples.tsv", "payload.npy"):
+        args += ["--" + k.split(".")[0], d / k]
+    return d, args + ["--reaction-rule", rule]
+
+
+@pytest.mark.parametrize("rule,seed", [("gpr", 3), ("any", 4)])
+def test_recipe_tsv_parts_equal_the_file_path(tmp_path, rule, seed):
+    """Every part of a recipe of pertload's own text files builds the
+    database the file path builds from the same files: graph, metabolism,
+    reaction rule, labels, payload and every batch."""
+    d, args = synth_recipe(tmp_path, rule, seed)
+    a, b = tmp_path / "files", tmp_path / "recipe"
+    run_cli("build", "-o", a, *args, "--quiet")
+    run_cli("build", "--recipe", d / "recipe.yaml", "-o", b, "--quiet")
+    ga = pertload.Graph(pertload._lib.Database(a))
+    gb = pertload.Graph(pertload._lib.Database(b))
+    assert ga.reaction_rule == gb.reaction_rule == rule
+    assert ga.type_names == gb.type_names == ["physical", "regulatory",
+                                              "string12_0_experimental"]
+    assert (ga.gene_fingerprint, ga.edge_fingerprints) == (gb.gene_fingerprint,
+                                                         gb.edge_fingerprints)
+    # the edges as the files list them, by gene name
+    genes = (d / "genes.txt").read_text().split()
+    for t in ga.type_names:
+        rows = [ln.split()[:2] for ln in (d / "edges" / f"{t}.tsv").read_text().splitlines()]
+        assert [[genes[i] for i in gb.edge_index[t][k]] for k in (0, 1)] == \
+            [[r[0] for r in rows], [r[1] for r in rows]], t
+
+    def summary(db):
+        return [ln for ln in inspect(db).replace(str(db), "DB").splitlines()
+                if not ln.startswith(("build parameters:", "recipe", "sizes:"))]
+    sa = summary(a)
+    assert sa == summary(b)
+    n_rxn = len((d / "reactions.txt").read_text().split())
+    n_rmr = len((d / "rmr.tsv").read_text().splitlines())
+    assert any(ln.startswith(f"metabolism: {n_rxn} reactions, ") and
+               ln.endswith(f" RMR edges") and f" {n_rmr} RMR" in ln for ln in sa), sa
+    ba, bb = batches(a), batches(b)
+    assert len(ba) == len(bb) == 20
+    payload = np.load(d / "payload.npy")
+    for x, y in zip(ba, bb):
+        assert x.keys() == y.keys() and "payload" in x
+        for k in x:
+            np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+    np.testing.assert_array_equal(np.concatenate([y["payload"] for y in bb]),
+                                  payload.astype(np.float32))
+    text = inspect(b)
+    for f in ("reactions.txt", "rules.tsv", "rmr.tsv", "samples.tsv", "payload.npy"):
+        data = (d / f).read_bytes()
+        assert f"recipe input: {len(data)}\t{xxh64(data):016x}\t{d}/{f}" in text, (f, text)
+
+
+def sbml_model(reactions):
+    """An SBML L3 FBC v2 model as COBRApy writes it (R_, M_, G_ prefixes,
+    `__45__` for '-'): reactions [(id, {metabolite: stoichiometry}, rule)],
+    a rule a gene name, ("and"|"or", [rule, ...]) or None."""
+    mets = list(dict.fromkeys(m for _, st, _ in reactions for m in st))
+    genes = list(dict.fromkeys(g for _, _, r in reactions for g in rule_genes(r)))
+    esc = lambda s: s.replace("-", "__45__")
+
+    def assoc(r):
+        if isinstance(r, str):
+            return f'<fbc:geneProductRef fbc:geneProduct="G_{esc(r)}"/>'
+        return f"<fbc:{r[0]}>" + "".join(assoc(x) for x in r[1]) + f"</fbc:{r[0]}>"
+
+    def refs(kind, st, sign):
+        items = [(m, sign * v) for m, v in st.items() if sign * v > 0]
+        return (f"<listOf{kind}>" + "".join(
+            f'<speciesReference species="M_{esc(m)}" stoichiometry="{v:g}" constant="true"/>'
+            for m, v in items) + f"</listOf{kind}>") if items else ""
+    rxns = "".join(
+        f'<reaction id="R_{esc(i)}" reversible="false" fast="false">' + refs("Reactants", st, -1)
+        + refs("Products", st, 1) + (f"<fbc:geneProductAssociation>{assoc(r)}"
+                                     "</fbc:geneProductAssociation>" if r else "")
+        + "</reaction>\n" for i, st, r in reactions)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<sbml xmlns="http://www.sbml.org/sbml/level3/version1/core" '
+            'xmlns:fbc="http://www.sbml.org/sbml/level3/version1/fbc/version2" level="3" '
+            'version="1" fbc:required="false">\n<model id="m" fbc:strict="true">\n'
+            '<listOfCompartments><compartment id="c" constant="true"/></listOfCompartments>\n'
+            "<listOfSpecies>" + "".join(
+                f'<species id="M_{esc(m)}" compartment="c" hasOnlySubstanceUnits="false" '
+                'boundaryCondition="false" constant="false"/>' for m in mets) +
+            "</listOfSpecies>\n<fbc:listOfGeneProducts>" + "".join(
+                f'<fbc:geneProduct fbc:id="G_{esc(g)}" fbc:label="{g}"/>' for g in genes) +
+            "</fbc:listOfGeneProducts>\n<listOfReactions>\n" + rxns +
+            "</listOfReactions>\n</model>\n</sbml>\n")
+
+
+def rule_genes(r):
+    if r is None:
+        return []
+    if isinstance(r, str):
+        return [r]
+    return [g for x in r[1] for g in rule_genes(x)]
+
+
+def rule_text(r, top=True):
+    if isinstance(r, str):
+        return r
+    s = f" {r[0]} ".join(rule_text(x, False) for x in r[1])
+    return s if top else f"({s})"
+
+
+def test_recipe_sbml_equals_yeast_gem(tmp_path):
+    """The same model as SBML and as yeast-GEM YAML, each named by a recipe,
+    builds the same metabolism (reactions, metabolites, GPR, RMR and
+    stoichiometries, compiled rules) and the same batches; the GPR and RMR
+    pairs are those of the model as written here."""
+    d = write_inputs(tmp_path / "in")
+    model = [("r-1", {"a": -1, "b": 2}, ("or", [("and", ["YAL001C", "YAL002W"]), "YAL003W"])),
+             ("r-2", {"b": -1.5, "c": 0.5}, "YAL005C"),
+             ("r-3", {"c": 1}, None),
+             ("r-4", {"a": -2, "d": 1}, ("and", ["YAL007C", ("or", ["YAL004W", "YAL001C"])]))]
+    (d / "model.xml").write_text(sbml_model(model))
+    (d / "model.yml").write_text("reactions:\n" + "".join(
+        f"  - id: {i}\n    metabolites: {{{', '.join(f'{m}: {v:g}' for m, v in st.items())}}}\n"
+        + (f"    gene_reaction_rule: {rule_text(r)}\n" if r else "") for i, st, r in model))
+    base = (d / "recipe.yaml").read_text()
+    dbs = {}
+    for fmt, f in (("sbml", "model.xml"), ("yeast-gem", "model.yml")):
+        r = d / f"{fmt}.yaml"
+        r.write_text(base + f"metabolism: {{format: {fmt}, file: {f}}}\n")
+        dbs[fmt] = tmp_path / fmt
+        run_cli("build", "--recipe", r, "-o", dbs[fmt], "--quiet")
+    gs, gy = (pertload.Graph(pertload._lib.Database(dbs[k])) for k in ("sbml", "yeast-gem"))
+    assert gs.reaction_names == gy.reaction_names == ["r-1", "r-2", "r-3", "r-4"]
+    assert gs.metabolite_names == gy.metabolite_names == ["a", "b", "c", "d"]
+    gi = {g: i for i, g in enumerate(GENES)}
+    want_gpr = [(gi[g], k) for k, (_, _, r) in enumerate(model)
+                for g in dict.fromkeys(rule_genes(r))]
+    want_rmr = [(k, "abcd".index(m), v) for k, (_, st, _) in enumerate(model)
+                for m, v in st.items()]
+    for g in (gs, gy):
+        assert sorted(map(tuple, g.gpr.T.tolist())) == sorted(want_gpr)
+        assert list(map(tuple, g.rmr.T.tolist())) == [(k, m) for k, m, _ in want_rmr]
+        np.testing.assert_array_equal(g.rmr_stoich, [v for _, _, v in want_rmr])
+        assert g.reaction_rule == "gpr"
+    for x, y in zip(gs.rules, gy.rules):
+        np.testing.assert_array_equal(x, y)
+    text = {k: inspect(v) for k, v in dbs.items()}
+    assert "metabolism: 4 reactions, 4 metabolites, 7 GPR edges, 7 RMR edges" in text["sbml"]
+    assert (f"recipe source: metabolism format=sbml reactions=4 metabolites=4 rmr=7 rules=3 "
+            f"gpr=7 unresolved=0 file={d}/model.xml") in text["sbml"], text["sbml"]
+    ba, bb = batches(dbs["sbml"]), batches(dbs["yeast-gem"])
+    assert len(ba) == len(bb) == 2
+    for x, y in zip(ba, bb):
+        for k in x:
+            np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+
+
+def test_recipe_check_of_tsv_parts_and_its_usage(tmp_path):
+    """`recipe check` names the tsv metabolism and samples files it leaves to
+    the build; its usage errors exit 2 with the reason and the usage line."""
+    d, _ = synth_recipe(tmp_path, "gpr", 5)
+    out = run_cli("recipe", "check", d / "recipe.yaml").stdout
+    assert (f"metabolism format=tsv reactions={d}/reactions.txt gpr=- rules={d}/rules.tsv "
+            f"rmr={d}/rmr.tsv (read by build)") in out, out
+    assert f"samples format=tsv file={d}/samples.tsv payload={d}/payload.npy (read by build)" \
+        in out, out
+    usage = "usage: pertload recipe check [--root DIR] [--strict] [--unresolved FILE]"
+    for args, why in (([], "expected the subcommand 'check'"),
+                      (["frob"], "expected the subcommand 'check'"),
+                      (["check"], "no recipe given"),
+                      (["check", "a", "b"], "more than one recipe"),
+                      (["check", "--max-line", "nope", "r"],
+                       "--max-line wants a number of bytes (4M, 1G)"),
+                      (["check", "--root"], "--root needs a value")):
+        r = subprocess.run([pertload_bin(), "recipe", *args], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 2 and r.stderr.startswith(f"pertload recipe: {why}\n{usage}"), \
+            (args, r.stderr)
+    r = subprocess.run([pertload_bin(), "recipe", "check", "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(usage), r.stdout
