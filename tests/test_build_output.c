@@ -486,7 +486,7 @@ Test(build_errors, node_features_stored_and_read)
 
 Test(build_errors, node_features_refused)
 {
-    float m[5][3] = {{0}};
+    float m[8][3] = {{0}}; /* 96 bytes: the largest matrix written below */
     use_features("gene", put_npy("f8.npy", "<f8", "False", "(4, 3)", m, 96));
     expect_fail(PL_EPARSE, feat_files[0], 0, 0, "dtype '<f8'; float32 ('<f4') or float16");
     use_features("gene", put_npy("rows.npy", "<f4", "False", "(5, 3)", m, 60));
