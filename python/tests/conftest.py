@@ -39,6 +39,15 @@ def run_cli(*args, **kw):
                           text=True, **kw)
 
 
+def db_graph(db):
+    """The Graph of database `db`, read without starting a serve."""
+    database = pertload._lib.Database(db)
+    try:
+        return pertload.Graph(database)
+    finally:
+        database.close()
+
+
 class Inputs:
     """A database built from `pertload synth` output, and that output read back."""
 

@@ -6,23 +6,15 @@ replacement under a live Loader: test_loader.py)."""
 import pytest
 
 import pertload
-from conftest import run_cli
+from conftest import db_graph, run_cli
 from test_loader import _rebuild
-
-
-def _graph(db):
-    database = pertload._lib.Database(db)
-    try:
-        return pertload.Graph(database)
-    finally:
-        database.close()
 
 
 def test_fingerprint_covers_reactions_not_paths(small, tmp_path):
     again = tmp_path / "again"
     run_cli("build", "-o", again, *small.build_args)
     other = _rebuild(small, tmp_path, "reactions")
-    a, b, c = _graph(small.db), _graph(again), _graph(other)
+    a, b, c = db_graph(small.db), db_graph(again), db_graph(other)
     # the same inputs built elsewhere: one identity
     assert a.db_fingerprint == b.db_fingerprint
     # other reactions: the same genes and edges, another identity

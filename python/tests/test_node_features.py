@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 import torch
-from conftest import pertload_bin, run_cli
+from conftest import db_graph, pertload_bin, run_cli
 
 import pertload
 
@@ -18,14 +18,6 @@ def build(small, out, *features, check=True):
     args = [a for f in features for a in ("--node-features", f)]
     return subprocess.run([pertload_bin(), "build", "-o", out, *small.build_args, *args,
                            "--quiet"], check=check, capture_output=True, text=True)
-
-
-def graph(db):
-    database = pertload._lib.Database(db)
-    try:
-        return pertload.Graph(database)
-    finally:
-        database.close()
 
 
 def npy_data(path, nbytes):
@@ -50,7 +42,7 @@ def featured(small, tmp_path_factory):
 
 def test_stored_byte_for_byte_and_inspected(featured):
     d, fg, fr = featured
-    g = graph(d / "db")
+    g = db_graph(d / "db")
     assert set(g.stored_features) == set(g.features) == {"gene", "reaction"}
     for node, want in (("gene", fg), ("reaction", fr)):
         got = g.node_features(node)
@@ -122,7 +114,7 @@ def test_fingerprint_follows_the_features(small, featured, tmp_path):
           f"reaction={d / 'reaction.npy'}")
     build(small, tmp_path / "changed", f"gene={tmp_path / 'changed.npy'}",
           f"reaction={d / 'reaction.npy'}")
-    fp = {k: graph(p).db_fingerprint for k, p in
+    fp = {k: db_graph(p).db_fingerprint for k, p in
           (("first", d / "db"), ("same", tmp_path / "same"), ("changed", tmp_path / "changed"),
            ("none", small.db))}
     assert fp["first"] == fp["same"]
@@ -141,7 +133,7 @@ def test_recipe_features(tmp_path):
               "samples: {format: tsv, file: samples.tsv}\nfeatures: {gene: emb.npy}\n")
     (tmp_path / "recipe.yaml").write_text(recipe)
     run_cli("build", "--recipe", tmp_path / "recipe.yaml", "-o", tmp_path / "db", "--quiet")
-    g = graph(tmp_path / "db")
+    g = db_graph(tmp_path / "db")
     assert g.node_features("gene").tobytes() == npy_data(tmp_path / "emb.npy", emb.nbytes)
     assert "emb.npy" in run_cli("inspect", tmp_path / "db").stdout  # a recipe input
     check = run_cli("recipe", "check", tmp_path / "recipe.yaml").stdout
@@ -223,7 +215,7 @@ def test_large_matrix(small, tmp_path):
     big = np.random.default_rng(2).standard_normal((n, 34_000_000 // 4 // n)).astype(np.float32)
     np.save(tmp_path / "big.npy", big)
     build(small, tmp_path / "db", f"gene={tmp_path / 'big.npy'}")
-    got = graph(tmp_path / "db").node_features("gene")
+    got = db_graph(tmp_path / "db").node_features("gene")
     assert got.nbytes >= 33_000_000
     assert got.tobytes() == npy_data(tmp_path / "big.npy", big.nbytes)
     run_cli("verify", tmp_path / "db")
