@@ -18,6 +18,12 @@ src=$PWD
 work=${PERTLOAD_PARALLEL_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/pertload-parallel-XXXXXX")}
 mkdir -p "$work"
 args=("$@")
+# The clones lie elsewhere than this checkout: the tests' copy of PyG 2.4.0
+# (shared/deps beside it) is named to them.
+pyg=$src/../shared/deps/torch_geometric-2.4.0.tar.gz
+if [ -z "${PERTLOAD_PYG_TARBALL:-}" ] && [ -f "$pyg" ]; then
+    export PERTLOAD_PYG_TARBALL=$(cd "$(dirname "$pyg")" && pwd)/$(basename "$pyg")
+fi
 [ ${#args[@]} -gt 0 ] || args=(--no-suite perf --no-suite soak)
 
 for c in a b; do

@@ -167,10 +167,11 @@ def make_db(build, bin_path, where):
 
 
 def unpack_pyg(root, base):
-    """PyTorch Geometric 2.4.0 as published (shared/deps beside the checkout),
-    unpacked for the pages' PyG examples; missing, the check fails."""
-    tarball = os.path.join(os.path.dirname(root), "shared", "deps",
-                           "torch_geometric-2.4.0.tar.gz")
+    """PyTorch Geometric 2.4.0 as published (shared/deps beside the checkout,
+    or the copy PERTLOAD_PYG_TARBALL names), unpacked for the pages' PyG
+    examples; missing, the check fails."""
+    tarball = os.environ.get("PERTLOAD_PYG_TARBALL") or os.path.join(
+        os.path.dirname(root), "shared", "deps", "torch_geometric-2.4.0.tar.gz")
     if not os.path.isfile(tarball):
         raise SystemExit("docs_check: PyTorch Geometric 2.4.0 is missing: %s (shared/deps "
                          "beside the checkout)" % tarball)
