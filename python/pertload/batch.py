@@ -336,6 +336,11 @@ class Batch:
 
     # (buffer tensor, table) of a batch in one buffer (pertload.packed).
     _packed = None
+    # A worker's batch in a region of its arena: what its pickle names
+    # (pertload.arena.ship); the main process's copy: (name, region size,
+    # region, batch number) of the region its arrays are views of.
+    _shipped = None
+    _arena = None
 
     def pack(self, graph_source=None):
         """The batch copied into one torch uint8 tensor in shared memory, as

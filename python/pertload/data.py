@@ -8,7 +8,7 @@ import os
 
 import torch.utils.data as tud
 
-from . import _lib
+from . import _lib, arena
 from .graph import categories
 from .loader import Loader, _rank_world, epoch_batches
 from .packed import GraphSource, features_token, graph_of
@@ -33,11 +33,12 @@ class Dataset(tud.IterableDataset):
     batches.
 
     layout="lists" (the default) yields pertload.Batch objects, the lists as
-    served: in a worker process each batch is copied into one buffer in
-    shared memory (Batch.pack(): one shared-memory handle a batch, about
-    0.4 MB for 64 samples of the yeast graph), unpacked in the main process
-    as numpy views of it; without workers the batch itself (ring views, no
-    copy). Expand it on the training device in the main process, from the
+    served: in a worker process each batch is copied into one buffer, a
+    region of the worker's shared-memory arena (pertload.arena: one file a
+    worker, regions reused once the main process holds no view of them;
+    about 0.4 MB for 64 samples of the yeast graph), unpacked in the main
+    process as numpy views of it; without workers the batch itself (ring
+    views, no copy). Expand it on the training device in the main process, from the
     graph already there: batch.to_torch(device, layout="masks" | "pyg" |
     "lists"). Dense masks then never cross a process boundary.
     layout="masks" or "pyg" yields batch.to_torch("cpu", layout=layout,
@@ -156,7 +157,7 @@ class Dataset(tud.IterableDataset):
         try:
             for batch in loader:
                 if self.layout == "lists":
-                    out = batch.pack(source) if worker else batch
+                    out = arena.ship(batch, source) if worker else batch
                 else:
                     out = batch.to_torch("cpu", layout=self.layout, edge_types=self.edge_types)
                 yield self.transform(out) if self.transform is not None else out

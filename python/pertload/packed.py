@@ -67,13 +67,26 @@ class GraphSource:
         return graph_of(self.db, self.features).tensors_on(device)
 
 
-def _table(arrays):
+def table(arrays):
+    """((name, dtype, shape, offset) per array, total bytes) of `arrays`
+    packed one after another, each 64-byte aligned."""
     table, off = [], 0
     for name, a in arrays.items():
         off = -(-off // _ALIGN) * _ALIGN
         table.append((name, a.dtype.str, tuple(a.shape), off))
         off += a.nbytes
     return table, off
+
+
+def fill(flat, table, arrays):
+    """Copies `arrays` into uint8 array `flat` where `table` places them."""
+    for (name, dtype, shape, off), a in zip(table, arrays.values()):
+        np.copyto(flat[off:off + a.nbytes].view(dtype).reshape(shape), a)
+
+
+def fingerprints(batch):
+    """The fingerprints a batch carries (gene list, edge arrays, database)."""
+    return (batch.gene_fingerprint, batch.edge_fingerprints, batch.db_fingerprint)
 
 
 def _new_buffer(nbytes, shared, pinned):
@@ -91,26 +104,20 @@ def pack(batch, graph_source=None, shared=True, pinned=False):
     from .batch import Batch
 
     arrays = batch.arrays  # raises for a released batch
-    table, nbytes = _table(arrays)
+    tab, nbytes = table(arrays)
     buf = _new_buffer(nbytes, shared, pinned)
-    flat = buf.numpy()
-    for (name, dtype, shape, off), a in zip(table, arrays.values()):
-        np.copyto(flat[off:off + a.nbytes].view(dtype).reshape(shape), a)
-    return unpack(buf, table, batch._head, batch._kinds,
-                  (batch.gene_fingerprint, batch.edge_fingerprints),
+    fill(buf.numpy(), tab, arrays)
+    return unpack(buf, tab, batch._head, batch._kinds, fingerprints(batch),
                   graph_source if graph_source is not None else batch._graph_source)
 
 
 def unpack(buf, table, head, kinds, fingerprints, graph_source):
-    """The Batch whose arrays are the views `table` describes of tensor `buf`."""
+    """The Batch whose arrays are the views `table` describes of tensor (or
+    uint8 numpy array) `buf`."""
     from .batch import Batch
 
-    flat = buf.numpy()
-    arrays = {}
-    for name, dtype, shape, off in table:
-        dt = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
-        arrays[name] = flat[off:off + count * dt.itemsize].view(dt).reshape(shape)
+    flat = buf.numpy() if hasattr(buf, "numpy") else buf
+    arrays = {name: np.ndarray(shape, dtype, flat, off) for name, dtype, shape, off in table}
     b = Batch(arrays, dict(head), kinds, fingerprints=fingerprints, graph_source=graph_source)
     b._packed = (buf, table)
     return b
@@ -118,16 +125,24 @@ def unpack(buf, table, head, kinds, fingerprints, graph_source):
 
 def reduce(batch):
     """Batch.__reduce__: the one buffer and its table (packed first unless
-    the batch already is; a graph source that does not pickle is dropped)."""
-    packed = getattr(batch, "_packed", None)
-    if packed is None:
-        batch = pack(batch)
-        packed = batch._packed
+    the batch already is; a graph source that does not pickle is dropped).
+    A worker's batch in its arena pickles as the arena's name and region
+    (pertload.arena); one received from an arena is packed anew."""
+    from . import arena
+
     source = batch._graph_source
     if not isinstance(source, GraphSource):
         source = None
-    return unpack, (packed[0], packed[1], batch._head, batch._kinds,
-                    (batch.gene_fingerprint, batch.edge_fingerprints), source)
+    shipped = getattr(batch, "_shipped", None)
+    if shipped is not None:
+        return arena.receive, (*shipped, batch._head, batch._kinds, fingerprints(batch),
+                               source)
+    packed = getattr(batch, "_packed", None)
+    if packed is None or getattr(batch, "_arena", None) is not None:
+        batch = pack(batch)
+        packed = batch._packed
+    return unpack, (packed[0], packed[1], batch._head, batch._kinds, fingerprints(batch),
+                    source)
 
 
 def pin_memory(batch):
@@ -137,4 +152,4 @@ def pin_memory(batch):
     if packed is None:
         return pack(batch, shared=False, pinned=True)
     return unpack(packed[0].pin_memory(), packed[1], batch._head, batch._kinds,
-                  (batch.gene_fingerprint, batch.edge_fingerprints), batch._graph_source)
+                  fingerprints(batch), batch._graph_source)

@@ -1,0 +1,178 @@
+"""How a DataLoader worker hands its batches to the main process: regions of
+one shared-memory arena per worker, reused (DESIGN section 16, "Worker
+processes ship lists").
+
+torch's own transport of a shared tensor creates a shared-memory object a
+batch and passes its descriptor over a socket per batch: most of the cost
+of a worker's batch in the main process. Here each worker makes one file
+in /dev/shm of REGIONS equal regions behind a one-page header and copies
+each batch into a free region; the pickled batch is the file's name, the
+region and a table (pertload.packed). The main process maps the file once
+(and removes its name), each region as an mmap of its own whose views are
+the batch's arrays.
+
+A region is free again when the main process no longer holds any view of
+it: the header has, per region, the number of the batch the worker put
+there (`issued`, written by the worker only) and the number the main
+process gave back (`released`, written by the main process only, when the
+region's mmap is referenced by nothing else: checked at each batch it
+receives). The worker reuses a region only when the two are equal, so an
+array a training loop keeps is never overwritten; with no region free it
+ships the batch in a shared tensor of its own (packed.pack), as does a
+batch larger than a region (the next arena is made twice its size). The
+release is stored after the views are gone, in program order, with the
+interpreter's own atomic operations between (its lock switches).
+
+Names: pertload-arena-<main pid>-<worker pid>-<random>; the worker removes
+its name at exit if the main process never mapped it."""
+
+import mmap
+import os
+import secrets
+import sys
+
+import numpy as np
+
+from . import packed
+
+REGIONS = 8
+_HEADER = mmap.PAGESIZE
+_MIN_REGION = 1 << 16
+# This worker process's arena (by pid: a forked child makes its own).
+_OWN = {}
+# The arenas mapped in this (main) process, by name.
+_MAPPED = {}
+
+
+def _round(n):
+    return -(-n // mmap.PAGESIZE) * mmap.PAGESIZE
+
+
+def _words(m):
+    """(retired, issued[REGIONS], released[REGIONS]) views of a header."""
+    w = np.frombuffer(m, np.uint64, count=1 + 2 * REGIONS)
+    return w[:1], w[1:1 + REGIONS], w[1 + REGIONS:]
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+class _Arena:
+    """A worker's arena: REGIONS regions of `region` bytes each."""
+
+    def __init__(self, region):
+        import multiprocessing.util as mp_util
+
+        self.region = region
+        self.path = (f"/dev/shm/pertload-arena-{os.getppid()}-{os.getpid()}-"
+                     f"{secrets.token_hex(4)}")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, _HEADER + REGIONS * region)
+            self.map = mmap.mmap(fd, _HEADER + REGIONS * region)
+        except BaseException:
+            _unlink(self.path)
+            raise
+        finally:
+            os.close(fd)
+        self.retired, self.issued, self.released = _words(self.map)
+        self.data = np.frombuffer(self.map, np.uint8, offset=_HEADER)
+        self.count = 0
+        # A worker process ends through multiprocessing's exit, which runs
+        # these finalizers (not weakref's).
+        mp_util.Finalize(self, _unlink, (self.path,), exitpriority=0)
+
+    def take(self):
+        """A free region's index, or None."""
+        free = np.flatnonzero(self.issued == self.released)
+        return int(free[0]) if free.size else None
+
+
+def ship(batch, graph_source):
+    """What a worker yields for `batch`: a Batch in a region of this
+    process's arena, pickled as the arena's name, the region and the table;
+    a shared tensor of its own (packed.pack) when no region is free."""
+    arrays = batch.arrays  # raises for a released batch
+    table, nbytes = packed.table(arrays)
+    arena = _OWN.get(os.getpid())
+    if arena is None or nbytes > arena.region:
+        if arena is not None:
+            arena.retired[0] = 1  # the main process lets its mapping go
+        arena = _OWN[os.getpid()] = _Arena(max(_MIN_REGION, _round(2 * nbytes)))
+    i = arena.take()
+    if i is None:
+        return packed.pack(batch, graph_source)
+    flat = arena.data[i * arena.region:i * arena.region + nbytes]
+    packed.fill(flat, table, arrays)
+    arena.count += 1
+    arena.issued[i] = arena.count
+    b = packed.unpack(flat, table, batch._head, batch._kinds, packed.fingerprints(batch),
+                      graph_source if graph_source is not None else batch._graph_source)
+    b._packed = None
+    b._shipped = (arena.path, arena.region, i, arena.count, nbytes, table)
+    return b
+
+
+class _Mapped:
+    """The main process's mapping of a worker's arena: the header and one
+    mmap per region; `held` the batch number each region holds here."""
+
+    def __init__(self, path, region):
+        fd = os.open(path, os.O_RDWR)
+        try:
+            self.header = mmap.mmap(fd, _HEADER)
+            self.regions = [mmap.mmap(fd, region, offset=_HEADER + i * region)
+                            for i in range(REGIONS)]
+        finally:
+            os.close(fd)
+            _unlink(path)  # mapped: nothing is left behind whatever happens next
+        self.retired, self.issued, self.released = _words(self.header)
+        self.worker = int(os.path.basename(path).split("-")[3])
+        self.held = {}
+
+    def give_back(self):
+        """Releases each region whose views are all gone."""
+        for i, count in list(self.held.items()):
+            # The list's reference and the argument's: nothing else holds it.
+            if sys.getrefcount(self.regions[i]) <= 2:
+                self.released[i] = count
+                del self.held[i]
+
+    def finished(self):
+        """Whether the worker let this arena go (retired, or exited) and no
+        region is held here."""
+        if self.held:
+            return False
+        if self.retired[0]:
+            return True
+        try:
+            os.kill(self.worker, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        return False
+
+
+def receive(path, region, i, count, nbytes, table, head, kinds, fingerprints, graph_source):
+    """Unpickling in the main process: the Batch of region i of the arena
+    at `path` (mapped once), its arrays views of that region."""
+    import torch
+
+    m = _MAPPED.get(path)
+    if m is None:
+        for old in _MAPPED.values():
+            old.give_back()
+        for name in [n for n, old in _MAPPED.items() if old.finished()]:
+            del _MAPPED[name]  # unmapped as their last views go
+        m = _MAPPED[path] = _Mapped(path, region)
+    m.give_back()
+    m.held[i] = count
+    buf = torch.from_numpy(np.frombuffer(m.regions[i], np.uint8, count=nbytes))
+    b = packed.unpack(buf, table, head, kinds, fingerprints, graph_source)
+    b._arena = (path, region, i, count)
+    return b
