@@ -4,7 +4,6 @@
  * drained it, or died. */
 #include "serve.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -19,6 +18,7 @@
 #include "produce.h"
 #include "ring/reclaim.h"
 #include "src/core/error.h"
+#include "src/core/parse.h"
 #include "src/core/progress.h"
 #include "table_shared.h"
 
@@ -132,18 +132,15 @@ static int next_request(const pl__serve_opts *o, uint64_t *e, uint64_t *start, p
         n++;
     }
     line[n] = '\0';
-    char *end = line + 6, *end2 = line;
-    errno = 0;
-    unsigned long long a = 0, b = 0;
-    if (!strncmp(line, "epoch ", 6) && isdigit((unsigned char)line[6])) {
-        a = strtoull(line + 6, &end, 10);
-        if (*end == ' ' && isdigit((unsigned char)end[1]))
-            b = strtoull(end + 1, &end2, 10);
+    /* "epoch E START": two whole decimal fields after the word */
+    const char *sp = strncmp(line, "epoch ", 6) ? NULL : strchr(line + 6, ' ');
+    pl__field fe = {0}, fs = {0};
+    if (sp) {
+        fe = (pl__field){line + 6, (uint32_t)(sp - line - 6), 7};
+        fs = (pl__field){sp + 1, (uint32_t)strlen(sp + 1), (uint32_t)(sp - line) + 2};
     }
-    PL_FAIL_IF(end2 == line || *end2 || errno, err, PL_EUSAGE,
-               "stdin: request '%.40s' is not 'epoch E START'", line);
-    *e = a;
-    *start = b;
+    PL_FAIL_IF(!sp || pl__parse_u64(&fe, e) < 0 || pl__parse_u64(&fs, start) < 0, err,
+               PL_EUSAGE, "stdin: request '%.40s' is not 'epoch E START'", line);
     return 0;
 }
 

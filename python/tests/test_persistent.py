@@ -119,17 +119,21 @@ def test_serve_killed_between_epochs_is_replaced(small):
     assert not mine()
 
 
-def test_serve_dying_while_asked_is_an_error(small, monkeypatch):
+@pytest.mark.parametrize("request_line", [
+    b"epoch x", b"epoch 1", b"epoch 1 2 3", b"epoch -1 0", b"epoch 1  2", b"epoch  1 2",
+    b"epoch 1 2x", b"epoch +1 2", b"EPOCH 1 2", b"epoch 18446744073709551616 0",
+    b"epoch 1 0x10", b"epoch 1 " + b"0" * 120])
+def test_serve_dying_while_asked_is_an_error(small, monkeypatch, request_line):
     """A serve that dies after the request for the next epoch (here: refuses
-    a request it cannot parse and exits) is a LoaderError with its
-    message, not a wait."""
+    a request it cannot parse, each a whole "epoch E START" of decimal
+    digits, and exits) is a LoaderError with its message, not a wait."""
     loader = pertload.Loader(small.db, persistent=True, **KW)
     epoch_of(loader, 0)
     p = loader._kept[1]
     real = p.next_epoch
 
     def garbled(epoch, start, timeout):
-        p.proc.stdin.write(b"epoch x\n")
+        p.proc.stdin.write(request_line + b"\n")
         p.proc.stdin.flush()
         return real(epoch, start, timeout)
 
