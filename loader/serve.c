@@ -20,6 +20,7 @@
 #include "src/core/error.h"
 #include "src/core/parse.h"
 #include "src/core/progress.h"
+#include "src/core/shm.h"
 #include "table_shared.h"
 
 static char abort_name[PL_RING_NAME_MAX + 16];
@@ -106,7 +107,8 @@ static int epoch(pl__producer *p, pl_ring *r, uint64_t base, uint32_t n_slots, p
 /* The next request of --more-epochs on stdin, "epoch E START\n" (E the epoch,
  * START its first plan batch). @return 0, 1 at the end of stdin or once the
  * consumer process is gone, PL_EUSAGE for another line. */
-static int next_request(const pl__serve_opts *o, uint64_t *e, uint64_t *start, pl_err *err)
+static int next_request(const pl__serve_opts *o, uint64_t consumer_start, uint64_t *e,
+                        uint64_t *start, pl_err *err)
 {
     char line[96];
     size_t n = 0;
@@ -117,8 +119,8 @@ static int next_request(const pl__serve_opts *o, uint64_t *e, uint64_t *start, p
             continue;
         PL_FAIL_IF(k < 0, err, -errno, "stdin: %s", strerror(errno));
         if (k == 0) { /* its death closes stdin, unless a forked child holds it too */
-            if (o->consumer_pid && kill(o->consumer_pid, 0) < 0 && errno == ESRCH)
-                return 1;
+            if (o->consumer_pid && !pl__shm_pid_alive(o->consumer_pid, consumer_start))
+                return 1; /* gone, a zombie, or its pid now another process's */
             continue;
         }
         ssize_t got = read(0, line + n, 1);
@@ -147,6 +149,8 @@ static int next_request(const pl__serve_opts *o, uint64_t *e, uint64_t *start, p
 static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err *err)
 {
     double t0 = pl__now();
+    /* the consumer as it is now: a later process given its pid is not it */
+    uint64_t consumer_start = pl__shm_pid_start(o->consumer_pid);
     pl__produce_opts po = {.db = o->db, .plan = o->plan, .rows = o->rows, .split = o->split,
                            .start_batch = o->start_batch,
                            .dense = o->dense, .threads = o->threads, .io_mode = o->io_mode,
@@ -207,7 +211,7 @@ static int run(const pl__serve_opts *o, pl__producer *p, pl_ring **ring, pl_err 
         PL_TRY(epoch(p, r, base, n_slots, err));
         base += pl__producer_deliveries(p);
         uint64_t e = 0, start = 0;
-        if (!o->more_epochs || (rc = next_request(o, &e, &start, err)) == 1)
+        if (!o->more_epochs || (rc = next_request(o, consumer_start, &e, &start, err)) == 1)
             return 0;
         PL_TRY(rc);
         PL_TRY(pl__producer_replan(p, e, start, err));

@@ -7,6 +7,7 @@ documented (docs/kept-data-and-workers.md)."""
 import gc
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -224,3 +225,84 @@ def test_every_plan_goes_through_one_serve(small, kw):
         pids.add(pid)
     assert len(pids) == 1
     loader.close()
+
+
+# serve in a shell of its own: its parent is not the consumer (no parent-death
+# signal), and its pid is written where the test reads it.
+SERVE_UNDER_SHELL = """#!/bin/bash
+"$PERTLOAD_REAL_BIN" "$@" <&0 &
+echo $! > "$SERVE_PID_FILE"
+wait $!
+"""
+
+
+def state(pid):
+    """The state letter of process `pid` in /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def waits_in(pid):
+    """"poll" while process `pid` sleeps in poll(), else its wait channel."""
+    with open(f"/proc/{pid}/wchan") as f:
+        w = f.read()
+    return "poll" if "poll" in w else w
+
+
+def _consume_then_die(db, ready, theirs):
+    """A consumer that takes one epoch through a kept serve, leaves a child
+    holding serve's stdin open and exits without closing anything."""
+    theirs.close()  # the test's end, which the fork copied
+    loader = pertload.Loader(db, persistent=True, **KW)
+    n = sum(len(b) for b in loader)
+    child = os.fork()
+    if child == 0:  # holds every descriptor of its parent, serve's stdin too
+        signal.pause()
+        os._exit(0)
+    ready.send((n, child))  # sent before the exit (a Queue's thread would not be)
+    ready.recv()  # the test saw serve wait for a request
+    os._exit(0)
+
+
+def test_serve_between_epochs_ends_when_its_consumer_is_a_zombie(small, tmp_path, monkeypatch):
+    """Between epochs serve waits for a request on stdin. A consumer that
+    died with its stdin held open elsewhere, and not yet waited for (a
+    zombie, whose pid kill() still finds), is found dead: serve ends."""
+    import multiprocessing as mp
+
+    wrapper = tmp_path / "serve-under-shell"
+    wrapper.write_text(SERVE_UNDER_SHELL)
+    wrapper.chmod(0o755)
+    pid_file = tmp_path / "serve.pid"
+    monkeypatch.setenv("PERTLOAD_REAL_BIN", pertload.program_path())
+    monkeypatch.setenv("PERTLOAD_BIN", str(wrapper))
+    monkeypatch.setenv("SERVE_PID_FILE", str(pid_file))
+    ctx = mp.get_context("fork")
+    got, ready = ctx.Pipe()
+    consumer = ctx.Process(target=_consume_then_die, args=(small.db, ready, got))
+    consumer.start()
+    ready.close()  # the consumer's end: closing ours ends its wait, whatever happens
+    assert got.poll(60), "the consumer never finished its epoch"
+    n, holder = got.recv()
+    try:
+        assert n == small.n
+        serve = int(pid_file.read_text())
+        deadline = time.monotonic() + DETECT_S
+        # serve waits for the next request in poll() (not for the ring's
+        # consumer, whose death the ring finds by itself)
+        while waits_in(serve) != "poll" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert waits_in(serve) == "poll", waits_in(serve)
+        got.send("die")
+        while state(consumer.pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert state(consumer.pid) == "Z"  # until joined below
+        assert not reaped(holder)  # serve's stdin stays open
+        while not reaped(serve) and time.monotonic() < deadline + DETECT_S:
+            time.sleep(0.05)
+        assert reaped(serve), "serve still waits for a request of a dead consumer"
+    finally:
+        os.kill(holder, signal.SIGKILL)
+        got.close()
+        consumer.join()
+    assert not [r for r in rings() if r.startswith(f"pertload-py{consumer.pid}-")]
