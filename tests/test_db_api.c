@@ -8,9 +8,9 @@
  *    with PL_ERANGE; with room, each edge type's bytes hash to the
  *    fingerprint the build recorded, and the gene-reaction rule programs
  *    (PL_ARRAY_RULES) evaluate, for the deleted sets of the samples and
- *    random ones, as the
- *    rule texts of the input do under a recursive-descent evaluator of the
- *    test's own (pl_test_rule_holds). */
+ *    random ones, as the rule texts of the input do under a
+ *    recursive-descent evaluator of the test's own (pl_test_rule_holds);
+ *  - a plan budgeted in payload bytes needs a payload. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
@@ -194,4 +194,15 @@ Test(db_api, rule_programs_agree_with_the_rule_texts)
     cr_assert_gt(broken, 0, "some deleted set breaks some rule");
     free(P);
     free(a);
+}
+
+Test(db_api, payload_budget_needs_a_payload)
+{
+    cr_assert_eq(pl_db_info_get(S.db)->payload_dtype[0], '\0', "built without a payload");
+    pl_plan_opts o = {.world_size = 1, .batch_size = 16, .budget = 1000};
+    pl_plan *p = (pl_plan *)&p;
+    pl_err err = {0};
+    cr_assert_eq(pl_plan_new_db(S.db, &o, 1, &p, &err), PL_EUSAGE);
+    cr_assert_null(p);
+    cr_assert_str_eq(err.msg, "the database has no payload to budget");
 }

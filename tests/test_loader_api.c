@@ -5,7 +5,8 @@
  * that is not there are refused or ignored without harm, the loader going on
  * with the epoch afterwards; budgeted plans of a database (pl_plan_new_db)
  * are the plans of the costs its sample table holds (removed positions) or
- * of its payload rows (constant costs: every batch full to the budget). */
+ * of its payload rows (constant costs: every batch full to the budget);
+ * the host backend refuses a device other than 0 and a consumer stream. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
@@ -171,6 +172,56 @@ Test(loader_api, null_and_foreign_batches_are_harmless)
     pl_plan_free(plan);
     pl_loader_close(l);
     pl_loader_close(NULL);
+}
+
+Test(loader_api, host_backend_has_one_device_and_no_streams)
+{
+    pl_loader_opts o = opts();
+    o.device = 1;
+    refused(&o, PL_EUSAGE, "the host backend has one device (0), not 1");
+
+    /* A consumer stream names CUDA work: on the host backend the release
+     * fails, the batch stays held, and the loader reports why. */
+    o = opts();
+    o.depth = 2;
+    pl_loader *l = NULL;
+    pl_err err = {0};
+    cr_assert_eq(pl_loader_open(&o, &l, &err), 0, "%s", err.msg);
+    pl_device_batch b;
+    cr_assert_eq(pl_loader_next(l, &b, &err), 0, "%s", err.msg);
+    b.consumer_stream = &b;
+    pl_loader_release(l, &b);
+    cr_assert_null(b.slot, "the batch is cleared all the same");
+    int rc = 0, calls = 0;
+    while (calls < 3 && (rc = pl_loader_next(l, &b, &err)) == 0) {
+        calls++;
+        pl_loader_release(l, &b);
+    }
+    cr_assert_eq(rc, PL_EUSAGE, "rc %d after %d batches: %s", rc, calls, err.msg);
+    cr_assert_str_eq(err.msg, "the host backend has no streams");
+    cr_assert_eq(pl_loader_next(l, &b, &err), PL_EUSAGE, "the failure stays");
+    pl_loader_close(l);
+}
+
+Test(loader_api, plan_of_a_database_without_budget)
+{
+    pl_plan_opts o = {.world_size = 2, .rank = 1, .batch_size = 24, .shuffle = 1,
+                      .seed = 4, .epoch = 3};
+    pl_plan *p = NULL, *q = NULL;
+    pl_err err = {0};
+    cr_assert_eq(pl_plan_new_db(S.db, &o, 0, &p, &err), 0, "%s", err.msg);
+    o.n_samples = N_SAMPLES;
+    cr_assert_eq(pl_plan_new(&o, &q, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_plan_n_samples(p), pl_plan_n_samples(q));
+    cr_assert_eq(pl_plan_n_batches(p), pl_plan_n_batches(q));
+    uint64_t a[24], c[24];
+    for (uint64_t k = 0; k < pl_plan_n_batches(p); k++) {
+        uint32_t n = pl_plan_batch(p, k, a);
+        cr_assert_eq(pl_plan_batch(q, k, c), n);
+        cr_assert_arr_eq(a, c, n * sizeof a[0]);
+    }
+    pl_plan_free(p);
+    pl_plan_free(q);
 }
 
 /* Every row once, each batch within the budget by `cost` and batch_size. */

@@ -9,7 +9,9 @@
  *  - the end of stdin ends serve with 0;
  *  - a request that is not "epoch E START" (a word, a missing START, a
  *    number too large, a line longer than a request can be) ends it with
- *    PL_EUSAGE and a message quoting the line. */
+ *    PL_EUSAGE and a message quoting the line;
+ *  - a ring whose limit leaves no room for a slot is refused before it is
+ *    made. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <poll.h>
@@ -251,4 +253,28 @@ Test(serve_epochs, a_line_longer_than_a_request_is_refused)
      * the message quotes its first 40 bytes */
     snprintf(quoted, sizeof quoted, "%.40s", line);
     refused(line, quoted);
+}
+
+Test(serve_epochs, rings_that_cannot_hold_a_slot_are_refused)
+{
+    pl__serve_opts o = {.db = S.path, .ring = ring, .plan = plan_opts(0), .threads = 1,
+                        .slots = 0, .consumer_pid = getpid()};
+    pl_err err = {0};
+    cr_assert_eq(pl__serve(&o, &err), PL_EUSAGE);
+    cr_assert_str_eq(err.msg, "0 slots, keeping 1");
+    o.slots = 3;
+    o.max_ring_bytes = pl_ring_bytes(3, 0);
+    cr_assert_eq(pl__serve(&o, &err), PL_EUSAGE);
+    char want[128];
+    snprintf(want, sizeof want, "--max-ring-bytes (%llu bytes) leaves no room for slots",
+             (unsigned long long)o.max_ring_bytes);
+    cr_assert_str_eq(err.msg, want);
+    /* room for the header and less than a page: not even one sample fits */
+    o.max_ring_bytes += 100;
+    cr_assert_eq(pl__serve(&o, &err), PL_EUSAGE);
+    cr_assert(strstr(err.msg, "needs a slot of") && strstr(err.msg, "exceed --max-ring-bytes"),
+              "%s", err.msg);
+    char shm[96];
+    snprintf(shm, sizeof shm, "/dev/shm/pertload-%s", ring);
+    cr_assert_neq(access(shm, F_OK), 0, "no ring was made");
 }
