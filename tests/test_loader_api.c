@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader/expand.h"
 #include "loader/loader.h"
 #include "pl_config.h"
 #include "testdb.h"
@@ -222,6 +223,50 @@ Test(loader_api, plan_of_a_database_without_budget)
     }
     pl_plan_free(p);
     pl_plan_free(q);
+}
+
+/* The device-side expansion is set up from the slot's own descriptors: a
+ * slot that is not one, or lacks an array, is refused naming it. */
+Test(loader_api, expansion_of_a_malformed_slot)
+{
+    pl_plan_opts po = {.n_samples = N_SAMPLES, .world_size = 1, .batch_size = 32};
+    pl_plan *plan = NULL;
+    pl_err err = {0};
+    cr_assert_eq(pl_plan_new(&po, &plan, &err), 0, "%s", err.msg);
+    uint64_t rows[32];
+    uint32_t n = pl_test_collate(&S, plan, 32, 1, 0, rows);
+    const pl_db_info *info = pl_db_info_get(S.db);
+    const char *const *names = info->type_names;
+    uint64_t out[PL__EXPAND_MAX] = {0};
+    pl__expand_job j;
+    cr_assert_eq(pl__expand_job_init(&j, S.want, PL_MASK_BITS, S.n_types, names, S.n_lists,
+                                     S.len, out, &err), 0, "%s", err.msg);
+    cr_assert_eq(j.n, n);
+    cr_assert_eq(j.n_lists, S.n_lists + 1, "the lists and the genes");
+
+    cr_assert_eq(pl__expand_job_init(&j, S.want, PL_MASK_BITS, S.n_types, names,
+                                     S.n_types - 1, S.len, out, &err), PL_EUSAGE);
+    char want[96];
+    snprintf(want, sizeof want, "expansion of %u list kinds", S.n_types - 1);
+    cr_assert_str_eq(err.msg, want);
+    cr_assert_eq(pl__expand_job_init(&j, S.want, PL_MASK_BITS, S.n_types, names,
+                                     S.n_types + 4, S.len, out, &err), PL_EUSAGE);
+
+    const char *other[PL_MAX_TYPES];
+    memcpy(other, names, S.n_types * sizeof *other);
+    other[S.n_types - 1] = "nope";
+    cr_assert_eq(pl__expand_job_init(&j, S.want, PL_MASK_BITS, S.n_types, other, S.n_lists,
+                                     S.len, out, &err), PL_ECORRUPT);
+    cr_assert_str_eq(err.msg, "batch 1: the slot has no array edges/nope/removed");
+
+    unsigned char *copy = malloc(S.want_cap);
+    memcpy(copy, S.want, S.want_cap);
+    copy[0] ^= 1;
+    cr_assert_eq(pl__expand_job_init(&j, copy, PL_MASK_BITS, S.n_types, names, S.n_lists,
+                                     S.len, out, &err), PL_ECORRUPT);
+    cr_assert_str_eq(err.msg, "batch slot: bad magic");
+    free(copy);
+    pl_plan_free(plan);
 }
 
 /* Every row once, each batch within the budget by `cost` and batch_size. */
