@@ -122,6 +122,25 @@ Test(core_files, npy_malformed_headers_are_refused)
     }
 }
 
+Test(core_files, npy_extents_and_header_lengths_out_of_range)
+{
+    /* an extent past 64 bits */
+    char *p = raw_npy("digits.npy", "{'descr': '<i4', 'fortran_order': False, "
+                      "'shape': (99999999999999999999,), }", 8);
+    npy_refused(p, PL_EPARSE, "malformed shape");
+    free(p);
+    /* version 2.0: a header length of 2 MiB, over the 1 MiB taken */
+    p = pl_test_path(D, "v2long.npy");
+    pl_test_write_bytes(p, "\x93NUMPY\x02\x00\x00\x00\x20\x00", 12);
+    npy_refused(p, PL_EPARSE, ".npy header too long");
+    free(p);
+    /* a header written for an alignment past version 1.0's 64 KiB */
+    static char buf[80000];
+    uint64_t shape[1] = {3};
+    cr_assert_eq(pl__npy_header(buf, sizeof buf, "<i4", shape, 1, 70000), 0);
+    cr_assert_eq(pl__npy_header(buf, sizeof buf, "<i4", shape, 1, 65536), 65536);
+}
+
 Test(core_files, npy_version_2_needs_its_4_byte_length)
 {
     /* Version 2.0 stores the header length in 4 bytes: 11 bytes are too few. */
@@ -195,6 +214,19 @@ Test(core_files, open_regular_names_what_a_file_is)
     close(s);
 
     not_regular("/dev/null", "a character device");
+
+    /* a link that loops, in the directory part: not the file's own link */
+    char *loop = pl_test_path(D, "loop");
+    cr_assert_eq(symlink("loop", loop), 0);
+    char *through = pl_test_path(loop, "x");
+    pl_err e3 = {0};
+    cr_assert_eq(pl__open_regular(through, 0, &e3), -ELOOP);
+    cr_assert(strstr(e3.msg, through) && strstr(e3.msg, strerror(ELOOP)), "%s", e3.msg);
+    /* the file itself a link: named as one */
+    cr_assert_eq(pl__open_regular(loop, 0, &e3), PL_ECORRUPT);
+    cr_assert(strstr(e3.msg, "a symbolic link, not a regular file"), "%s", e3.msg);
+    free(through);
+    free(loop);
 
     /* The same refusal through the checksum of a whole file. */
     uint64_t bytes = 1, sum = 1;
@@ -301,6 +333,11 @@ Test(core_files, write_error_without_a_limit)
     cr_assert(!strncmp(why, "no space left on device (", 25), "%s", why);
     cr_assert_eq(pl__write_error(D, EACCES, why, sizeof why), -EACCES);
     cr_assert_str_eq(why, strerror(EACCES));
+    /* a path whose file system cannot be asked: the error as it is */
+    char *gone = pl_test_path(D, "none/file");
+    cr_assert_eq(pl__write_error(gone, ENOSPC, why, sizeof why), -ENOSPC);
+    cr_assert_str_eq(why, strerror(ENOSPC));
+    free(gone);
 }
 
 /* ------------------------------------------------------------ tree removal */
@@ -328,6 +365,8 @@ Test(core_files, rmtree_refuses_names_that_are_not_entries)
 {
     cr_assert_eq(pl__rmtree(""), -EINVAL);
     cr_assert_eq(pl__rmtree("."), -EINVAL);
+    cr_assert_eq(pl__rmtree("/"), -EINVAL);
+    cr_assert_eq(pl__rmtree("//"), -EINVAL);
     char *top = small_tree("t");
     char buf[4300];
     snprintf(buf, sizeof buf, "%s/sub/..", top);

@@ -5,6 +5,7 @@
  * the input file, read back here line by line; unknown columns and levels,
  * and labels that are no category, are errors that name them. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,4 +295,29 @@ Test(split, subset_of_a_split_spec)
     pl__table_free(&t);
     pl_graph_free(g);
     pl_db_close(db);
+}
+
+/* serve --rows: "A:B" is a range only with digits on both sides of the
+ * colon; any other spec is the name of a .npy file. */
+Test(split, rows_specs_that_are_no_range_name_files)
+{
+    pl__subset s;
+    pl_err err = {0};
+    cr_assert_eq(pl__subset_load(&s, "3:7", 100, &err), 0, "%s", err.msg);
+    cr_assert_eq(s.n, 4);
+    for (uint32_t k = 0; k < 4; k++)
+        cr_assert_eq(s.rows[k], 3 + k);
+    pl__subset_free(&s);
+    cr_assert_eq(pl__subset_load(&s, "7:3", 100, &err), PL_EUSAGE);
+    cr_assert_str_eq(err.msg, "--rows 7:3: a range A:B with A < B <= 100 (the database's "
+                              "samples) is expected");
+    cr_assert_null(s.rows);
+    static const char *const files[] = {"5:", ":5", "99999999999999999999:30", "2:x"};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(pl__subset_load(&s, files[i], 100, &err), -ENOENT, "%s", files[i]);
+        char want[96];
+        snprintf(want, sizeof want, "%s: cannot open: %s", files[i], strerror(ENOENT));
+        cr_assert_str_eq(err.msg, want);
+        cr_assert_null(s.rows);
+    }
 }
