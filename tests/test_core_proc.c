@@ -35,7 +35,7 @@ static void fx_init(void)
     static const char *tags[3] = {"a", "b", "c"};
     for (int i = 0; i < 3; i++) {
         char base[64];
-        snprintf(base, sizeof base, "pltest-core-%ld-%s", (long)getpid(), tags[i]);
+        snprintf(base, sizeof base, "t%ld-core-%s", (long)getpid(), tags[i]);
         pl__shm_names(base, seg_shm[i], seg_path[i], sizeof seg_shm[i]);
     }
 }

@@ -51,7 +51,7 @@ static void setup(void)
     pl_test_db_make(&S, 200, N_SAMPLES, 0.004, 3, 13);
     R = mmap(NULL, sizeof *R, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     cr_assert_neq(R, MAP_FAILED);
-    snprintf(ring, sizeof ring, "pltest-serve-%ld", (long)getpid());
+    snprintf(ring, sizeof ring, "t%ld-serve", (long)getpid());
 }
 
 static void teardown(void)
