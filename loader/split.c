@@ -25,7 +25,9 @@ static void list_add(char *out, const char *name, size_t len)
     size_t at = strlen(out);
     if (at >= 3 && !strcmp(out + at - 3, "..."))
         return; /* full (a name in the list ends with a quote) */
-    if (at + len + 8 >= LIST_MAX) {
+    /* Room for this name (its quotes and ", " included), then for ", ..."
+     * and the NUL: a list that ends full still ends with the whole "...". */
+    if (at + 2 + len + 2 + 5 + 1 > LIST_MAX) {
         snprintf(out + at, LIST_MAX - at, "%s...", at ? ", " : "");
         return;
     }

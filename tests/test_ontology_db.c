@@ -166,3 +166,24 @@ Test(ontology_db, conflicts_and_cycles_leave_nothing)
     in.o.ontology = NULL;
     fails(PL_EPARSE, "the ontology has a cycle");
 }
+
+/* The term lists pl_schedule_affected() takes are checked before the map is
+ * read: a first offset other than 0, and a term outside the map's terms
+ * (negative, or any term of a map of none), are PL_ERANGE naming them. */
+Test(ontology_db, schedule_refuses_bad_term_lists)
+{
+    pl_schedule_map m = {0};
+    m.n_terms = 5;
+    pl_schedule_affected_out out = {0};
+    pl_err err = {0};
+    const int32_t terms[] = {1, -1, 2};
+    const int64_t late[] = {3, 3};
+    cr_assert_eq(pl_schedule_affected(&m, terms, late, 1, &out, &err), PL_ERANGE);
+    cr_assert_str_eq(err.msg, "term lists: ptr[0] is 3, not 0");
+    const int64_t ptr[] = {0, 1, 3};
+    cr_assert_eq(pl_schedule_affected(&m, terms, ptr, 2, &out, &err), PL_ERANGE);
+    cr_assert_str_eq(err.msg, "term lists: sample 1 names term -1, outside 0..4");
+    m.n_terms = 0;
+    cr_assert_eq(pl_schedule_affected(&m, terms, ptr, 1, &out, &err), PL_ERANGE);
+    cr_assert_str_eq(err.msg, "term lists: sample 0 names term 1, outside 0..0");
+}

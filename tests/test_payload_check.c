@@ -179,6 +179,18 @@ Test(payload_check, other_shape_same_size)
                            "file was replaced)");
 }
 
+Test(payload_check, fewer_dimensions)
+{
+    /* one value per row: a 1-d array, shown as numpy writes its shape */
+    replace_payload("<f4", (uint64_t[]){N_ROWS * COLS}, 1, PL_PAYLOAD_ALIGN);
+    expect_payload_refused("shape (16800,), the database was built with (2100, 8) (the file "
+                           "was replaced)");
+    /* a single value: a 0-d array */
+    replace_payload("<f4", NULL, 0, PL_PAYLOAD_ALIGN);
+    expect_payload_refused("shape (), the database was built with (2100, 8) (the file was "
+                           "replaced)");
+}
+
 Test(payload_check, other_data_offset)
 {
     size_t h = replace_payload("<f4", (uint64_t[]){N_ROWS, COLS}, 2, 64);

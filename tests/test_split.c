@@ -5,12 +5,14 @@
  * the input file, read back here line by line; unknown columns and levels,
  * and labels that are no category, are errors that name them. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "loader/io.h"
+#include "loader/split.h"
 #include "loader/subset.h"
 #include "loader/table.h"
 #include "testutil.h"
@@ -197,6 +199,57 @@ Test(split, unknown_columns_levels_and_plain_labels_are_named)
     pl_db_close(db);
 }
 
+/* The level names as pl_db_info.categories holds them, read by
+ * pl__level_find() alone: a column without levels, a last line without its
+ * newline, and lists of names too long for a message (cut with "..."). */
+Test(split, level_text_edge_cases)
+{
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, "fold\n");                 /* a column without levels */
+    pl_test_tprintf(&t, "many");
+    for (int i = 0; i < 300; i++)
+        pl_test_tprintf(&t, "\tlevel-%04d", i);    /* 300 levels of 10 bytes */
+    pl_test_tprintf(&t, "\n");
+    for (int i = 0; i < 150; i++)
+        pl_test_tprintf(&t, "column-%04d\tx\n", i); /* 150 more columns */
+    pl_test_tprintf(&t, "last\ta\tb");             /* no newline at the end */
+    pl_db_info info = {0};
+    info.categories = t.s;
+    pl__level lv;
+    pl_err err = {0};
+
+    cr_assert_eq(pl__level_find(&info, "last", "b", &lv, &err), 0, "%s", err.msg);
+    cr_assert_eq(lv.column, 152);
+    cr_assert_eq(lv.code, 1);
+    cr_assert_eq(lv.n_levels, 2);
+    cr_assert_eq(pl__level_find(&info, "many", "level-0299", &lv, &err), 0, "%s", err.msg);
+    cr_assert_eq(lv.column, 1);
+    cr_assert_eq(lv.code, 299);
+    cr_assert_eq(lv.n_levels, 300);
+
+    cr_assert_eq(pl__level_find(&info, "fold", "a", &lv, &err), PL_EUSAGE);
+    cr_assert_str_eq(err.msg, "category column 'fold' has no level 'a' (levels: none)");
+
+    /* the levels listed up to about 1 KiB, then "..." */
+    cr_assert_eq(pl__level_find(&info, "many", "other", &lv, &err), PL_EUSAGE);
+    const char *start = "category column 'many' has no level 'other' (levels: 'level-0000', "
+                        "'level-0001', ";
+    cr_assert(!strncmp(err.msg, start, strlen(start)), "%s", err.msg);
+    size_t m = strlen(err.msg);
+    cr_assert(m > 1000 && m < 1200, "%zu", m);
+    cr_assert_str_eq(err.msg + m - 6, ", ...)");
+    cr_assert(!strstr(err.msg, "level-0299"), "%s", err.msg);
+
+    /* the columns likewise */
+    cr_assert_eq(pl__level_find(&info, "none", "a", &lv, &err), PL_EUSAGE);
+    cr_assert(!strncmp(err.msg, "no category column 'none' (category columns: 'fold', 'many', "
+                                "'column-0000', ", 70), "%s", err.msg);
+    m = strlen(err.msg);
+    cr_assert_str_eq(err.msg + m - 6, ", ...)");
+    cr_assert(!strstr(err.msg, "'last'"), "%s", err.msg);
+    free(t.s);
+}
+
 /* serve --split's subset: "LEVEL" of the column `split`, or "COLUMN=LEVEL",
  * found in the metadata, then its rows in the category store. */
 Test(split, subset_of_a_split_spec)
@@ -242,4 +295,29 @@ Test(split, subset_of_a_split_spec)
     pl__table_free(&t);
     pl_graph_free(g);
     pl_db_close(db);
+}
+
+/* serve --rows: "A:B" is a range only with digits on both sides of the
+ * colon; any other spec is the name of a .npy file. */
+Test(split, rows_specs_that_are_no_range_name_files)
+{
+    pl__subset s;
+    pl_err err = {0};
+    cr_assert_eq(pl__subset_load(&s, "3:7", 100, &err), 0, "%s", err.msg);
+    cr_assert_eq(s.n, 4);
+    for (uint32_t k = 0; k < 4; k++)
+        cr_assert_eq(s.rows[k], 3 + k);
+    pl__subset_free(&s);
+    cr_assert_eq(pl__subset_load(&s, "7:3", 100, &err), PL_EUSAGE);
+    cr_assert_str_eq(err.msg, "--rows 7:3: a range A:B with A < B <= 100 (the database's "
+                              "samples) is expected");
+    cr_assert_null(s.rows);
+    static const char *const files[] = {"5:", ":5", "99999999999999999999:30", "2:x"};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(pl__subset_load(&s, files[i], 100, &err), -ENOENT, "%s", files[i]);
+        char want[96];
+        snprintf(want, sizeof want, "%s: cannot open: %s", files[i], strerror(ENOENT));
+        cr_assert_str_eq(err.msg, want);
+        cr_assert_null(s.rows);
+    }
 }
