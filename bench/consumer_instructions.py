@@ -15,7 +15,10 @@ for data are futex waits in pl_ring_next (system calls, not counted with
     instructions per batch = (I(N2) - I(N1)) / (batches(N2) - batches(N1))
 
 cancels what both runs share: the interpreter's start, the imports, the
-serve's start and the loader's set-up. Ratios are to the first client.
+serve's start and the loader's set-up. N1 must give more batches than the
+ring has slots (16 at most by default): each slot's first use maps its
+window, which then falls within both runs (a warning says when it does
+not). Ratios are to the first client.
 
 A client is NAME=PYTHONPATH:LIB:PROGRAM[:DB]: the directory holding its
 `pertload` package, its libpertload.so and its pertload program (an older
@@ -35,6 +38,9 @@ import os
 import subprocess
 import sys
 import tempfile
+
+# The most slots a ring has by default (Loader's `slots`).
+SLOTS = 16
 
 # The consumer: one epoch, nothing kept. touch() reads through locals that
 # go when it returns, so no view of a batch outlives its step.
@@ -135,6 +141,9 @@ def main():
                 r1, r2 = count(a, c, n1, outdir), count(a, c, n2, outdir)
                 if r2["batches"] <= r1["batches"]:
                     raise SystemExit(f"{c['name']}: batches {r1['batches']} and {r2['batches']}")
+                if r1["batches"] <= SLOTS:
+                    print(f"warning: {n1} rows give {r1['batches']} batches, not more than "
+                          f"{SLOTS} slots: slot set-up counts in the difference", file=sys.stderr)
                 per = (r2["instructions"] - r1["instructions"]) / (r2["batches"] - r1["batches"])
                 results.append({"client": c["name"], "run": run + 1, "rows": [n1, n2],
                                 "batches": [r1["batches"], r2["batches"]],
