@@ -154,6 +154,15 @@ PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_er
  *  go on waiting). */
 PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *err);
 
+/** Consumer: pl_ring_next, waiting at most about `max_ns` nanoseconds (at
+ *  least one wait of the ring's 0.1 s slice at most).
+ *  @return as pl_ring_next, or 2 when the batch did not come in that time
+ *  (nothing taken; call again to go on). A caller whose signal handlers run
+ *  only between its calls (an interpreter) uses it: a signal delivered to
+ *  another of its threads does not interrupt this one's wait. */
+PL_API int pl_ring_next_within(pl_ring *r, uint64_t batch, int64_t max_ns, const void **slot,
+                               pl_err *err);
+
 /** Consumer: check a batch slot (collate/slot.h layout) before trusting any
  *  of its descriptors: the magic and layout version, the dense format, `used`
  *  within `slot_bytes`, the descriptor table within `used`, and for every

@@ -558,6 +558,12 @@ static int look(pl_ring *r, uint64_t batch, pl_err *err)
 
 PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *err)
 {
+    return pl_ring_next_within(r, batch, -1, slot, err);
+}
+
+PL_API int pl_ring_next_within(pl_ring *r, uint64_t batch, int64_t max_ns, const void **slot,
+                               pl_err *err)
+{
     pl__ring_hdr *h = r->h;
     *slot = NULL;
     /* Only this process writes the count. */
@@ -571,7 +577,7 @@ PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *e
                r->n_slots, (unsigned long long)consumed);
     uint32_t s = (uint32_t)(batch % r->n_slots);
     int waiting = 0, rc;
-    uint64_t checked = 0;
+    uint64_t checked = 0, began = 0;
     for (;;) {
         uint32_t word = atomic_load_explicit(&h->ready[s], memory_order_relaxed);
         rc = look(r, batch, err);
@@ -580,8 +586,10 @@ PL_API int pl_ring_next(pl_ring *r, uint64_t batch, const void **slot, pl_err *e
         if (!waiting) {
             clock_enter(&r->clock);
             waiting = 1;
-            checked = pl__shm_now_ns(CLOCK_MONOTONIC);
+            began = checked = pl__shm_now_ns(CLOCK_MONOTONIC);
             atomic_store_explicit(&h->consumer_wait_slot, s, memory_order_relaxed);
+        } else if (max_ns >= 0 && checked - began >= (uint64_t)max_ns) {
+            break; /* rc == 2: not yet */
         }
         /* `word` was loaded before look(): a publish since then changed it and
          * the wait returns at once. */

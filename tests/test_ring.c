@@ -619,3 +619,31 @@ Test(ring, counters_and_wait_times)
     cr_assert(st.created_ns <= wall + 1000000000u && st.created_ns + 60000000000u > wall);
     pl_ring_detach(r);
 }
+
+Test(ring, bounded_wait_returns_not_yet_then_the_batch)
+{
+    const char *name = ring_name("within");
+    pl_ring *p, *c;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_create(name, 2, 4096, 0, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_attach(name, 5000, &c, &err), 0, "%s", err.msg);
+    const void *slot = (const void *)1;
+    /* nothing published: "not yet", nothing taken, again and again */
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(pl_ring_next_within(c, 0, 0, &slot, &err), 2);
+        cr_assert_null(slot);
+    }
+    cr_assert_eq(pl_ring_acquire(p, 0, &err), 0, "%s", err.msg);
+    fill(pl_ring_slot(p, 0), 4096, 0);
+    pl_ring_publish(p, 0, 3);
+    cr_assert_eq(pl_ring_next_within(c, 0, 0, &slot, &err), 0, "%s", err.msg);
+    cr_assert_eq(slot, pl_ring_slot(c, 0));
+    cr_assert_eq(memcmp(slot, pl_ring_slot(p, 0), 4096), 0);
+    pl_ring_release(c, 0, 3);
+    /* the end of the epoch, as pl_ring_next gives it */
+    pl_ring_finish(p, 1, NULL);
+    cr_assert_eq(pl_ring_next_within(c, 1, -1, &slot, &err), 1);
+    pl_ring_detach(c);
+    pl_ring_destroy(p);
+    cr_assert(!exists(name));
+}

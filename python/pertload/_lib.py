@@ -212,6 +212,8 @@ _PROTOTYPES = {
     "pl_plan_batch": (ctypes.c_uint32, [_vp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]),
     "pl_ring_attach": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(_vp), _err_p]),
     "pl_ring_next": (ctypes.c_int, [_vp, ctypes.c_uint64, ctypes.POINTER(_vp), _err_p]),
+    "pl_ring_next_within": (ctypes.c_int, [_vp, ctypes.c_uint64, ctypes.c_int64,
+                                           ctypes.POINTER(_vp), _err_p]),
     "pl_ring_release": (None, [_vp, ctypes.c_uint64, ctypes.c_uint32]),
     "pl_ring_detach": (None, [_vp]),
     "pl_ring_stats_get": (None, [_vp, ctypes.POINTER(RingStats)]),

@@ -19,6 +19,11 @@ def _env_int(name, default):
     return int(v) if v not in (None, "") else default
 
 
+# pl_ring_next_within: "not yet" after a wait of about _WAIT_SLICE_NS.
+_NOT_YET = 2
+_WAIT_SLICE_NS = 100_000_000
+
+
 _log = logging.getLogger("pertload")
 _env_logged = False
 
@@ -143,13 +148,15 @@ class _Epoch:
         self._check_size(m)
         slot = ctypes.c_void_p()
         err = _lib.PlErr()
-        rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
-        while rc == _EINTR:
-            # A signal came while waiting, also for a stopped producer: its
-            # Python handler ran as the call returned (KeyboardInterrupt or a
-            # SIGTERM handler's SystemExit leave from there); one that
-            # returned lets the wait go on.
-            rc = lib.pl_ring_next(m.handle, self._i, ctypes.byref(slot), ctypes.byref(err))
+        rc = _NOT_YET
+        while rc in (_EINTR, _NOT_YET):
+            # A wait returns at a signal to this thread and after a slice:
+            # Python runs the handlers of signals delivered to any thread
+            # between the calls, also while a stopped producer publishes
+            # nothing (KeyboardInterrupt or a SIGTERM handler's SystemExit
+            # leave from there; a handler that returns lets the wait go on).
+            rc = lib.pl_ring_next_within(m.handle, self._i, _WAIT_SLICE_NS, ctypes.byref(slot),
+                                         ctypes.byref(err))
         if rc == 1:
             return None
         if rc < 0:

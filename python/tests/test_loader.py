@@ -417,9 +417,12 @@ class Alarm(Exception):
     pass
 
 
-def test_signal_reaches_a_consumer_waiting_for_a_stopped_producer(medium):
+@pytest.mark.parametrize("to", ["this thread", "another thread"])
+def test_signal_reaches_a_consumer_waiting_for_a_stopped_producer(medium, to):
     """A signal handler (Ctrl-C, a training loop's SIGTERM handler) runs while
-    the consumer waits for a stopped producer, and closing the loader then
+    the consumer waits for a stopped producer, also when the kernel gives the
+    signal to another of the process's threads (here: the one the watchdog
+    runs in, the waiting thread blocking it), and closing the loader then
     stops that producer at once."""
     def on_alarm(sig, frame):
         raise Alarm
@@ -438,7 +441,10 @@ def test_signal_reaches_a_consumer_waiting_for_a_stopped_producer(medium):
 
     watchdog = threading.Timer(60.0, resume)
     watchdog.start()
+    blocked = set()
     try:
+        if to == "another thread":  # after the watchdog's start: it takes SIGALRM
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
         signal.setitimer(signal.ITIMER_REAL, 0.5)
         with pytest.raises(Alarm):
             for batch in it:
@@ -453,6 +459,8 @@ def test_signal_reaches_a_consumer_waiting_for_a_stopped_producer(medium):
     finally:
         watchdog.cancel()
         signal.setitimer(signal.ITIMER_REAL, 0)
+        if to == "another thread":
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         signal.signal(signal.SIGALRM, old)
         if proc.poll() is None:
             proc.kill()
