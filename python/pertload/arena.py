@@ -26,6 +26,7 @@ interpreter's own atomic operations between (its lock switches).
 Names: pertload-arena-<main pid>-<worker pid>-<random>; the worker removes
 its name at exit if the main process never mapped it."""
 
+import ctypes
 import mmap
 import os
 import secrets
@@ -92,12 +93,29 @@ class _Arena:
         return int(free[0]) if free.size else None
 
 
-def ship(batch, graph_source):
-    """What a worker yields for `batch`: a Batch in a region of this
-    process's arena, pickled as the arena's name, the region and the table;
-    a shared tensor of its own (packed.pack) when no region is free."""
+def _slot_bytes(batch):
+    """The bytes of the ring slot that holds exactly `batch` (one part, not
+    trimmed), or 0: such a batch is shipped as the slot's bytes, checked
+    again where it is received as a slot read from the ring is."""
+    from .batch import HEADER
+
+    if not batch._slot_addr or batch.parts != 1:
+        return 0
+    head = HEADER.unpack_from(ctypes.string_at(batch._slot_addr, HEADER.size))
+    n_samples, used = head[5], head[7]
+    return used if n_samples == len(batch) and used <= batch._slot_bytes else 0
+
+
+def ship(batch, graph_source, light=False):
+    """What a worker yields for `batch`: its bytes in a region of this
+    process's arena (the ring slot's bytes when it holds exactly the batch,
+    else its arrays one after another), pickled as the arena's name, the
+    region and what to read there; a shared tensor of its own
+    (packed.pack) when no region is free. light=True: an object that only
+    pickles so (no Batch made of the region here)."""
     arrays = batch.arrays  # raises for a released batch
-    table, nbytes = packed.table(arrays)
+    used = _slot_bytes(batch)
+    table, nbytes = (None, used) if used else packed.table(arrays)
     arena = _OWN.get(os.getpid())
     if arena is None or nbytes > arena.region:
         if arena is not None:
@@ -107,14 +125,46 @@ def ship(batch, graph_source):
     if i is None:
         return packed.pack(batch, graph_source)
     flat = arena.data[i * arena.region:i * arena.region + nbytes]
-    packed.fill(flat, table, arrays)
+    if table is None:
+        ctypes.memmove(flat.ctypes.data, batch._slot_addr, nbytes)
+    else:
+        packed.fill(flat, table, arrays)
     arena.count += 1
     arena.issued[i] = arena.count
-    b = packed.unpack(flat, table, batch._head, batch._kinds, packed.fingerprints(batch),
-                      graph_source if graph_source is not None else batch._graph_source)
-    b._packed = None
-    b._shipped = (arena.path, arena.region, i, arena.count, nbytes, table)
+    source = graph_source if graph_source is not None else batch._graph_source
+    shipped = (arena.path, arena.region, i, arena.count, nbytes, table)
+    if light:
+        return _Shipment(shipped, batch, source)
+    b = _batch(flat, table, nbytes, batch._head, batch._kinds, packed.fingerprints(batch),
+               source)
+    b._shipped = shipped
     return b
+
+
+class _Shipment:
+    """A batch in a region of this worker's arena, as it pickles."""
+
+    def __init__(self, shipped, batch, source):
+        self._shipped = shipped
+        self._head = batch._head
+        self._kinds = batch._kinds
+        self._fingerprints = packed.fingerprints(batch)
+        self._graph_source = source
+
+    def __reduce__(self):
+        return packed.reduce(self)
+
+
+def _batch(flat, table, nbytes, head, kinds, fingerprints, graph_source):
+    """The Batch of `nbytes` bytes of uint8 array (or tensor) `flat`: a slot
+    (table None; checked) or arrays as `table` places them."""
+    from .batch import Batch, parse_slot
+
+    if table is not None:
+        return packed.unpack(flat, table, head, kinds, fingerprints, graph_source)
+    mv = flat.numpy() if hasattr(flat, "numpy") else flat
+    slot_head, arrays = parse_slot(mv, nbytes)
+    return Batch(arrays, slot_head, kinds, fingerprints=fingerprints, graph_source=graph_source)
 
 
 class _Mapped:
@@ -173,6 +223,6 @@ def receive(path, region, i, count, nbytes, table, head, kinds, fingerprints, gr
     m.give_back()
     m.held[i] = count
     buf = torch.from_numpy(np.frombuffer(m.regions[i], np.uint8, count=nbytes))
-    b = packed.unpack(buf, table, head, kinds, fingerprints, graph_source)
+    b = _batch(buf, table, nbytes, head, kinds, fingerprints, graph_source)
     b._arena = (path, region, i, count)
     return b

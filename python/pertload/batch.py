@@ -365,8 +365,8 @@ class Batch:
         head = dict(self._head, n_samples=k)
         return Batch(trim_arrays(self._v["arrays"], k), head, self._kinds, self._ring,
                      self._slot_addr, self._slot_bytes,
-                     (self.gene_fingerprint, self.edge_fingerprints), self._graph_source,
-                     owner=self._owner)
+                     (self.gene_fingerprint, self.edge_fingerprints, self.db_fingerprint),
+                     self._graph_source, owner=self._owner)
 
     def __repr__(self):
         return (f"<pertload.Batch {self.index} of epoch {self.epoch}: {self._n} samples, "

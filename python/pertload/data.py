@@ -157,10 +157,16 @@ class Dataset(tud.IterableDataset):
         try:
             for batch in loader:
                 if self.layout == "lists":
-                    out = arena.ship(batch, source) if worker else batch
+                    out = (arena.ship(batch, source, light=self.transform is None)
+                           if worker else batch)
                 else:
                     out = batch.to_torch("cpu", layout=self.layout, edge_types=self.edge_types)
-                yield self.transform(out) if self.transform is not None else out
+                # Not held here while the consumer has it: a slot still
+                # referenced when handed back would be copied (copy-on-keep).
+                del batch
+                out = self.transform(out) if self.transform is not None else out
+                yield out
+                del out
         finally:
             if worker:  # an epoch left early stops its serve; a finished one is kept
                 loader._stop_epoch()

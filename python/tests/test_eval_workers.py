@@ -120,10 +120,13 @@ def test_worker_lists_expand_in_main_as_the_loader(small, layout):
     by_rows = {}
     for b in DataLoader(ds, batch_size=None, num_workers=2):
         assert isinstance(b, pertload.Batch) and not b.released
-        # one buffer a batch: every array is a view of it
-        buf = b._packed[0]
+        # one buffer a batch, a region of a worker's arena (or a tensor of
+        # its own): every array is a view of it
         assert all(a.base is not None for a in b.arrays.values())
-        assert buf.numel() >= sum(a.nbytes for a in b.arrays.values())
+        lo = min(a.ctypes.data for a in b.arrays.values())
+        hi = max(a.ctypes.data + a.nbytes for a in b.arrays.values())
+        size = b._arena[1] if b._arena is not None else b._packed[0].numel()
+        assert hi - lo <= size
         by_rows[tuple(b.row.tolist())] = b.to_torch("cpu", layout=layout, graph=graph)
     n = 0
     for w in range(2):
