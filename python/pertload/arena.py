@@ -6,8 +6,10 @@ torch's own transport of a shared tensor creates a shared-memory object a
 batch and passes its descriptor over a socket per batch: most of the cost
 of a worker's batch in the main process. Here each worker makes one file
 in /dev/shm of REGIONS equal regions behind a one-page header and copies
-each batch into a free region; the pickled batch is the file's name, the
-region and a table (pertload.packed). The main process maps the file once
+each batch into a free region: the bytes of its ring slot when the slot
+holds exactly the batch (the main process checks them as a slot read from
+the ring), else its arrays as a table places them (pertload.packed); the
+pickled batch is the file's name, the region and what to read there. The main process maps the file once
 (and removes its name), each region as an mmap of its own whose views are
 the batch's arrays.
 
@@ -24,7 +26,9 @@ release is stored after the views are gone, in program order, with the
 interpreter's own atomic operations between (its lock switches).
 
 Names: pertload-arena-<main pid>-<worker pid>-<random>; the worker removes
-its name at exit if the main process never mapped it."""
+its name at exit if the main process never mapped it (a worker killed by
+SIGKILL before the main process received its first batch leaves its file:
+remove it by hand)."""
 
 import ctypes
 import mmap
