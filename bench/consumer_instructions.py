@@ -9,7 +9,7 @@ shuffled, rows=range(N): each batch's labels and removed lists touched and
 dropped before the next (as bench/stream_epoch.py's default loop does), so
 no slot is ever copied. `pertload serve` is the consumer's child and runs
 natively: it fills the ring ahead of the slow traced consumer, whose waits
-for data are futex waits in pl_ring_next (system calls, not counted with
+for data are futex waits in pl_ring_next_within (system calls, not counted with
 --collect-systime=no). The figure
 
     instructions per batch = (I(N2) - I(N1)) / (batches(N2) - batches(N1))

@@ -201,8 +201,8 @@ class _TamperAfterCheck:
     def __getattr__(self, name):
         return getattr(self._real, name)
 
-    def pl_ring_next(self, handle, batch, slot, err):
-        rc = self._real.pl_ring_next(handle, batch, slot, err)
+    def pl_ring_next_within(self, handle, batch, max_ns, slot, err):
+        rc = self._real.pl_ring_next_within(handle, batch, max_ns, slot, err)
         self._slot = slot._obj.value if rc == 0 else None
         return rc
 
