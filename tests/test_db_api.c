@@ -115,23 +115,6 @@ Test(db_api, graph_arrays_refuse_short_buffers_and_unknown_arrays)
     free(buf);
 }
 
-/* The deleted set of the rule evaluations: gene names looked up in the db. */
-typedef struct deleted_ctx {
-    const unsigned char *P;
-} deleted_ctx;
-
-static int is_deleted(void *ctx, const char *name, size_t len)
-{
-    const deleted_ctx *d = ctx;
-    char buf[256];
-    cr_assert_lt(len, sizeof buf);
-    memcpy(buf, name, len);
-    buf[len] = '\0';
-    int64_t g = pl_db_gene_index(S.db, buf);
-    cr_assert_geq(g, 0, "gene %s not in the database", buf);
-    return d->P[g];
-}
-
 /* Run reaction r's postfix program (pertload.h, PL_ARRAY_RULES). */
 static int program_holds(const uint32_t *a, uint64_t n_rx, uint64_t r, const unsigned char *P)
 {
@@ -165,7 +148,7 @@ Test(db_api, rule_programs_agree_with_the_rule_texts)
     cr_assert_eq(pl_db_graph_array(S.db, PL_ARRAY_RULES, a, len, &err), (int64_t)len, "%s",
                  err.msg);
     unsigned char *P = calloc(S.n_genes, 1);
-    deleted_ctx d = {P};
+    pl_test_deleted d = {S.db, P};
     uint64_t checked = 0, broken = 0, rng = 5;
     /* the deleted sets of some samples, then random sets of a third of the
      * genes, then every gene */
@@ -181,7 +164,7 @@ Test(db_api, rule_programs_agree_with_the_rule_texts)
                              (unsigned long long)r);
                 continue;
             }
-            int want = pl_test_rule_holds(S.rule[r], is_deleted, &d);
+            int want = pl_test_rule_holds(S.rule[r], pl_test_db_deleted, &d);
             cr_assert_geq(want, 0, "rule %s", S.rule[r]);
             cr_assert_eq(program_holds(a, info->n_reactions, r, P), want,
                          "set %llu reaction %llu: %s", (unsigned long long)set,

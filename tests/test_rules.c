@@ -409,23 +409,6 @@ static void column(const char *line, int col, char *out, size_t cap)
     out[n] = 0;
 }
 
-typedef struct yeast_ctx {
-    pl_db *db;
-    const unsigned char *P;
-} yeast_ctx;
-
-static int yeast_deleted(void *ctx, const char *name, size_t len)
-{
-    const yeast_ctx *c = ctx;
-    char buf[64];
-    cr_assert_lt(len, sizeof buf);
-    memcpy(buf, name, len);
-    buf[len] = 0;
-    int64_t g = pl_db_gene_index(c->db, buf);
-    cr_assert_geq(g, 0, "gene %s", buf);
-    return c->P[g];
-}
-
 Test(rules, yeast_gem_rules_against_a_text_evaluator)
 {
     T.dir = pl_test_tmpdir();
@@ -486,7 +469,7 @@ Test(rules, yeast_gem_rules_against_a_text_evaluator)
         cr_assert_str_eq(info->reaction_names[r], rname[r]);
     unsigned char *P = calloc(info->n_genes, 1);
     cr_assert_not_null(P);
-    yeast_ctx c = {T.db, P};
+    pl_test_deleted c = {T.db, P};
     const uint32_t kr = 1 + PL_LIST_REACTION;
     uint64_t kept_pairs = 0, sets = 0;
     uint64_t r64 = 42;
@@ -506,7 +489,7 @@ Test(rules, yeast_gem_rules_against_a_text_evaluator)
         cr_assert_eq(pl_masks_compute(T.m, set, n, &res), 0);
         uint32_t k = 0;
         for (int r = 0; r < n_rx; r++) {
-            int holds = pl_test_rule_holds(rule[r], yeast_deleted, &c);
+            int holds = pl_test_rule_holds(rule[r], pl_test_db_deleted, &c);
             cr_assert_geq(holds, 0, "rule of %s", rname[r]);
             if (!holds) {
                 cr_assert_lt(k, res.removed[kr].n, "%s should be removed", rname[r]);

@@ -444,6 +444,20 @@ int pl_test_rule_holds(const char *rule, int (*deleted)(void *ctx, const char *n
     return e.bad ? -1 : v;
 }
 
+int pl_test_db_deleted(void *ctx, const char *name, size_t len)
+{
+    const pl_test_deleted *d = ctx;
+    char buf[256];
+    if (len >= sizeof buf)
+        pl_test_die("gene name of %zu bytes", len);
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    int64_t g = pl_db_gene_index(d->db, buf);
+    if (g < 0)
+        pl_test_die("gene %s not in the database", buf);
+    return d->P[g];
+}
+
 uint64_t pl_test_mulhi64(uint64_t x, uint64_t k)
 {
     uint64_t xl = x & 0xFFFFFFFFu, xh = x >> 32, kl = k & 0xFFFFFFFFu, kh = k >> 32;

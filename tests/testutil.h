@@ -137,6 +137,15 @@ void pl_test_inputs_free(pl_test_inputs *in);
 int pl_test_rule_holds(const char *rule, int (*deleted)(void *ctx, const char *name, size_t len),
                        void *ctx);
 
+/** The deleted set of a database's genes, for pl_test_rule_holds: ctx is a
+ *  pl_test_deleted; gene `name` is deleted where P[its index in db] is
+ *  nonzero. A name the database does not have ends the test (pl_test_die). */
+typedef struct pl_test_deleted {
+    pl_db *db;
+    const unsigned char *P;
+} pl_test_deleted;
+int pl_test_db_deleted(void *ctx, const char *name, size_t len);
+
 /** An assertion that formats its message only when it fails (Criterion's
  *  cr_assert formats every time), so that grids of checks run at full speed. */
 #define CHECK(cond, ...)                                                       \
