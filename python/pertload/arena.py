@@ -9,9 +9,9 @@ in /dev/shm of REGIONS equal regions behind a one-page header and copies
 each batch into a free region: the bytes of its ring slot when the slot
 holds exactly the batch (the main process checks them as a slot read from
 the ring), else its arrays as a table places them (pertload.packed); the
-pickled batch is the file's name, the region and what to read there. The main process maps the file once
-(and removes its name), each region as an mmap of its own whose views are
-the batch's arrays.
+pickled batch is the file's name, the region and what to read there. The
+main process maps the file once (and removes its name), each region as an
+mmap of its own whose views are the batch's arrays.
 
 A region is free again when the main process no longer holds any view of
 it: the header has, per region, the number of the batch the worker put
@@ -106,7 +106,7 @@ def _slot_bytes(batch):
     if not batch._slot_addr or batch.parts != 1:
         return 0
     head = HEADER.unpack_from(ctypes.string_at(batch._slot_addr, HEADER.size))
-    n_samples, used = head[5], head[7]
+    n_samples, used = head[5], head[7]  # in HEADER's order, as parse_slot reads it
     return used if n_samples == len(batch) and used <= batch._slot_bytes else 0
 
 
@@ -152,7 +152,8 @@ class _Shipment:
         self._shipped = shipped
         self._head = batch._head
         self._kinds = batch._kinds
-        self._fingerprints = packed.fingerprints(batch)
+        self.gene_fingerprint, self.edge_fingerprints, self.db_fingerprint = \
+            packed.fingerprints(batch)
         self._graph_source = source
 
     def __reduce__(self):

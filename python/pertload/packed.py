@@ -135,8 +135,8 @@ def reduce(batch):
         source = None
     shipped = getattr(batch, "_shipped", None)
     if shipped is not None:
-        fps = getattr(batch, "_fingerprints", None) or fingerprints(batch)
-        return arena.receive, (*shipped, batch._head, batch._kinds, fps, source)
+        return arena.receive, (*shipped, batch._head, batch._kinds, fingerprints(batch),
+                               source)
     packed = getattr(batch, "_packed", None)
     if packed is None or getattr(batch, "_arena", None) is not None:
         batch = pack(batch)
