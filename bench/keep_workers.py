@@ -17,16 +17,23 @@ One epoch of DB (each figure from a fresh serve, shuffled, batch 64):
                each worker's serve kept, with persistent_workers and a new
                serve an epoch (the client before persistent serves), and
                without persistent workers; --repeat R interleaves R rounds.
-Prints samples/s and the ratios to `loader`; with --json, one JSON object.
+Prints samples/s and the ratios to `loader`, the main process's CPU a batch
+and, for dataset-W, the workers' own CPU a batch and their serves' (each
+worker reports its CPU seconds as it exits); with --json, one JSON object.
 
 usage: keep_workers.py DB [--rows N] [--workers W] [--batch-size B]
                           [--threads T] [--only NAME,...] [--json]
 """
 import argparse
+import functools
+import gc
 import json
+import multiprocessing.util as mp_util
 import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
@@ -66,14 +73,35 @@ def run_dataset(a, workers):
     ds = pertload.Dataset(a.db, batch_size=a.batch_size, shuffle=True, threads=a.threads,
                           rows=range(a.rows), rank=0, world_size=1, layout="lists")
     n = batches = 0
-    t0, c0 = time.perf_counter(), _cpu()
-    for b in DataLoader(ds, batch_size=None, num_workers=workers):
-        touch(b)
-        n += len(b)
-        batches += 1
-    dt, cpu = time.perf_counter() - t0, _cpu() - c0
-    return {"samples": n, "seconds": dt, "samples_per_s": n / dt,
-            "consumer_cpu_us_per_batch": cpu / batches * 1e6}
+    with tempfile.TemporaryDirectory() as tmp:
+        dl = DataLoader(ds, batch_size=None, num_workers=workers,
+                        worker_init_fn=functools.partial(_report_cpu_at_exit, tmp))
+        t0, c0 = time.perf_counter(), _cpu()
+        for b in dl:
+            touch(b)
+            n += len(b)
+            batches += 1
+        dt, cpu = time.perf_counter() - t0, _cpu() - c0
+        del dl  # its workers joined: each wrote its CPU seconds at exit
+        gc.collect()
+        own = [json.loads((Path(tmp) / f).read_text()) for f in os.listdir(tmp)]
+    out = {"samples": n, "seconds": dt, "samples_per_s": n / dt,
+           "consumer_cpu_us_per_batch": cpu / batches * 1e6}
+    if workers:
+        out["workers_cpu_us_per_batch"] = sum(w for w, _ in own) / batches * 1e6
+        out["worker_serves_cpu_us_per_batch"] = sum(s for _, s in own) / batches * 1e6
+        out["workers_reported"] = len(own)
+    return out
+
+
+def _report_cpu_at_exit(folder, worker_id):
+    """worker_init_fn: the worker writes [its CPU seconds, its exited
+    children's (its serve)] to a file of `folder` as it exits."""
+    def write():
+        t = os.times()
+        path = Path(folder) / f"worker-{worker_id}-{os.getpid()}.json"
+        path.write_text(json.dumps([t.user + t.system, t.children_user + t.children_system]))
+    mp_util.Finalize(None, write, exitpriority=-100)  # after the Dataset's own (serve stopped)
 
 
 def _cpu():
@@ -161,6 +189,9 @@ def main():
             ratio = f" ({100 * v['samples_per_s'] / base:.0f}% of loader)" if base else ""
             extra = (f", {v['kept_batches']} batches kept, {v['kept_bytes'] / 2**20:.1f} MiB "
                      f"copied" if v.get("kept_batches") else "")
+            if "workers_cpu_us_per_batch" in v:
+                extra += (f"; workers {v['workers_cpu_us_per_batch']:.0f} us, their serves "
+                          f"{v['worker_serves_cpu_us_per_batch']:.0f} us a batch")
             print(f"{k:12s} {v['samples_per_s']:>12,.0f} samples/s{ratio}, main process CPU "
                   f"{v['consumer_cpu_us_per_batch']:.0f} us a batch{extra}")
     if "epoch_start_s" in out:

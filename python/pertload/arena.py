@@ -117,8 +117,17 @@ def ship(batch, graph_source, light=False):
     region and what to read there; a shared tensor of its own
     (packed.pack) when no region is free. light=True: an object that only
     pickles so (no Batch made of the region here)."""
-    arrays = batch.arrays  # raises for a released batch
-    used = _slot_bytes(batch)
+    from .batch import SlotBatch
+
+    if isinstance(batch, SlotBatch):
+        batch._live()
+    if isinstance(batch, SlotBatch) and not batch.used:
+        batch = batch.parsed()  # raises what is wrong with the slot
+    if isinstance(batch, SlotBatch):
+        arrays, used = None, batch.used
+    else:
+        arrays = batch.arrays  # raises for a released batch
+        used = _slot_bytes(batch)
     table, nbytes = (None, used) if used else packed.table(arrays)
     arena = _OWN.get(os.getpid())
     if arena is None or nbytes > arena.region:
@@ -127,7 +136,7 @@ def ship(batch, graph_source, light=False):
         arena = _OWN[os.getpid()] = _Arena(max(_MIN_REGION, _round(2 * nbytes)))
     i = arena.take()
     if i is None:
-        return packed.pack(batch, graph_source)
+        return packed.pack(batch.parsed() if arrays is None else batch, graph_source)
     flat = arena.data[i * arena.region:i * arena.region + nbytes]
     if table is None:
         ctypes.memmove(flat.ctypes.data, batch._slot_addr, nbytes)

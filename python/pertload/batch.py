@@ -101,11 +101,7 @@ def parse_slot(buf, slot_bytes):
     rc = _lib.lib().pl_slot_check(table, slot_bytes, ctypes.byref(err))
     if rc < 0:
         raise LoaderError(err.text(rc))
-    (_, _, n_arrays, batch, epoch, n_samples, dense, used, part, n_parts,
-     first) = HEADER.unpack_from(table)
-    head = {"batch": batch, "epoch": epoch, "n_samples": n_samples, "dense": dense,
-            "used": used, "n_arrays": n_arrays, "part": part, "n_parts": n_parts,
-            "first": first}
+    head = slot_head(table)
     arrays = {}
     for rec in ARRAY.iter_unpack(memoryview(table)[HEADER.size:]):
         raw, dtype, ndim, off = rec[0], rec[1], rec[2], rec[4]
@@ -124,6 +120,63 @@ def parse_slot(buf, slot_bytes):
         a = np.frombuffer(buf, dt, count, off)
         arrays[name] = a if ndim == 1 else a.reshape(shape)
     return head, arrays
+
+
+def slot_head(raw):
+    """The header dict (as parse_slot returns it) of a slot's first
+    HEADER.size bytes `raw`, unchecked."""
+    (_, _, n_arrays, batch, epoch, n_samples, dense, used, part, n_parts,
+     first) = HEADER.unpack_from(raw)
+    return {"batch": batch, "epoch": epoch, "n_samples": n_samples, "dense": dense,
+            "used": used, "n_arrays": n_arrays, "part": part, "n_parts": n_parts,
+            "first": first}
+
+
+class SlotBatch:
+    """A batch left unparsed in its ring slot (one part, not trimmed): what
+    a DataLoader worker copies whole into its arena (pertload.arena), where
+    the receiving process checks and parses it as a slot read from the ring.
+    It has a Batch's index, epoch, parts and length, and the slot's header
+    (`_head`, as read) and address; `used` is its bytes in use, at most the
+    slot's size. parsed() is the Batch of the slot."""
+
+    parts = 1
+    _packed = _shipped = None
+
+    def __init__(self, head, kinds, ring, slot_addr, slot_bytes, fingerprints, graph_source):
+        self._head, self._kinds, self._ring = head, kinds, ring
+        self._slot_addr, self._slot_bytes = slot_addr, slot_bytes
+        self._fingerprints, self._graph_source = fingerprints, graph_source
+        self.gene_fingerprint, self.edge_fingerprints, *database = fingerprints
+        self.db_fingerprint = database[0] if database else None
+        self.index, self.epoch = head["batch"], head["epoch"]
+        self.used = head["used"] if HEADER.size <= head["used"] <= slot_bytes else 0
+        self._released = None
+
+    def __len__(self):
+        return self._head["n_samples"]
+
+    def _live(self):
+        """Raise LoaderError when the slot was handed back."""
+        if self._released is not None:
+            raise LoaderError(self._released)
+
+    def parsed(self):
+        """The Batch of the slot (checked; views of it)."""
+        self._live()
+        buf = self._ring.buffer(self._slot_addr)
+        head, arrays = parse_slot(buf, self._slot_bytes)
+        return Batch(arrays, head, self._kinds, self._ring, self._slot_addr, self._slot_bytes,
+                     self._fingerprints, self._graph_source, owner=buf)
+
+    def release(self, why):
+        self._released = why
+
+    def take_owner(self):
+        return None, self.used
+
+    def wait_copies(self):
+        pass
 
 
 def merge_parts(parts):

@@ -133,6 +133,7 @@ class Dataset(tud.IterableDataset):
         loader = self._kept_loader = self.loader(
             persistent=self.loader_options.get("persistent", True))
         loader._pid = os.getpid()
+        loader._unparsed = self.layout == "lists"  # copied whole into the arena
         # A worker process ends through multiprocessing's exit, which runs
         # these finalizers (not weakref's).
         mp_util.Finalize(None, _close_loader, (loader,), exitpriority=0)

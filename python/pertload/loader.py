@@ -10,7 +10,7 @@ import weakref
 from . import _lib
 from ._lib import LoaderError
 from ._service import _EINTR, _start_producer
-from .batch import Batch, list_kinds, merge_parts, parse_slot
+from .batch import HEADER, Batch, SlotBatch, list_kinds, merge_parts, parse_slot, slot_head
 from .graph import Graph, fingerprints
 from .subset import split_rows, split_spec, subset
 
@@ -168,12 +168,16 @@ class _Epoch:
         self._i += 1
         try:
             m.check_size()
-            buf = m.buffer(slot.value)
-            head, arrays = parse_slot(buf, m.slot_bytes)
-            batch = Batch(arrays, head, self._loader._kinds, m, ctypes.addressof(buf),
-                          m.slot_bytes, self._loader._fingerprints, self._loader._graph_on,
-                          owner=buf)
-            del buf, arrays
+            batch = self._unparsed(m, slot.value) if self._loader._unparsed else None
+            if batch is not None:
+                head = batch._head
+            else:
+                buf = m.buffer(slot.value)
+                head, arrays = parse_slot(buf, m.slot_bytes)
+                batch = Batch(arrays, head, self._loader._kinds, m, ctypes.addressof(buf),
+                              m.slot_bytes, self._loader._fingerprints, self._loader._graph_on,
+                              owner=buf)
+                del buf, arrays
             want = self._start + self._b
             if batch.index != want or batch.epoch != self._loader.epoch:
                 raise LoaderError(f"ring '{p.name}': slot holds batch {batch.index} of epoch "
@@ -185,6 +189,16 @@ class _Epoch:
                 raise
             raise LoaderError(f"ring '{p.name}': batch {self._start + self._b}: {e!r}") from e
         return head, batch
+
+    def _unparsed(self, m, addr):
+        """The SlotBatch of the slot at `addr` when it holds one whole batch
+        to yield as it is (one part, not trimmed), else None."""
+        lo = self._loader
+        head = slot_head(ctypes.string_at(addr, HEADER.size))
+        keep = lo._keep(head["batch"])
+        if head["n_parts"] != 1 or (keep is not None and keep < head["n_samples"]):
+            return None
+        return SlotBatch(head, lo._kinds, m, addr, m.slot_bytes, lo._fingerprints, lo._graph_on)
 
     def _release(self, batch):
         """Hand the slot of the last delivery taken back to the producer. The
@@ -397,6 +411,10 @@ class Loader:
     iteration exits (PR_SET_PDEATHSIG), so iterate from a thread that outlives
     the epoch, such as the main thread.
     """
+
+    # True in a DataLoader worker of the lists layout (pertload.data): a
+    # batch its slot holds whole is yielded as a SlotBatch, copied unparsed.
+    _unparsed = False
 
     def __init__(self, db, batch_size=64, shuffle=False, seed=0, drop_last=False, rank=None,
                  world_size=None, dense=None, threads=2, ring=None, timeout=30.0, slots=None,

@@ -10,6 +10,7 @@ import pickle
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from torch.utils.data import DataLoader
 
@@ -142,3 +143,42 @@ def test_arenas_of_finished_workers_are_let_go(medium):
     # those of the last two epochs (let go when the next one is mapped).
     assert 0 < len(arena._MAPPED) <= 4
     assert mine() == []
+
+
+def test_unparsed_slots_ship_as_the_ring_holds_them(medium):
+    """In a worker the Loader yields a slot that holds a whole batch
+    unparsed (SlotBatch) and a trimmed or split batch parsed; shipped, each
+    equals the Loader's batch; a released one is refused."""
+    from pertload.batch import Batch, SlotBatch
+
+    # Rank 1 of 2 over 301 rows: 64, 64 and a last batch trimmed to 22.
+    kw = dict(batch_size=64, rows=range(301), pad=False, shuffle=True, seed=2, rank=1,
+              world_size=2)
+    for ring in ({}, {"max_ring_bytes": 1 << 16, "slots": 2}):
+        want = [b.copy() for b in pertload.Loader(medium.db, **kw, **ring)]
+        lo = pertload.Loader(medium.db, **kw, **ring)
+        lo._unparsed = True
+        kinds = []
+        for b, w in zip(lo, want):
+            kinds.append((type(b), b.parts > 1))
+            got = arena.ship(b, None)
+            assert len(got) == len(w) and got.index == w.index
+            for name, a in w.arrays.items():
+                np.testing.assert_array_equal(got.arrays[name], a, err_msg=name)
+            if isinstance(b, SlotBatch):
+                np.testing.assert_array_equal(b.parsed().labels, w.labels)
+        lo.close()
+        assert len(kinds) == len(want) == 3 and len(want[-1]) == 22
+        if ring:  # batches split over slots are parsed and merged
+            assert (Batch, True) in kinds
+            assert all(k is Batch for k, split in kinds if split)
+        else:
+            assert kinds == [(SlotBatch, False)] * 2 + [(Batch, False)]
+    lo = pertload.Loader(medium.db, **kw)
+    lo._unparsed = True
+    it = iter(lo)
+    first = next(it)
+    next(it)
+    with pytest.raises(pertload.LoaderError, match="released"):
+        arena.ship(first, None)
+    lo.close()
