@@ -139,6 +139,8 @@ def ship(batch, graph_source, light=False):
         return packed.pack(batch.parsed() if arrays is None else batch, graph_source)
     flat = arena.data[i * arena.region:i * arena.region + nbytes]
     if table is None:
+        if batch._ring is not None:
+            batch._ring.check_size()  # the copy reads the slot
         ctypes.memmove(flat.ctypes.data, batch._slot_addr, nbytes)
     else:
         packed.fill(flat, table, arrays)
