@@ -1,4 +1,4 @@
-/* Abandoned rings (reclaim.h). */
+/* Abandoned rings and arenas (reclaim.h). */
 #include "reclaim.h"
 
 #include <dirent.h>
@@ -38,6 +38,18 @@ static int abandoned(int fd, const struct stat *st)
     return dead;
 }
 
+/* Whether the open segment `fd` (`st`) is an arena whose main process and
+ * worker are both dead. */
+static int abandoned_arena(int fd, const struct stat *st)
+{
+    pl__arena_id id;
+    if ((uint64_t)st->st_size < PL__RING_PAGE || pread(fd, &id, sizeof id, 0) != sizeof id)
+        return 0;
+    return memcmp(id.magic, PL__ARENA_MAGIC, 8) == 0 && id.main_pid > 0 && id.worker_pid > 0 &&
+           !pl__shm_pid_alive(id.main_pid, id.main_start) &&
+           !pl__shm_pid_alive(id.worker_pid, id.worker_start);
+}
+
 int pl__ring_reclaim(int dry_run, pl__ring_reclaim_fn fn, void *ctx)
 {
     DIR *d = opendir(PL__SHM_DIR);
@@ -61,11 +73,13 @@ int pl__ring_reclaim(int dry_run, pl__ring_reclaim_fn fn, void *ctx)
          * complete, and a lock held here would stop the last user of a
          * shared table (also "pertload-...", not a ring: its magic differs)
          * from removing it. */
-        if (abandoned(fd, &st)) {
+        int arena = strncmp(name, PL__ARENA_PREFIX, strlen(PL__ARENA_PREFIX)) == 0;
+        if (arena ? abandoned_arena(fd, &st) : abandoned(fd, &st)) {
             int removed = !dry_run && pl__shm_unlink_same(shm, path, &st) == 0;
             found++;
             if (fn)
-                fn(ctx, name, (uint64_t)st.st_size, removed);
+                fn(ctx, name, (uint64_t)st.st_size, removed,
+                   arena ? "main process and worker" : "producer and consumer");
         }
         close(fd);
     }

@@ -8,17 +8,35 @@
 
 #include "pertload.h"
 
-/** Called per abandoned ring with its name (without the "pertload-"
- *  prefix), its size in bytes and whether it was removed. */
-typedef void (*pl__ring_reclaim_fn)(void *ctx, const char *name, uint64_t bytes, int removed);
+/* A DataLoader worker's arena (python/pertload/arena.py), a file
+ * "pertload-arena-..." in /dev/shm, begins with this identity: the main
+ * process and the worker that made it, each by pid and start time (field
+ * 22 of /proc/<pid>/stat). The main process removes the name once it maps
+ * the file, the worker at its exit when it was never mapped: a worker
+ * SIGKILLed before the main process received its first batch leaves it. */
+#define PL__ARENA_PREFIX "arena-" /* after PL__RING_PREFIX */
+#define PL__ARENA_MAGIC "PLARENA1"
+typedef struct {
+    char magic[8];
+    int32_t main_pid, worker_pid;
+    uint64_t main_start, worker_start;
+} pl__arena_id;
+
+/** Called per abandoned ring or arena with its name (without the
+ *  "pertload-" prefix), its size in bytes, whether it was removed and whose
+ *  death made it abandoned ("producer and consumer", "main process and
+ *  worker"). */
+typedef void (*pl__ring_reclaim_fn)(void *ctx, const char *name, uint64_t bytes, int removed,
+                                    const char *dead);
 
 /** Find this user's rings under /dev/shm whose producer and consumer are
  *  both dead (pid and start time; a ring whose consumer was never named is
  *  kept: one may still attach to read a finished epoch),
- *  complete (a creator still building holds its lock) and well-formed;
- *  remove them unless `dry_run` (only while the name still names the
- *  segment inspected). Another user's segments and live rings are never
- *  touched. `fn` may be NULL.
+ *  complete (a creator still building holds its lock) and well-formed, and
+ *  the arenas whose main process and worker are both dead; remove them
+ *  unless `dry_run` (only while the name still names the segment
+ *  inspected). Another user's segments and live rings are never touched.
+ *  `fn` may be NULL.
  *  @return the number found, or -errno when /dev/shm cannot be listed. */
 int pl__ring_reclaim(int dry_run, pl__ring_reclaim_fn fn, void *ctx);
 

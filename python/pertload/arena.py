@@ -26,14 +26,16 @@ release is stored after the views are gone, in program order, with the
 interpreter's own atomic operations between (its lock switches).
 
 Names: pertload-arena-<main pid>-<worker pid>-<random>; the worker removes
-its name at exit if the main process never mapped it (a worker killed by
+its name at exit if the main process never mapped it. A worker killed by
 SIGKILL before the main process received its first batch leaves its file:
-remove it by hand)."""
+`pertload clean` (and every serve at its start) removes it once the main
+process is gone too, by the identity at the start of its header."""
 
 import ctypes
 import mmap
 import os
 import secrets
+import struct
 import sys
 
 import numpy as np
@@ -53,10 +55,31 @@ def _round(n):
     return -(-n // mmap.PAGESIZE) * mmap.PAGESIZE
 
 
+# The header's first bytes: who made the arena (pl__arena_id, ring/reclaim.h:
+# `pertload clean` removes an arena whose main process and worker are both
+# dead); its words follow at _WORDS.
+_ID = struct.Struct("<8siiQQ")
+_WORDS = 64
+
+
+def _start_time(pid):
+    """The start time of process `pid` (field 22 of /proc/<pid>/stat), or 0."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def _words(m):
     """(retired, issued[REGIONS], released[REGIONS]) views of a header."""
-    w = np.frombuffer(m, np.uint64, count=1 + 2 * REGIONS)
+    w = np.frombuffer(m, np.uint64, count=1 + 2 * REGIONS, offset=_WORDS)
     return w[:1], w[1:1 + REGIONS], w[1 + REGIONS:]
+
+
+def _exit(path, retired):
+    retired[0] = 1
+    _unlink(path)
 
 
 def _unlink(path):
@@ -84,12 +107,15 @@ class _Arena:
             raise
         finally:
             os.close(fd)
+        main, me = os.getppid(), os.getpid()
+        _ID.pack_into(self.map, 0, b"PLARENA1", main, me, _start_time(main), _start_time(me))
         self.retired, self.issued, self.released = _words(self.map)
         self.data = np.frombuffer(self.map, np.uint8, offset=_HEADER)
         self.count = 0
         # A worker process ends through multiprocessing's exit, which runs
-        # these finalizers (not weakref's).
-        mp_util.Finalize(self, _unlink, (self.path,), exitpriority=0)
+        # these finalizers (not weakref's): the name goes if it was never
+        # mapped, and the main process sees the arena retired.
+        mp_util.Finalize(self, _exit, (self.path, self.retired), exitpriority=0)
 
     def take(self):
         """A free region's index, or None."""
@@ -199,6 +225,7 @@ class _Mapped:
         self.retired, self.issued, self.released = _words(self.header)
         self.worker = int(os.path.basename(path).split("-")[3])
         self.held = {}
+        self.last = 0  # the highest batch number received from the arena
 
     def give_back(self):
         """Releases each region whose views are all gone."""
@@ -209,9 +236,9 @@ class _Mapped:
                 del self.held[i]
 
     def finished(self):
-        """Whether the worker let this arena go (retired, or exited) and no
-        region is held here."""
-        if self.held:
+        """Whether the worker let this arena go (retired, or exited), every
+        batch it put in a region was received and none is held here."""
+        if self.held or int(self.issued.max()) > self.last:
             return False
         if self.retired[0]:
             return True
@@ -238,6 +265,7 @@ def receive(path, region, i, count, nbytes, table, head, kinds, fingerprints, gr
         m = _MAPPED[path] = _Mapped(path, region)
     m.give_back()
     m.held[i] = count
+    m.last = max(m.last, count)
     buf = torch.from_numpy(np.frombuffer(m.regions[i], np.uint8, count=nbytes))
     b = _batch(buf, table, nbytes, head, kinds, fingerprints, graph_source)
     b._arena = (path, region, i, count)

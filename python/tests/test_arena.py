@@ -182,3 +182,15 @@ def test_unparsed_slots_ship_as_the_ring_holds_them(medium):
     with pytest.raises(pertload.LoaderError, match="released"):
         arena.ship(first, None)
     lo.close()
+
+
+def test_an_arena_is_let_go_once_retired_and_every_batch_received():
+    a = arena._Arena(1 << 16)
+    m = arena._Mapped(a.path, a.region)  # maps it and removes its name
+    assert not Path(a.path).exists()
+    a.count = a.issued[3] = 1  # a batch put in region 3, not yet received
+    arena._exit(a.path, a.retired)  # the worker's exit: retired
+    assert m.retired[0] == 1
+    assert not m.finished()
+    m.last = 1
+    assert m.finished()

@@ -5,6 +5,7 @@ and removes them, and `serve` reclaims them when it starts. Live rings stay."""
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -79,3 +80,61 @@ def test_serve_reclaims_abandoned_rings_at_start(small):
     rows = [r for b in pertload.Loader(small.db, batch_size=64, threads=1) for r in b.row.tolist()]
     assert rows == list(range(small.n))
     assert not (SHM / f"pertload-{dead}").exists()
+
+
+_LEAVE_ARENA = """
+import os, sys
+from pertload import arena
+pid = os.fork()
+if pid == 0:  # the worker: makes its arena and dies without its exit handlers
+    a = arena._Arena(1 << 16)
+    print(a.path, flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+def _left_arena(main_alive):
+    """The path of an arena whose worker died without removing it; its main
+    process is this one (alive) or a child that exited."""
+    if main_alive:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            from pertload import arena
+            a = arena._Arena(1 << 16)  # held: its finalizer would remove it
+            os.write(w, a.path.encode())
+            os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        with os.fdopen(r, "rb") as f:
+            path = f.read().decode()
+    else:
+        path = subprocess.run([sys.executable, "-c", _LEAVE_ARENA], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    assert Path(path).exists()
+    return path
+
+
+def test_clean_removes_arenas_whose_main_process_and_worker_died():
+    kept = _left_arena(main_alive=True)
+    try:
+        done = 0
+        for _ in range(5):  # another run's serve may reclaim it first (see above)
+            dead = _left_arena(main_alive=False)
+            out = run_cli("clean", "--dry-run").stdout
+            assert Path(kept).name not in out
+            if f"would remove {dead} " not in out:
+                assert not Path(dead).exists()
+                continue
+            assert "main process and worker dead" in out and Path(dead).exists()
+            out = run_cli("clean").stdout
+            assert Path(kept).name not in out and Path(kept).exists()
+            assert not Path(dead).exists()
+            if f"removed {dead} " in out:
+                done += 1
+                break
+        assert done, "every round's arena was reclaimed by another process"
+    finally:
+        Path(kept).unlink()
