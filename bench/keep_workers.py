@@ -22,7 +22,10 @@ and, for dataset-W, the workers' own CPU a batch and their serves' (each
 worker reports its CPU seconds as it exits); with --json, one JSON object.
 
 usage: keep_workers.py DB [--rows N] [--workers W] [--batch-size B]
-                          [--threads T] [--only NAME,...] [--json]
+                          [--threads T] [--only NAME,...] [--rounds R]
+                          [--repeat R] [--json]
+--rounds R runs the epochs R times in turn and prints, per path, its % of
+`loader` over the rounds (min, median, max).
 """
 import argparse
 import functools
@@ -30,6 +33,7 @@ import gc
 import json
 import multiprocessing.util as mp_util
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -156,6 +160,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="loader,keep,dataset-0,dataset-W,epoch-start")
     ap.add_argument("--repeat", type=int, default=1, help="rounds of the epoch starts")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of the epochs, each round one of each in turn")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     n_db = pertload.Loader(a.db, rank=0, world_size=1).n_samples
@@ -163,14 +169,21 @@ def main():
     only = set(a.only.split(","))
     out = {"rows": a.rows, "batch_size": a.batch_size, "threads": a.threads,
            "workers": a.workers, "load": os.getloadavg()[0]}
-    if "loader" in only:
-        out["loader"] = run_loader(a, False)
-    if "keep" in only:
-        out["keep"] = run_loader(a, True)
-    if "dataset-0" in only:
-        out["dataset-0"] = run_dataset(a, 0)
-    if "dataset-W" in only:
-        out[f"dataset-{a.workers}"] = run_dataset(a, a.workers)
+    rounds = []
+    for _ in range(a.rounds):  # the epochs in turn, each round one of each
+        r = {}
+        if "loader" in only:
+            r["loader"] = run_loader(a, False)
+        if "keep" in only:
+            r["keep"] = run_loader(a, True)
+        if "dataset-0" in only:
+            r["dataset-0"] = run_dataset(a, 0)
+        if "dataset-W" in only:
+            r[f"dataset-{a.workers}"] = run_dataset(a, a.workers)
+        rounds.append(r)
+    out.update(rounds[0])
+    if a.rounds > 1:
+        out["rounds"] = rounds
     if "epoch-start" in only:
         out["epoch_start_s"] = {name: [] for name, *_ in STARTS}
         for _ in range(a.repeat):
@@ -181,9 +194,33 @@ def main():
     if a.json:
         print(json.dumps(out, indent=1))
         return 0
-    base = out.get("loader", {}).get("samples_per_s")
     print(f"{a.rows} rows, batch {a.batch_size}, serve threads {a.threads}; load average "
           f"{out['load']:.1f} -> {out['load_after']:.1f}")
+    for n, r in enumerate(rounds):
+        if a.rounds > 1:
+            print(f"round {n + 1}")
+        print_round(r)
+    ratios = {}
+    for r in rounds:
+        for k, v in r.items():
+            if "loader" in r and k != "loader":
+                ratios.setdefault(k, []).append(100 * v["samples_per_s"] /
+                                                r["loader"]["samples_per_s"])
+    if a.rounds > 1:
+        for k, pct in ratios.items():
+            pct.sort()
+            print(f"{k:12s} % of loader over {len(pct)} rounds: min {pct[0]:.0f}, median "
+                  f"{statistics.median(pct):.0f}, max {pct[-1]:.0f}")
+    if "epoch_start_s" in out:
+        for name, times in out["epoch_start_s"].items():
+            print(f"epoch start  {name:24s} " + ", ".join(f"{t * 1e3:.0f}" for t in times) +
+                  " ms")
+    return 0
+
+
+def print_round(out):
+    """One round's lines: samples/s, the ratio to `loader`, CPU a batch."""
+    base = out.get("loader", {}).get("samples_per_s")
     for k, v in out.items():
         if isinstance(v, dict) and "samples_per_s" in v:
             ratio = f" ({100 * v['samples_per_s'] / base:.0f}% of loader)" if base else ""
@@ -194,11 +231,6 @@ def main():
                           f"{v['worker_serves_cpu_us_per_batch']:.0f} us a batch")
             print(f"{k:12s} {v['samples_per_s']:>12,.0f} samples/s{ratio}, main process CPU "
                   f"{v['consumer_cpu_us_per_batch']:.0f} us a batch{extra}")
-    if "epoch_start_s" in out:
-        for name, times in out["epoch_start_s"].items():
-            print(f"epoch start  {name:24s} " + ", ".join(f"{t * 1e3:.0f}" for t in times) +
-                  " ms")
-    return 0
 
 
 if __name__ == "__main__":
