@@ -77,11 +77,6 @@ def _words(m):
     return w[:1], w[1:1 + REGIONS], w[1 + REGIONS:]
 
 
-def _exit(path, retired):
-    retired[0] = 1
-    _unlink(path)
-
-
 def _unlink(path):
     try:
         os.unlink(path)
@@ -113,9 +108,8 @@ class _Arena:
         self.data = np.frombuffer(self.map, np.uint8, offset=_HEADER)
         self.count = 0
         # A worker process ends through multiprocessing's exit, which runs
-        # these finalizers (not weakref's): the name goes if it was never
-        # mapped, and the main process sees the arena retired.
-        mp_util.Finalize(self, _exit, (self.path, self.retired), exitpriority=0)
+        # these finalizers (not weakref's).
+        mp_util.Finalize(self, _unlink, (self.path,), exitpriority=0)
 
     def take(self):
         """A free region's index, or None."""
@@ -236,11 +230,14 @@ class _Mapped:
                 del self.held[i]
 
     def finished(self):
-        """Whether the worker let this arena go (retired, or exited), every
-        batch it put in a region was received and none is held here."""
-        if self.held or int(self.issued.max()) > self.last:
+        """Whether the worker let this arena go and no region is held here:
+        it exited (its queue was flushed before, so every batch it sent came
+        before any later arena's first), or it retired the arena for a
+        larger one and every batch it put here was received (one sent just
+        before may come after the new arena's first)."""
+        if self.held:
             return False
-        if self.retired[0]:
+        if self.retired[0] and int(self.issued.max()) <= self.last:
             return True
         try:
             os.kill(self.worker, 0)
