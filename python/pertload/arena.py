@@ -6,9 +6,10 @@ torch's own transport of a shared tensor creates a shared-memory object a
 batch and passes its descriptor over a socket per batch: most of the cost
 of a worker's batch in the main process. Here each worker makes one file
 in /dev/shm of REGIONS equal regions behind a one-page header and copies
-each batch into a free region: the bytes of its ring slot when the slot
-holds exactly the batch (the main process checks them as a slot read from
-the ring), else its arrays as a table places them (pertload.packed); the
+each batch into a free region: the bytes of its ring slot when the
+worker's Loader left the slot unparsed (a SlotBatch: one part, not
+trimmed; the main process checks them as a slot read from the ring), else
+its arrays as a table places them (pertload.packed); the
 pickled batch is the file's name, the region and what to read there. The
 main process maps the file once (and removes its name), each region as an
 mmap of its own whose views are the batch's arrays.
@@ -117,23 +118,10 @@ class _Arena:
         return int(free[0]) if free.size else None
 
 
-def _slot_bytes(batch):
-    """The bytes of the ring slot that holds exactly `batch` (one part, not
-    trimmed), or 0: such a batch is shipped as the slot's bytes, checked
-    again where it is received as a slot read from the ring is."""
-    from .batch import HEADER
-
-    if not batch._slot_addr or batch.parts != 1:
-        return 0
-    head = HEADER.unpack_from(ctypes.string_at(batch._slot_addr, HEADER.size))
-    n_samples, used = head[5], head[7]  # in HEADER's order, as parse_slot reads it
-    return used if n_samples == len(batch) and used <= batch._slot_bytes else 0
-
-
 def ship(batch, graph_source, light=False):
     """What a worker yields for `batch`: its bytes in a region of this
-    process's arena (the ring slot's bytes when it holds exactly the batch,
-    else its arrays one after another), pickled as the arena's name, the
+    process's arena (a SlotBatch's slot bytes, a Batch's arrays one after
+    another), pickled as the arena's name, the
     region and what to read there; a shared tensor of its own
     (packed.pack) when no region is free. light=True: an object that only
     pickles so (no Batch made of the region here)."""
@@ -141,14 +129,11 @@ def ship(batch, graph_source, light=False):
 
     if isinstance(batch, SlotBatch):
         batch._live()
-    if isinstance(batch, SlotBatch) and not batch.used:
-        batch = batch.parsed()  # raises what is wrong with the slot
-    if isinstance(batch, SlotBatch):
-        arrays, used = None, batch.used
-    else:
-        arrays = batch.arrays  # raises for a released batch
-        used = _slot_bytes(batch)
-    table, nbytes = (None, used) if used else packed.table(arrays)
+        if not batch.used:
+            batch = batch.parsed()  # raises what is wrong with the slot
+    whole = isinstance(batch, SlotBatch)  # shipped as its slot's bytes
+    arrays = None if whole else batch.arrays  # raises for a released batch
+    table, nbytes = (None, batch.used) if whole else packed.table(arrays)
     arena = _OWN.get(os.getpid())
     if arena is None or nbytes > arena.region:
         if arena is not None:
@@ -156,11 +141,10 @@ def ship(batch, graph_source, light=False):
         arena = _OWN[os.getpid()] = _Arena(max(_MIN_REGION, _round(2 * nbytes)))
     i = arena.take()
     if i is None:
-        return packed.pack(batch.parsed() if arrays is None else batch, graph_source)
+        return packed.pack(batch.parsed() if whole else batch, graph_source)
     flat = arena.data[i * arena.region:i * arena.region + nbytes]
-    if table is None:
-        if batch._ring is not None:
-            batch._ring.check_size()  # the copy reads the slot
+    if whole:
+        batch._ring.check_size()  # the copy reads the slot
         ctypes.memmove(flat.ctypes.data, batch._slot_addr, nbytes)
     else:
         packed.fill(flat, table, arrays)
@@ -217,7 +201,7 @@ class _Mapped:
             os.close(fd)
             _unlink(path)  # mapped: nothing is left behind whatever happens next
         self.retired, self.issued, self.released = _words(self.header)
-        self.worker = int(os.path.basename(path).split("-")[3])
+        self.worker = _ID.unpack_from(self.header)[2]  # the pid that made it
         self.held = {}
         self.last = 0  # the highest batch number received from the arena
 

@@ -142,7 +142,7 @@ class SlotBatch:
     def __init__(self, head, kinds, ring, slot_addr, slot_bytes, fingerprints, graph_source):
         self._head, self._kinds, self._ring = head, kinds, ring
         self._slot_addr, self._slot_bytes = slot_addr, slot_bytes
-        self._fingerprints, self._graph_source = fingerprints, graph_source
+        self._graph_source = graph_source
         self.gene_fingerprint, self.edge_fingerprints, *database = fingerprints
         self.db_fingerprint = database[0] if database else None
         self.index, self.epoch = head["batch"], head["epoch"]
@@ -163,7 +163,7 @@ class SlotBatch:
         buf = self._ring.buffer(self._slot_addr)
         head, arrays = parse_slot(buf, self._slot_bytes)
         return Batch(arrays, head, self._kinds, self._ring, self._slot_addr, self._slot_bytes,
-                     self._fingerprints, self._graph_source, owner=buf)
+                     packed.fingerprints(self), self._graph_source, owner=buf)
 
     def release(self, why):
         self._released = why
