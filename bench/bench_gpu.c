@@ -14,6 +14,7 @@
 
 #include "bench.h"
 #include "json.h"
+#include "rate.h"
 #include "collate/slot.h"
 #include "loader/expand.h"
 #include "loader/loader.h"
@@ -180,20 +181,24 @@ static int device_times(const opts *o, const pass *host, pl_err *err)
     if (rc == 0 && n) {
         printf("\ndevice, per batch of %u (mean of %llu batches; CUDA events on the upload "
                "stream):\n", o->batch, (unsigned long long)n);
+        double per[2] = {(double)mask_bytes[0], (double)mask_bytes[1]};
+        double copy_per_s = pl_bench_per_s((double)bytes / (double)n, n, copy_ms);
+        double bits_per_s = pl_bench_per_s(per[0], n, bits_ms);
+        double bool_per_s = pl_bench_per_s(per[1], n, bool_ms);
         printf("  host-to-device copy  %10.0f bytes  %8.3f ms  %6.2f GB/s (page-locked)\n",
-               (double)bytes / (double)n, copy_ms / (double)n,
-               copy_ms > 0 ? (double)bytes / (copy_ms / 1e3) / 1e9 : 0);
+               (double)bytes / (double)n, copy_ms / (double)n, copy_per_s / 1e9);
         printf("  expansion, bits      %10.0f bytes  %8.3f ms  %6.2f GB/s written, one launch\n",
-               (double)mask_bytes[0], bits_ms / (double)n,
-               bits_ms > 0 ? (double)mask_bytes[0] / (bits_ms / 1e3) / 1e9 : 0);
+               per[0], bits_ms / (double)n, bits_per_s / 1e9);
         printf("  expansion, bool      %10.0f bytes  %8.3f ms  %6.2f GB/s written, one launch\n",
-               (double)mask_bytes[1], bool_ms / (double)n,
-               bool_ms > 0 ? (double)mask_bytes[1] / (bool_ms / 1e3) / 1e9 : 0);
+               per[1], bool_ms / (double)n, bool_per_s / 1e9);
         printf("  copy + bits: %.0f samples/s of device time\n",
-               (double)samples / ((copy_ms + bits_ms) / 1e3));
+               pl_bench_per_s((double)samples / (double)n, n, copy_ms + bits_ms));
         pl_bench_json_num(o->json, "device_copy_ms_per_batch", copy_ms / (double)n);
-        pl_bench_json_num(o->json, "device_copy_bytes_per_s",
-                          copy_ms > 0 ? (double)bytes / (copy_ms / 1e3) : 0);
+        pl_bench_json_num(o->json, "device_copy_bytes_per_s", copy_per_s);
+        pl_bench_json_num(o->json, "device_bits_bytes", per[0]);
+        pl_bench_json_num(o->json, "device_bits_bytes_per_s", bits_per_s);
+        pl_bench_json_num(o->json, "device_bool_bytes", per[1]);
+        pl_bench_json_num(o->json, "device_bool_bytes_per_s", bool_per_s);
         pl_bench_json_num(o->json, "device_bits_ms_per_batch", bits_ms / (double)n);
         pl_bench_json_num(o->json, "device_bool_ms_per_batch", bool_ms / (double)n);
     }

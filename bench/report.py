@@ -209,7 +209,10 @@ def markdown(r):
     if g.get("devices"):
         row("  device: copy a batch", f"{g['device_copy_ms_per_batch']:.3f} ms")
         row("  device: expand to bits / bool (one launch)",
-            f"{g['device_bits_ms_per_batch']:.3f} / {g['device_bool_ms_per_batch']:.3f} ms")
+            f"{g['device_bits_ms_per_batch']:.3f} / {g['device_bool_ms_per_batch']:.3f} ms" +
+            (f" ({g['device_bits_bytes_per_s'] / 1e9:.1f} / "
+             f"{g['device_bool_bytes_per_s'] / 1e9:.1f} GB/s written)"
+             if g.get("device_bits_bytes_per_s") else ""))
     else:
         row("  device copy and kernel times", "no CUDA device visible: not measured")
     for plan in ("in-order", "shuffled"):
