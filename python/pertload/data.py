@@ -54,7 +54,9 @@ class Dataset(tud.IterableDataset):
     (evaluation): every sample of `rows` or `split` (Loader's; default all)
     exactly once, the shares' step counts may differ. Each worker runs its
     own `pertload serve`, kept across its epochs (Loader persistent=True:
-    one process for every epoch of a persistent worker). set_epoch(e) chooses the next
+    one process for every epoch of a persistent worker); without workers
+    the dataset's own Loader keeps one serve for every epoch (close() ends
+    it, as does garbage collection). set_epoch(e) chooses the next
     iteration's order (a DataLoader copies the dataset into its workers
     when they start, so set it before iterating; with persistent_workers
     each worker's copy moves to the next epoch at every iteration after its
@@ -121,23 +123,38 @@ class Dataset(tud.IterableDataset):
         loader.set_epoch(self.epoch)
         return loader
 
-    def _worker_loader(self):
-        """A worker's Loader, kept by its copy of the dataset across
-        iterations: with persistent_workers every epoch of the worker goes
-        through one `pertload serve` (Loader persistent=True). It is closed
-        when the worker process exits."""
+    def _kept(self, worker):
+        """The Loader of this process, kept by this copy of the dataset
+        across iterations, so that every epoch goes through one `pertload
+        serve` (Loader persistent=True): the main process's (a DataLoader
+        without workers iterates the dataset itself), or a worker's with
+        persistent_workers (each worker iterates its own copy). A worker's is
+        closed when the worker process exits; the main process's by close()
+        or garbage collection."""
         loader = getattr(self, "_kept_loader", None)
         if loader is not None and loader._pid == os.getpid():
+            if loader._proc is not None:
+                # An iteration of this dataset still runs (two at once): this
+                # one gets a loader of its own, closed at its end.
+                return self.loader()
             loader.set_epoch(self.epoch)
             return loader
-        loader = self._kept_loader = self.loader(
-            persistent=self.loader_options.get("persistent", True))
+        loader = self._kept_loader = self.loader()
         loader._pid = os.getpid()
-        loader._unparsed = self.layout == "lists"  # copied whole into the arena
-        # A worker process ends through multiprocessing's exit, which runs
-        # these finalizers (not weakref's).
-        mp_util.Finalize(None, _close_loader, (loader,), exitpriority=0)
+        if worker:
+            loader._unparsed = self.layout == "lists"  # copied whole into the arena
+            # A worker process ends through multiprocessing's exit, which runs
+            # these finalizers (not weakref's).
+            mp_util.Finalize(None, _close_loader, (loader,), exitpriority=0)
         return loader
+
+    def close(self):
+        """End the serve the main process's loader keeps between epochs (a
+        DataLoader without workers), if any; the next iteration starts a new
+        one."""
+        loader = self.__dict__.pop("_kept_loader", None)
+        if loader is not None and loader._pid == os.getpid():
+            _close_loader(loader)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -151,9 +168,7 @@ class Dataset(tud.IterableDataset):
             # every iteration after its first (persistent workers).
             self.epoch += self._worker_iterations
             self._worker_iterations = 1
-            loader = self._worker_loader()
-        else:
-            loader = self.loader()
+        loader = self._kept(worker)
         source = GraphSource(self.db, self._features) if worker else None
         try:
             for batch in loader:
@@ -168,8 +183,8 @@ class Dataset(tud.IterableDataset):
                 out = self.transform(out) if self.transform is not None else out
                 yield out
                 del out
-        finally:
-            if worker:  # an epoch left early stops its serve; a finished one is kept
+        finally:  # an epoch left early stops its serve; a finished one is kept
+            if loader is self.__dict__.get("_kept_loader"):
                 loader._stop_epoch()
             else:
                 _close_loader(loader)
@@ -259,6 +274,12 @@ class DataModule:
     (from set_epoch()'s value, default 0), as Lightning iterates it once per
     epoch. rank and world_size come from torchrun's environment as for
     Loader, or from the options.
+
+    One `pertload serve` runs every epoch of a loader: without workers the
+    split's Dataset keeps its Loader's; with persistent_workers=True the
+    same DataLoader is returned for every epoch and each worker keeps its
+    own (without, new workers and serves start every epoch). teardown()
+    ends them.
     """
 
     def __init__(self, db, splits=None, batch_size=64, num_workers=0, pin_memory=False, seed=0,
@@ -314,6 +335,14 @@ class DataModule:
             return dl
         return _EpochDataLoader(ds, self.epoch, num_workers=self.num_workers,
                                 pin_memory=self.pin_memory)
+
+    def teardown(self, stage=None):
+        """End the serves the loaders keep between epochs (Lightning calls
+        it after fit, validate or test); the next iteration starts new
+        ones."""
+        self._loaders.clear()  # persistent workers end with their DataLoader
+        for ds in self.datasets.values():
+            ds.close()
 
     def train_dataloader(self):
         return self._dataloader("train")

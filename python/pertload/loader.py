@@ -90,6 +90,31 @@ def _source_changed(loader, source):
             f"{_fps(*source)}")
 
 
+class _GraphOn:
+    """A Loader's graph, read on first use, and its tensors per device: the
+    graph source its batches hold (called with a device: graph.to_torch(device),
+    uploaded once per device)."""
+
+    def __init__(self, db, features):
+        self.db, self.features, self._graph = db, features, None
+
+    def graph(self):
+        """The database's Graph with the loader's features."""
+        if self._graph is None:
+            database = _lib.Database(self.db)
+            try:
+                graph = Graph(database)
+                if self.features:
+                    graph.set_features(self.features)
+                self._graph = graph
+            finally:
+                database.close()
+        return self._graph
+
+    def __call__(self, device):
+        return self.graph().tensors_on(device)
+
+
 class _Epoch:
     """Iterator over the batches of one run of the producer.
 
@@ -311,7 +336,7 @@ class Loader:
            timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
            khop_types=None, khop_max_genes=None, order="rows", block_rows=None,
            block_window=None, budget=None, rank_weights=None, ontology=None,
-           split=None, pad=True, shared_table=True)
+           split=None, pad=True, shared_table=True, persistent=True)
 
     pad: with pad=True (training) every rank runs the same number of steps:
     the plan pads the order by repeating its first samples (loader/plan.h
@@ -342,8 +367,9 @@ class Loader:
 
     Each iteration runs one epoch (set_epoch() chooses it): it starts
     `pertload serve` on a ring of its own, yields Batch objects (numpy views of
-    the ring, valid until the next batch) and stops the process at the end
-    (persistent=False, the default), on break, close() or garbage
+    the ring, valid until the next batch); the process is kept for the next
+    epoch (persistent=True, the default, below) or stopped at its end
+    (persistent=False), and stopped on break, close() or garbage
     collection. dense="bits" or "bool" asks the
     producer for dense masks in the slots. ring names the ring (default
     "py<pid>-<64 random bits in hex>", a fresh one per epoch and again when
@@ -394,7 +420,8 @@ class Loader:
     node features that to_torch(layout="pyg" or "lazy") gathers as each
     node store's x on the device (Graph.set_features; checked here).
 
-    persistent=True keeps the serve process (and its ring) between epochs:
+    persistent=True (the default) keeps the serve process (and its ring)
+    between epochs:
     once an epoch was iterated to its end, the next iteration with the same
     options (any epoch, any start batch of load_state_dict()) asks that
     process for its epoch through its stdin (serve --more-epochs) instead of
@@ -421,7 +448,7 @@ class Loader:
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
                  budget=None, rank_weights=None, ontology=None,
-                 split=None, features=None, pad=True, shared_table=True, persistent=False):
+                 split=None, features=None, pad=True, shared_table=True, persistent=True):
         rank, world_size = _rank_world(rank, world_size)
         if not pad and order != "rows":
             raise ValueError("pad=False takes the row order, not order='block'")
@@ -512,8 +539,9 @@ class Loader:
         self._start = 0      # batch the next iteration starts at
         self._consumed = 0   # batches of this epoch consumed
         self._epoch_it = None
-        self._graph = None
-        self._features = features
+        # What the batches expand against (not the loader: a batch kept past
+        # its epoch keeps no Loader, nor its kept serve, alive).
+        self._graph_on = _GraphOn(self.db, features)
         if features:
             self.graph  # noqa: B018 (read now: the features are checked against it)
         self._last_stats = None
@@ -702,20 +730,7 @@ class Loader:
     @property
     def graph(self):
         """The database's graph (Graph), read on first use."""
-        if self._graph is None:
-            database = _lib.Database(self.db)
-            try:
-                graph = Graph(database)
-                if self._features:
-                    graph.set_features(self._features)
-                self._graph = graph
-            finally:
-                database.close()
-        return self._graph
-
-    def _graph_on(self, device):
-        """graph.to_torch(device), uploaded once per device."""
-        return self.graph.tensors_on(device)
+        return self._graph_on.graph()
 
     @property
     def _proc(self):

@@ -42,14 +42,18 @@ def test_batches_kept_in_a_list_raise_instead_of_changing(small):
     assert [t["row"].tolist() for _, t in kept] == want
 
 
-def test_batch_kept_across_steps_and_epochs(small):
-    loader = pertload.Loader(small.db, batch_size=64, shuffle=True, slots=2)
+@pytest.mark.parametrize("persistent", [False, True])
+def test_batch_kept_across_steps_and_epochs(small, persistent):
+    loader = pertload.Loader(small.db, batch_size=64, shuffle=True, slots=2,
+                             persistent=persistent)
     kept, copies, tensors = [], [], []
     for epoch in range(2):
         loader.set_epoch(epoch)
         for b in loader:
             if kept and kept[-1].epoch == epoch:
                 assert_released(kept[-1])  # the previous step's batch
+            elif kept and persistent:  # the kept serve refills its slot: released
+                assert_released(kept[-1])
             elif kept:  # the previous epoch's last batch: its slot was never refilled
                 assert not kept[-1].released and kept[-1].row.tolist() == copies[-1].row.tolist()
             kept.append(b)

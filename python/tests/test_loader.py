@@ -404,13 +404,37 @@ def test_ring_name_in_use_is_refused(small):
 
 
 def test_end_of_epoch_leaves_nothing(small):
-    loader = pertload.Loader(small.db, batch_size=100)
+    """persistent=False: serve exits at the end of the epoch (the default
+    keeps it for the next: test_persistent.py)."""
+    loader = pertload.Loader(small.db, batch_size=100, persistent=False)
     it = iter(loader)
     next(it)
     proc = loader._proc
     assert len(list(it)) == 2
     assert proc.returncode == 0 and reaped(proc.pid)
     assert not [r for r in rings() if r.startswith(f"pertload-py{os.getpid()}-")]
+
+
+def test_default_loader_keeps_serve_and_dropping_it_ends_serve(small):
+    """By default the serve is kept after the epoch; a Loader no longer
+    referenced (its last batch still held, which holds no Loader) ends it at
+    once, without a garbage collection."""
+    loader = pertload.Loader(small.db, batch_size=100)
+    it = iter(loader)
+    next(it)
+    proc = loader._proc
+    for last in it:
+        pass
+    assert proc.poll() is None and loader._kept[1].proc is proc
+    gc.disable()  # freed by its reference count alone: no cycle through the batch
+    try:
+        del it, loader
+        proc.wait(DETECT_S)
+    finally:
+        gc.enable()
+    assert reaped(proc.pid)
+    assert not [r for r in rings() if r.startswith(f"pertload-py{os.getpid()}-")]
+    assert len(last.row) == 100  # the last batch stays valid (no slot refilled)
 
 
 class Alarm(Exception):

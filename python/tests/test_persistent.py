@@ -306,3 +306,103 @@ def test_serve_between_epochs_ends_when_its_consumer_is_a_zombie(small, tmp_path
         got.close()
         consumer.join()
     assert not [r for r in rings() if r.startswith(f"pertload-py{consumer.pid}-")]
+
+
+def test_loader_keeps_its_serve_by_default(small):
+    """Without options the Loader runs every epoch through one serve."""
+    loader = pertload.Loader(small.db, **KW)
+    assert loader.persistent
+    pids = {epoch_of(loader, e)[2] for e in range(3)}
+    assert len(pids) == 1
+    loader.close()
+    assert not mine()
+
+
+def test_kept_serve_killed_in_a_later_epoch_raises_within_the_bound(medium):
+    """A kept serve that dies during a later epoch is found as a fresh
+    serve's death is (test_loader.py: within DETECT_S), its ring removed;
+    the next epoch starts a new serve."""
+    loader = pertload.Loader(medium.db, slots=2, **{**KW, "batch_size": 8})
+    _, _, pid = epoch_of(loader, 0)
+    loader.set_epoch(1)
+    it = iter(loader)
+    next(it)
+    proc = loader._proc
+    assert proc.pid == pid  # the kept serve runs epoch 1
+    os.kill(pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    with pytest.raises(pertload.LoaderError, match="died|killed") as e:
+        for _ in it:
+            pass
+    assert time.monotonic() - t0 < DETECT_S, e.value
+    assert reaped(pid) and loader._proc is None and loader._kept is None and not mine()
+    rows, _, pid2 = epoch_of(loader, 2)
+    assert pid2 != pid and rows == fresh(medium.db, 2, batch_size=8)
+    loader.close()
+
+
+def _main_serve(out):
+    """Dataset transform without workers: the main process's serve pid."""
+    return os.getpid(), out.row.tolist()
+
+
+def test_dataset_without_workers_keeps_one_serve(medium):
+    """A DataLoader without workers (DataModule's default) iterates the
+    Dataset itself: its Loader, and serve, are kept across epochs; each
+    epoch is the plan's; close() ends the serve."""
+    ds = pertload.Dataset(medium.db, **KW)
+    dl = DataLoader(ds, batch_size=None)
+    serves = set()
+    for epoch in range(3):
+        ds.set_epoch(epoch)
+        rows = [b.row.tolist() for b in dl]
+        assert rows == plan_batches(medium.n, KW["seed"], epoch, True, 0, 1, 50, False)
+        serves.add(ds._kept_loader._kept[1].proc.pid)
+    assert len(serves) == 1 and len(mine()) == 1
+    proc = ds._kept_loader._kept[1].proc
+    ds.close()
+    assert reaped(proc.pid) and not mine()
+
+
+def test_datamodule_without_workers_keeps_one_serve(split_db):
+    dm = pertload.DataModule(split_db.db, batch_size=64, seed=3)
+    train = dm.train_dataloader()
+    ds = dm.datasets["train"]
+    epochs, serves = [], set()
+    for _ in range(3):
+        epochs.append([b.row.tolist() for b in train])
+        serves.add(ds._kept_loader._kept[1].proc.pid)
+    assert len(serves) == 1
+    assert epochs[0] != epochs[1]  # the next epoch each iteration (shuffled)
+    assert sorted(sum(epochs[0], [])) == sorted(sum(epochs[2], []))
+    val = [b.row.tolist() for b in dm.val_dataloader()]
+    assert val == [b.row.tolist() for b in dm.val_dataloader()]  # not shuffled
+    assert len(mine()) == 2  # train's and val's serves, each kept
+    dm.teardown("fit")
+    assert not mine()
+
+
+def test_dataset_iterated_twice_at_once(small):
+    """Two iterations of one Dataset at once in one process: the second gets
+    a Loader of its own (closed at its end); both epochs are whole."""
+    ds = pertload.Dataset(small.db, **KW)
+    a, b = iter(ds), iter(ds)
+    first = [next(a).row.tolist()]
+    second = [x.row.tolist() for x in b]
+    first += [x.row.tolist() for x in a]
+    want = plan_batches(small.n, KW["seed"], 0, True, 0, 1, 50, False)
+    assert first == second == want
+    ds.close()
+    assert not mine()
+
+
+def test_dataset_epoch_left_early_starts_a_new_serve(small):
+    ds = pertload.Dataset(small.db, **KW)
+    for x in ds:
+        break
+    del x
+    assert not mine()  # the epoch left early stopped its serve
+    ds.set_epoch(1)
+    assert [x.row.tolist() for x in ds] == plan_batches(small.n, KW["seed"], 1, True, 0, 1, 50,
+                                                        False)
+    ds.close()
