@@ -410,6 +410,8 @@ def _start_producer(loader, start):
             return _Producer(loader._serve_args(start, name), name, True, loader.timeout,
                              loader.persistent)
         except _NameTaken as e:
-            taken = e
+            # Its text only: the exception's traceback would hold this frame
+            # (a cycle keeping the loader, and its kept serve, until a collection).
+            taken = str(e)
     raise LoaderError(f"{_NAME_TRIES} ring names in a row were taken by other segments; the "
                       f"last: {taken}")

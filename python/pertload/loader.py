@@ -322,6 +322,9 @@ class _Epoch:
             self._finalizer.detach()
             self._producer = None
             self._loader._keep_producer(p, self._last)
+            # An iterator still referenced once done (a loop's `it`) keeps
+            # neither the Loader nor its kept serve alive.
+            self._loader = self._last = None
         elif finish:
             p.finish()
         else:
@@ -372,7 +375,7 @@ class Loader:
     (persistent=False), and stopped on break, close() or garbage
     collection. dense="bits" or "bool" asks the
     producer for dense masks in the slots. ring names the ring (default
-    "py<pid>-<64 random bits in hex>", a fresh one per epoch and again when
+    "py<pid>-<64 random bits in hex>", a fresh one per serve and again when
     the name is taken); timeout bounds the producer's start in seconds.
     khop=K adds to every batch the perturbation neighbourhoods (Batch.khop):
     the genes within K hops of each sample's deleted genes walking the edge

@@ -406,3 +406,26 @@ def test_dataset_epoch_left_early_starts_a_new_serve(small):
     assert [x.row.tolist() for x in ds] == plan_batches(small.n, KW["seed"], 1, True, 0, 1, 50,
                                                         False)
     ds.close()
+
+
+def test_a_done_iterator_keeps_no_loader_alive(small):
+    """An epoch's iterator still referenced after its end (a loop's `it`)
+    holds neither the Loader nor its kept serve: the Loader's end stops
+    serve at once (no collection), and a new Loader may take the ring's
+    name (serve would refuse a name its live ring holds)."""
+    name = f"py{os.getpid()}-done"
+    loader = pertload.Loader(small.db, ring=name, **KW)
+    it = iter(loader)
+    assert sum(len(b) for b in it) == small.n
+    proc = loader._kept[1].proc
+    gc.disable()
+    try:
+        loader = pertload.Loader(small.db, ring=name, **KW)  # the first is dropped
+        proc.wait(DETECT_S)
+        it = iter(loader)
+        assert sum(len(b) for b in it) == small.n
+    finally:
+        gc.enable()
+    assert reaped(proc.pid)
+    loader.close()
+    assert not os.path.exists(f"/dev/shm/pertload-{name}")
