@@ -219,8 +219,12 @@ def consumer(args):
         raise SystemExit(128 + sig)
 
     signal.signal(signal.SIGTERM, on_term)
+    # A serve an epoch (persistent=False): between epochs the consumer then
+    # maps no ring, and every producer the driver kills is one running an
+    # epoch (test_persistent.py covers the serve kept across epochs).
     loader = pertload.Loader(os.path.join(d, "db"), batch_size=args.batch_size, shuffle=True,
-                             seed=args.seed, slots=args.slots, threads=1, timeout=30.0)
+                             seed=args.seed, slots=args.slots, threads=1, timeout=30.0,
+                             persistent=False)
     assert (loader.rank, loader.world_size) == (rank, world)
     ck = read_json(ckpt_path, {"epoch": 0, "state": None, "batches": []})
     note("start", epoch=ck["epoch"], batches=len(ck["batches"]))

@@ -429,3 +429,22 @@ def test_a_done_iterator_keeps_no_loader_alive(small):
     assert reaped(proc.pid)
     loader.close()
     assert not os.path.exists(f"/dev/shm/pertload-{name}")
+
+
+def test_kept_serve_stopped_between_epochs_fails_within_the_timeout(small):
+    """A kept serve that does not answer the request for the next epoch (here
+    stopped, SIGSTOP) is bounded as a new serve's start is: LoaderError after
+    `timeout`, the serve ended and its ring removed."""
+    loader = pertload.Loader(small.db, timeout=2.0, **KW)
+    _, _, pid = epoch_of(loader, 0)
+    proc = loader._kept[1].proc
+    os.kill(pid, signal.SIGSTOP)
+    loader.set_epoch(1)
+    t0 = time.monotonic()
+    with pytest.raises(pertload.LoaderError, match="within 2 s"):
+        iter(loader)
+    assert time.monotonic() - t0 < 2.0 + DETECT_S
+    proc.wait(DETECT_S)
+    assert reaped(pid) and not mine()
+    assert [b.row.tolist() for b in loader] == fresh(small.db, 1)  # a new serve
+    loader.close()
