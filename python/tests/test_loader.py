@@ -238,6 +238,25 @@ def _rebuild(small, root, change):
     return db
 
 
+def test_kept_serve_goes_on_with_the_database_it_opened(small, tmp_path):
+    """A database replaced between two epochs: the serve kept from the first
+    goes on with the files it opened (the Loader's database); a serve
+    started after close() opens the new one and is refused."""
+    db = tmp_path / "db"
+    shutil.copytree(small.db, db)
+    loader = pertload.Loader(db, batch_size=64)
+    first = [b.sample_id.tolist() for b in loader]
+    pid = loader._kept[1].proc.pid
+    new = _rebuild(small, tmp_path, "edges")
+    os.rename(db, tmp_path / "old")
+    os.rename(new, db)
+    assert [b.sample_id.tolist() for b in loader] == first
+    assert loader._kept[1].proc.pid == pid
+    loader.close()
+    with pytest.raises(pertload.LoaderError, match="changed since the Loader opened it"):
+        list(loader)
+
+
 @pytest.mark.parametrize("change", ["edges", "types", "reactions"])
 def test_database_replaced_after_the_loader_opened_it_is_refused(small, tmp_path, change):
     db = tmp_path / "db"
