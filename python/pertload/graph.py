@@ -292,3 +292,28 @@ def _check_rows(what, ei, bounds):
     for row, n in zip(ei, bounds):
         if len(row) and (row.min() < 0 or row.max() >= n):
             raise _lib.LoaderError(f"{what}: node index outside 0..{n - 1}")
+
+
+class GraphOn:
+    """A Loader's graph, read on first use, and its tensors per device: the
+    graph source its batches hold (called with a device: graph.to_torch(device),
+    uploaded once per device), which keeps no Loader alive."""
+
+    def __init__(self, db, features):
+        self.db, self.features, self._graph = db, features, None
+
+    def graph(self):
+        """The database's Graph with the loader's features."""
+        if self._graph is None:
+            database = _lib.Database(self.db)
+            try:
+                graph = Graph(database)
+                if self.features:
+                    graph.set_features(self.features)
+                self._graph = graph
+            finally:
+                database.close()
+        return self._graph
+
+    def __call__(self, device):
+        return self.graph().tensors_on(device)

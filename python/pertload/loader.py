@@ -11,7 +11,7 @@ from . import _lib
 from ._lib import LoaderError
 from ._service import _EINTR, _start_producer
 from .batch import HEADER, Batch, SlotBatch, list_kinds, merge_parts, parse_slot, slot_head
-from .graph import Graph, fingerprints
+from .graph import GraphOn, fingerprints
 from .subset import split_rows, split_spec, subset
 
 def _env_int(name, default):
@@ -88,31 +88,6 @@ def _source_changed(loader, source):
         return ""
     return (f"the Loader's fingerprints are {_fps(gene, edges, database)}, pertload serve opened "
             f"{_fps(*source)}")
-
-
-class _GraphOn:
-    """A Loader's graph, read on first use, and its tensors per device: the
-    graph source its batches hold (called with a device: graph.to_torch(device),
-    uploaded once per device)."""
-
-    def __init__(self, db, features):
-        self.db, self.features, self._graph = db, features, None
-
-    def graph(self):
-        """The database's Graph with the loader's features."""
-        if self._graph is None:
-            database = _lib.Database(self.db)
-            try:
-                graph = Graph(database)
-                if self.features:
-                    graph.set_features(self.features)
-                self._graph = graph
-            finally:
-                database.close()
-        return self._graph
-
-    def __call__(self, device):
-        return self.graph().tensors_on(device)
 
 
 class _Epoch:
@@ -278,7 +253,8 @@ class _Epoch:
         if self._padding_left and self._start + self._b >= self._n:
             # pad=False: the rank's samples are out; the rest of serve's plan
             # is padding. The last batch stays valid: its slot is not refilled.
-            self.close()
+            if not self._skip_padding():
+                self.close()
             raise StopIteration
         prev, self._prev = self._prev, None
         if prev is not None:
@@ -295,10 +271,33 @@ class _Epoch:
         if keep is not None and keep < len(batch):
             batch = batch.trimmed(keep)
         if head["n_parts"] == 1:
-            self._prev = batch
+            self._prev, self._i_prev = batch, self._i - 1
         self._b += 1
         self._loader._consumed = self._start + self._b
         return batch
+
+    def _skip_padding(self):
+        """pad=False with a kept serve: take the padding left in serve's plan
+        without yielding it, so that serve ends its epoch and is kept for the
+        next, the last batch yielded staying valid until then (its slot is
+        handed back when the next epoch starts). Only where the padding's
+        deliveries fit in the other slots; else, or when serve fails
+        meanwhile, False (the caller stops serve)."""
+        p, prev = self._producer, self._prev
+        if not p.more_epochs or self._end - self._i >= p.mapping.stats()["n_slots"]:
+            return False
+        lib, m = _lib.lib(), p.mapping
+        if prev is not None:  # no delivery of this epoch goes to its slot now
+            lib.pl_ring_release(m.handle, self._i_prev, len(prev))
+        try:
+            while (got := self._take()) is not None:
+                lib.pl_ring_release(m.handle, self._i - 1, len(got[1]))
+                del got
+        except LoaderError:
+            return False  # _take closed the epoch
+        self._last = prev
+        self.close(finish=True)
+        return True
 
     def _check_size(self, m):
         try:
@@ -544,7 +543,7 @@ class Loader:
         self._epoch_it = None
         # What the batches expand against (not the loader: a batch kept past
         # its epoch keeps no Loader, nor its kept serve, alive).
-        self._graph_on = _GraphOn(self.db, features)
+        self._graph_on = GraphOn(self.db, features)
         if features:
             self.graph  # noqa: B018 (read now: the features are checked against it)
         self._last_stats = None

@@ -448,3 +448,30 @@ def test_kept_serve_stopped_between_epochs_fails_within_the_timeout(small):
     assert reaped(pid) and not mine()
     assert [b.row.tolist() for b in loader] == fresh(small.db, 1)  # a new serve
     loader.close()
+
+
+@pytest.mark.parametrize("slots", [2, 1])
+def test_unpadded_epochs_with_padding_left_keep_their_serve(small, slots):
+    """pad=False where serve's plan holds a batch of padding after the rank's
+    samples (9 rows, 2 ranks, batches of 4: rank 1's 4 samples in one batch,
+    its padded share two): the padding is taken unseen and serve kept, the
+    rank's last batch valid until the next epoch starts. With one slot the
+    padding would need the last batch's slot: serve is stopped instead."""
+    loader = pertload.Loader(small.db, batch_size=4, rows=range(9), rank=1, world_size=2,
+                             pad=False, slots=slots, shuffle=True, seed=3)
+    pids = []
+    for epoch in range(3):
+        loader.set_epoch(epoch)
+        got = list(loader)
+        assert len(got) == 1 and len(got[0]) == 4
+        want = plan_batches(9, 3, epoch, True, 1, 2, 4, False)[0]
+        assert got[0].row.tolist() == want  # still valid after the loop
+        kept = loader._kept
+        pids.append(kept[1].proc.pid if kept else None)
+    if slots == 2:
+        assert pids[0] is not None and pids == [pids[0]] * 3
+        assert loader.stats()["samples_consumed"] >= 4
+    else:
+        assert pids == [None] * 3
+    loader.close()
+    assert not mine()
