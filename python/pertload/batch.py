@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-from . import _lib, lazy, packed, pyg
+from . import _lib, kernels, lazy, packed, pyg
 from ._lib import LoaderError
 from .graph import check_same_database
 
@@ -536,14 +536,15 @@ class Batch:
         for key, slot_name, n in self._kinds:
             pos, ptr = self._lists[slot_name]
             if cuda:  # checked in the slot, then copied from it
+                _check_ptr(slot_name, pos, ptr)
                 _check_positions(slot_name, pos, ptr, n)
+                if pyg_lists is not None:  # on the CPU pl_pyg_edges checks them
+                    _check_sets(slot_name, pos, ptr)
             pos_t, ptr_t = up_long(pos), up(ptr)
             if not cuda:  # the copies are checked: the slot may change meanwhile
                 _check_ptr(slot_name, pos_t.numpy(), ptr_t.numpy())
                 _check_positions(slot_name, pos_t.numpy(), ptr_t.numpy(), n)
             if pyg_lists is not None:
-                if cuda:  # on the CPU pl_pyg_edges checks them
-                    _check_sets(torch, slot_name, pos_t, ptr_t)
                 pyg_lists[slot_name] = (pos_t, ptr_t)
                 continue
             if layout == "lists":
@@ -552,6 +553,9 @@ class Batch:
                 continue
             if key in self.dense:
                 mask = self._dense_mask(torch, up(_signed(self.dense[key])), n)
+            elif kernels.enabled(dev):  # one launch, nothing read back
+                mask = kernels.nodes(torch, n, B, dev, pos_t, ptr_t, store=False)["mask"]
+                mask = mask.view(B, n)
             else:
                 rows = torch.repeat_interleave(torch.arange(B, device=dev),
                                                ptr_t[1:] - ptr_t[:-1],
@@ -593,6 +597,10 @@ class Batch:
             if not cuda:
                 _check_ptr(name, pos_t.numpy(), ptr_t.numpy())
                 _check_positions(name, pos_t.numpy(), ptr_t.numpy(), n)
+            if kernels.enabled(dev):
+                mask = kernels.nodes(torch, n, B, dev, pos_t, ptr_t, store=False, kept=False,
+                                     removed=True)["pert_mask"]
+                return pos_t, ptr_t, mask.view(B, n)
             rows = torch.repeat_interleave(torch.arange(B, device=dev), ptr_t[1:] - ptr_t[:-1],
                                            output_size=len(pos))
             mask = torch.zeros(B * n, dtype=torch.bool, device=dev)
@@ -667,16 +675,18 @@ def _check_positions(kind, pos, ptr, n):
         raise LoaderError(f"slot: {kind} ptr decreases")
 
 
-def _check_sets(torch, kind, pos, ptr):
+def _check_sets(kind, pos, ptr):
     """Each sample's positions strictly increasing (sets, as the engine
-    writes them): the PyG layout counts kept edges from their number."""
+    writes them): the PyG layout counts kept edges from their number.
+    Checked on the host, in the slot, before the copy: nothing is read back
+    from the device."""
     if len(pos) < 2:
         return
     bad = pos[1:] <= pos[:-1]
     starts = ptr[1:-1]
     starts = starts[(starts > 0) & (starts < len(pos))]
     bad[starts - 1] = False  # a sample's first position follows another sample's
-    if bool(bad.any()):
+    if bad.any():
         raise LoaderError(f"slot: {kind} positions of a sample are not increasing")
 
 
