@@ -12,6 +12,7 @@ from ._lib import LoaderError
 from ._service import _EINTR, _start_producer
 from .batch import HEADER, Batch, SlotBatch, list_kinds, merge_parts, parse_slot, slot_head
 from .graph import Graph, fingerprints
+from .prefetch import DevicePrefetch
 from .subset import split_rows, split_spec, subset
 
 def _env_int(name, default):
@@ -108,6 +109,8 @@ class _Epoch:
         self._producer = None
         self._finalizer = None
         self._last = None    # persistent: the epoch's last delivery, once released
+        self.consumed = start  # the loader's batches taken so far
+        self.deferred = False
         if n_batches > start:
             self._producer = p = loader._producer(start)
             self._finalizer = _lib.finalize(self, p.stop)
@@ -272,7 +275,9 @@ class _Epoch:
         if head["n_parts"] == 1:
             self._prev = batch
         self._b += 1
-        self._loader._consumed = self._start + self._b
+        self.consumed = self._start + self._b
+        if not self.deferred:  # a DevicePrefetch counts deliveries itself
+            self._loader._consumed = self.consumed
         return batch
 
     def _check_size(self, m):
@@ -311,7 +316,8 @@ class Loader:
            timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
            khop_types=None, khop_max_genes=None, order="rows", block_rows=None,
            block_window=None, budget=None, rank_weights=None, ontology=None,
-           split=None, pad=True, shared_table=True)
+           split=None, pad=True, shared_table=True, persistent=False,
+           device=None, layout="masks", edge_types=None, prefetch=2)
 
     pad: with pad=True (training) every rank runs the same number of steps:
     the plan pads the order by repeating its first samples (loader/plan.h
@@ -403,9 +409,16 @@ class Loader:
     start a new one; an epoch left early stops it; close() or garbage
     collection ends it.
 
-    state_dict() saves the position in the epoch; load_state_dict() makes the
-    next iteration yield exactly the remaining batches. A producer failure or
-    death raises LoaderError.
+    device (e.g. "cuda"): the iteration yields batch.to_torch(device,
+    layout=layout, edge_types=edge_types) instead of the Batch, built up to
+    `prefetch` batches (default 2) ahead of the consumer on a thread and a
+    side stream of its own (pertload.prefetch.DevicePrefetch): the next
+    batch's copies and layout overlap the current step, the current stream
+    waits for them by an event, nothing is synchronised on the host.
+
+    state_dict() saves the position in the epoch (batches delivered, not
+    prefetched); load_state_dict() makes the next iteration yield exactly
+    the remaining batches. A producer failure or death raises LoaderError.
 
     The serve process is sent SIGKILL if the thread that started the
     iteration exits (PR_SET_PDEATHSIG), so iterate from a thread that outlives
@@ -421,8 +434,18 @@ class Loader:
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
                  budget=None, rank_weights=None, ontology=None,
-                 split=None, features=None, pad=True, shared_table=True, persistent=False):
+                 split=None, features=None, pad=True, shared_table=True, persistent=False,
+                 device=None, layout="masks", edge_types=None, prefetch=2):
         rank, world_size = _rank_world(rank, world_size)
+        if device is None and (layout != "masks" or edge_types is not None):
+            raise ValueError("layout and edge_types are options of device= (or of "
+                             "batch.to_torch())")
+        if device is not None and layout not in ("masks", "lists", "pyg", "lazy"):
+            raise ValueError(f"layout is 'masks', 'lists', 'pyg' or 'lazy', not {layout!r}")
+        if int(prefetch) < 1:
+            raise ValueError(f"prefetch is at least 1, not {prefetch}")
+        self.device, self.layout, self.edge_types = device, layout, edge_types
+        self.prefetch = int(prefetch)
         if not pad and order != "rows":
             raise ValueError("pad=False takes the row order, not order='block'")
         if budget is not None and rows is not None:
@@ -635,8 +658,15 @@ class Loader:
         start, self._start = self._start, 0
         self._consumed = start
         it = _Epoch(self, start, self._n_batches, self._serve_count())
+        if self.device is not None:
+            it.deferred = True
+            it = DevicePrefetch(it, self.device, self.layout, self.edge_types, self.prefetch,
+                                on_delivery=self._delivered)
         self._epoch_it = weakref.ref(it)
         return it
+
+    def _delivered(self, consumed):
+        self._consumed = consumed
 
     def set_epoch(self, epoch):
         """Choose the epoch of the next iteration (its order depends on it)."""
