@@ -173,7 +173,8 @@ def test_phenotype_keys_equal_the_sample_table(small, torch_geometric, monkeypat
 def test_reaction_rule_any_is_torchcells(small, tmp_path):
     """TorchCell removes a reaction when any of its GPR genes is deleted:
     pertload's reaction rule any; the default (gpr: the rule decides) keeps
-    some of those reactions."""
+    some of those reactions, and the lazy GPR edge masks give TorchCell's
+    reaction masks under either rule (docs/models.md)."""
     db = tmp_path / "any.db"
     run_cli("build", "-o", db, *small.build_args, "--reaction-rule", "any", "--quiet")
     assert db_graph(db).reaction_rule == "any" and db_graph(small.db).reaction_rule == "gpr"
@@ -189,6 +190,13 @@ def test_reaction_rule_any_is_torchcells(small, tmp_path):
                 torchcell[small.gpr[1][deleted]] = False
                 if gpr_rule:
                     differ += int((mask[i].numpy() != torchcell).any())
+                    # docs/models.md: TorchCell's mask from the lazy GPR edges
+                    gpr = data["gene", "gpr", "reaction"]
+                    E = gpr["hyperedge_index"].shape[1] // len(batch)
+                    lost = gpr["hyperedge_index"][1][~gpr["mask"]] - i * R
+                    lost = lost[(lost >= 0) & (lost < R)]
+                    assert np.array_equal(~np.isin(np.arange(R), lost.numpy()), torchcell), r
+                    assert E == small.gpr.shape[1]
                 else:
                     assert np.array_equal(mask[i].numpy(), torchcell), r
     assert differ > 0
