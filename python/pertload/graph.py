@@ -259,6 +259,7 @@ class Graph:
         return cache[key]
 
     def _hetero_data(self, device):
+        """to_pyg's HeteroData, made from tensors_on(device)."""
         try:
             from torch_geometric.data import HeteroData
         except ImportError as e:
@@ -304,8 +305,9 @@ class Graph:
         labels = list(self.label_names if labels is None else labels)
         unknown = [n for n in labels if n not in self.label_names]
         if unknown or not labels:
-            raise ValueError(f"add_phenotypes: {', '.join(map(repr, unknown)) or 'no label'} "
-                             f"given; the labels are {', '.join(self.label_names) or 'none'}")
+            what = f"no label {', '.join(map(repr, unknown))}" if unknown else "no label given"
+            raise ValueError(f"add_phenotypes: {what} (the database's labels: "
+                             f"{', '.join(self.label_names) or 'none'})")
         batch = hasattr(data, "_slice_dict")
         y = data.y if batch else data["labels"]
         dev, B = y.device, y.shape[0]

@@ -164,9 +164,11 @@ def test_phenotype_keys_equal_the_sample_table(small, torch_geometric, monkeypat
         seen += len(rows)
     assert seen == small.n
     data = next(iter(loader)).to_torch("cpu", layout="lazy")
-    with pytest.raises(ValueError, match=r"'nope' given; the labels are fitness, "
-                                         r"gene_interaction"):
+    with pytest.raises(ValueError, match=r"add_phenotypes: no label 'nope' \(the database's "
+                                         r"labels: fitness, gene_interaction\)"):
         g.add_phenotypes(data, ["fitness", "nope"])
+    with pytest.raises(ValueError, match=r"add_phenotypes: no label given"):
+        g.add_phenotypes(data, [])
     loader.close()
 
 
