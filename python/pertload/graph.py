@@ -197,6 +197,7 @@ class Graph:
             checked[node] = a
         self.features = {**self.stored_features, **checked}
         self.__dict__.pop("_tensors", None)
+        self.__dict__.pop("_pyg", None)
 
     def tensors_on(self, device):
         """to_torch(device), made once per device and kept (the shared graph
@@ -235,6 +236,105 @@ class Graph:
             out[("gene", "annotated", "term")] = {
                 "edge_index": up(self.ontology.annotation_index)}
         return out
+
+    def to_pyg(self, device="cpu"):
+        """The shared graph as a torch_geometric HeteroData on `device`, the
+        `cell_graph` TorchCell's models take beside the batch; made once per
+        device and kept (do not modify it; set_features makes it again).
+
+        Node stores (gene; with metabolism reaction and metabolite; with an
+        ontology term): num_nodes, node_ids (the names), x where the type
+        has features (Graph.features). Edge stores, each with num_edges:
+        ("gene", t, "gene") per edge type and ("gene", "annotated", "term")
+        with edge_index; ("gene", "gpr", "reaction") with hyperedge_index;
+        ("reaction", "rmr", "metabolite") with hyperedge_index and
+        stoichiometry (as layout="lazy" names them). The whole graph: no
+        batch, mask or pert_mask. Its tensors are those of
+        tensors_on(device). ImportError where torch_geometric does not
+        import (docs/python.md says how to install it)."""
+        cache = self.__dict__.setdefault("_pyg", {})
+        key = str(device)
+        if key not in cache:
+            cache[key] = self._hetero_data(device)
+        return cache[key]
+
+    def _hetero_data(self, device):
+        """to_pyg's HeteroData, made from tensors_on(device)."""
+        try:
+            from torch_geometric.data import HeteroData
+        except ImportError as e:
+            raise ImportError("Graph.to_pyg needs torch_geometric (pip install "
+                              "torch_geometric; docs/python.md)") from e
+        t = self.tensors_on(device)
+        names = {"gene": self.gene_names, "reaction": self.reaction_names,
+                 "metabolite": self.metabolite_names,
+                 "term": self.ontology.term_names if self.ontology is not None else []}
+        data = HeteroData()
+        for key, v in t.items():
+            store = data[key]
+            if not isinstance(key, tuple):
+                store.num_nodes = v["num_nodes"]
+                store.node_ids = list(names[key])
+                if "x" in v:
+                    store.x = v["x"]
+                continue
+            pairs = "hyperedge_index" if key[1] in ("gpr", "rmr") else "edge_index"
+            store[pairs] = v["edge_index"]
+            store.num_edges = int(v["edge_index"].shape[1])
+            if "stoichiometry" in v:
+                store.stoichiometry = v["stoichiometry"]
+        return data
+
+    def add_phenotypes(self, data, labels=None):
+        """TorchCell's label keys added to the gene store of a batch of
+        layout "pyg" or "lazy" (a Batch, or the mapping without PyG) from
+        its labels (y, or "labels": [B, L], NaN = missing), which stay:
+        phenotype_values float32, each sample's known labels in turn, in the
+        order of `labels` (names; default label_names); phenotype_type_indices
+        int64, each value's position in `labels`; phenotype_sample_indices
+        int64, 0 (a sample is one experiment; TorchCell counts a sample's
+        experiments there); phenotype_types, `labels` once per sample;
+        phenotype_values_ptr [B + 1] and phenotype_values_batch, each
+        value's sample (what PyG's follow_batch=["phenotype_values"] gives).
+        A sample with no known label gets one NaN of type 0, as TorchCell's
+        processor writes it. A Batch's get_example(i) gives sample i's.
+        Returns `data`; a name that is no label is a ValueError naming the
+        labels."""
+        import torch
+
+        labels = list(self.label_names if labels is None else labels)
+        unknown = [n for n in labels if n not in self.label_names]
+        if unknown or not labels:
+            what = f"no label {', '.join(map(repr, unknown))}" if unknown else "no label given"
+            raise ValueError(f"add_phenotypes: {what} (the database's labels: "
+                             f"{', '.join(self.label_names) or 'none'})")
+        batch = hasattr(data, "_slice_dict")
+        y = data.y if batch else data["labels"]
+        dev, B = y.device, y.shape[0]
+        cols = torch.tensor([self.label_names.index(n) for n in labels], device=dev)
+        v = y.index_select(1, cols)
+        known = ~torch.isnan(v)
+        known[:, 0] |= ~known.any(1)  # none known: one NaN of type 0
+        where = torch.nonzero(known)
+        ptr = torch.zeros(B + 1, dtype=torch.int64, device=dev)
+        torch.cumsum(known.sum(1), 0, out=ptr[1:])
+        new = {"phenotype_values": v[known].to(torch.float32),
+               "phenotype_type_indices": where[:, 1],
+               "phenotype_sample_indices": torch.zeros(len(where), dtype=torch.int64,
+                                                       device=dev)}
+        gene = data["gene"]
+        for k, x in new.items():
+            gene[k] = x
+        gene["phenotype_types"] = [list(labels) for _ in range(B)]
+        gene["phenotype_values_ptr"], gene["phenotype_values_batch"] = ptr, where[:, 0]
+        if batch:
+            sl, inc = data._slice_dict["gene"], data._inc_dict["gene"]
+            zeros = torch.zeros(B, dtype=torch.int64, device=dev)
+            for k in new:
+                sl[k], inc[k] = ptr, zeros
+            sl["phenotype_types"] = torch.arange(B + 1, device=dev)
+            inc["phenotype_types"] = None
+        return data
 
 
 def fingerprints(info):
