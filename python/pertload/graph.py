@@ -177,7 +177,8 @@ class Graph:
         Layouts "pyg" and "lazy" then give each node store x [B * n_nodes,
         F], gathered by n_id on the device from the matrix uploaded once per
         device. A node type the graph lacks, another row count, another
-        dtype or another rank is a ValueError naming them."""
+        dtype or another rank, a NaN or an infinity is a ValueError naming
+        them."""
         counts = self.node_counts()
         checked = {}
         for node, a in features.items():
@@ -194,6 +195,13 @@ class Graph:
             if a.ndim != 2 or a.shape[0] != counts[node]:
                 raise ValueError(f"{what}: shape {a.shape}, [{counts[node]}, F] expected "
                                  f"({counts[node]} {node} nodes)")
+            bad = np.argwhere(~np.isfinite(a))
+            if len(bad):
+                r, c = (int(v) for v in bad[0])
+                v = float(a[r, c])
+                raise ValueError(f"{what}: row {r}, column {c} is "
+                                 f"{'NaN' if v != v else '-inf' if v < 0 else 'inf'}; "
+                                 "node features must be finite")
             checked[node] = a
         self.features = {**self.stored_features, **checked}
         self.__dict__.pop("_tensors", None)
