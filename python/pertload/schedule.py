@@ -82,6 +82,8 @@ class Schedule:
     strata       list of Stratum; groups: every Group in schedule order
     roots        int64 term ids of the terms without a parent
     n_annotations  the annotation columns at the start of the state
+    fingerprints (gene_fingerprint, edge_fingerprints, db_fingerprint)
+                 those of its database (OntologyGraph.fingerprints), or None
 
     .to(device) gives the same schedule with every index array a torch
     tensor on `device`; .affected(batch) the batch's affected-term schedule.
@@ -201,11 +203,13 @@ class Schedule:
         ontology lists (batch.ontology["term"]: per sample the terms whose
         genes(T) meets the deleted set), built in C; its arrays are torch
         tensors on `device` (default: this schedule's device), or numpy
-        arrays when neither is given."""
+        arrays when neither is given. A batch of another database than the
+        schedule's is a LoaderError (check_same_database; not checked for a
+        batch that carries no fingerprints, one made outside a Loader)."""
         if getattr(batch, "ontology", None) is None:
             raise _lib.LoaderError("the batch carries no ontology lists (a database without an "
                                    "ontology, or Loader(ontology=False))")
-        if self.fingerprints is not None:
+        if self.fingerprints is not None and getattr(batch, "gene_fingerprint", None) is not None:
             check_same_database(batch, self, "the schedule")
         terms, ptr = batch.ontology["term"]
         return AffectedSchedule(self, terms, ptr, self.device if device is None else device)
