@@ -203,7 +203,11 @@ def schedule_seeds(corpus):
     write(corpus, "schedule", "columns",
           seed(3, small[:3], ann=b"\x80" + struct.pack("<I", 2**31 - 4), samples=([1],)))
     write(corpus, "schedule", "spoiled-ptr",
-          seed(6, small, samples=([0, 2], [3]), spoil=b"\x05\x01\x07"))
+          seed(6, small, samples=([0, 2], [3]), spoil=b"\x05\x02\x01"))
+    write(corpus, "schedule", "spoiled-group",
+          seed(6, small, samples=([4],), spoil=b"\x02\x04\x07"))
+    write(corpus, "schedule", "spoiled-slot",
+          seed(6, small, samples=([0],), spoil=b"\x01\x00\x06"))
 
 
 def main():
