@@ -123,14 +123,21 @@ static void bad(const char *part, unsigned long line, unsigned long col, const c
 Test(recipe_set, bad_set)
 {
     bad("  - {format: table, file: s, set: split}\n", 6, 35, "'set' must be a mapping");
-    bad("  - {format: table, file: s, set: {split: ''}}\n", 6, 43, "'set' is empty");
+    bad("  - {format: table, file: s, set: {split: ''}}\n", 6, 43,
+        "'set' value of 'split' is empty");
     bad("  - {format: table, file: s, categories: [split], set: {split: a}}\n", 6, 5,
         "sample table: 'set' names 'split', a category column of the file");
     bad("  - {format: sga, file: s, set: {arraytype_temp: a}}\n", 6, 5,
         "'set' names the sga table's own category 'arraytype_temp'");
-    bad("  - {format: table, file: s, set: {a: \"x\\ty\"}}\n", 6, 5,
+    bad("  - {format: table, file: s, set: {a: \"x\\ty\"}}\n", 6, 39,
         "'set' value of 'a' holds a tab or a line break");
-    bad("  - {format: table, file: s, set: {'': x}}\n", 6, 36, "'set' is empty");
+    bad("  - {format: table, file: s, set: {a: \"x\\ny\"}}\n", 6, 39,
+        "'set' value of 'a' holds a tab or a line break");
+    bad("  - {format: table, file: s, set: {'': x}}\n", 6, 36, "'set' has an empty column name");
+    bad("  - {format: table, file: s, set: {\"a\\tb\": x}}\n", 6, 36,
+        "'set' column name holds a tab or a line break");
+    bad("  - {format: table, file: s, set: {split: a, \"\\r\": x}}\n", 6, 46,
+        "'set' column name holds a tab or a line break");
 }
 
 /* An sga table with a constant category: after its own arraytype_temp. */

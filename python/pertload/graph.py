@@ -23,10 +23,14 @@ class OntologyGraph:
                       which a model runs as one batched matrix product
     annotation_index  int64 [2, n_annotations] (gene row, term row): the
                       ("gene", "annotated", "term") edges, in position order
+    fingerprints      (gene fingerprint, {type: edge fingerprint}, database
+                      fingerprint) of its database (Graph's), or None: a
+                      schedule's affected() checks its batches against them
     """
 
-    def __init__(self, o):
+    def __init__(self, o, fingerprints=None):
         i64 = np.int64
+        self.fingerprints = fingerprints
         self.term_names = o["term_names"]
         self.n_terms = len(self.term_names)
         self.children = (o["child_ptr"].astype(i64), o["child_idx"].astype(i64))
@@ -137,7 +141,8 @@ class Graph:
             self.rmr_stoich = db.graph_array(_lib.PL_ARRAY_RMR_STOICH,
                                              np.empty(self.n_rmr, np.float32))
         onto = db.ontology()
-        self.ontology = OntologyGraph(onto) if onto is not None else None
+        self.ontology = OntologyGraph(onto, (self.gene_fingerprint, self.edge_fingerprints,
+                                             self.db_fingerprint)) if onto is not None else None
         stored = ((node, db.features(node)) for node in self.node_counts())
         self.stored_features = {node: a for node, a in stored if a is not None}
         self.features = dict(self.stored_features)
@@ -177,7 +182,8 @@ class Graph:
         Layouts "pyg" and "lazy" then give each node store x [B * n_nodes,
         F], gathered by n_id on the device from the matrix uploaded once per
         device. A node type the graph lacks, another row count, another
-        dtype or another rank is a ValueError naming them."""
+        dtype or another rank, a NaN or an infinity is a ValueError naming
+        them."""
         counts = self.node_counts()
         checked = {}
         for node, a in features.items():
@@ -194,6 +200,13 @@ class Graph:
             if a.ndim != 2 or a.shape[0] != counts[node]:
                 raise ValueError(f"{what}: shape {a.shape}, [{counts[node]}, F] expected "
                                  f"({counts[node]} {node} nodes)")
+            bad = np.argwhere(~np.isfinite(a))
+            if len(bad):
+                r, c = (int(v) for v in bad[0])
+                v = float(a[r, c])
+                raise ValueError(f"{what}: row {r}, column {c} is "
+                                 f"{'NaN' if v != v else '-inf' if v < 0 else 'inf'}; "
+                                 "node features must be finite")
             checked[node] = a
         self.features = {**self.stored_features, **checked}
         self.__dict__.pop("_tensors", None)
@@ -360,32 +373,34 @@ def categories(info):
 label_levels = categories  # the earlier name
 
 
-def check_same_database(batch, graph):
+def check_same_database(batch, graph, what="the graph"):
     """Raise LoaderError unless `batch` and `graph` come from the same
     database: the same gene list, the same edge arrays and the same database
     fingerprint (metabolism, rules, ontology, samples): the batch's indices
-    and positions only mean something in its own database."""
+    and positions only mean something in its own database. `graph` is a
+    Graph or anything with its three fingerprint attributes (a Schedule),
+    `what` its name in the message."""
     bg, be = batch.gene_fingerprint, batch.edge_fingerprints
+    differ = f"the batch and {what} come from different databases"
     if bg != graph.gene_fingerprint:
         raise _lib.LoaderError(
-            "the batch and the graph come from different databases: different gene lists "
-            f"(gene fingerprint {bg:016x} of the batch's database, {graph.gene_fingerprint:016x} "
-            "of the graph's)")
+            f"{differ}: different gene lists (gene fingerprint {bg:016x} of the batch's "
+            f"database, {graph.gene_fingerprint:016x} of {what}'s)")
     if set(be) != set(graph.edge_fingerprints):
         raise _lib.LoaderError(
-            "the batch and the graph come from different databases: different edge types "
+            f"{differ}: different edge types "
             f"({', '.join(sorted(be))} vs {', '.join(sorted(graph.edge_fingerprints))})")
     for t, fp in be.items():
         if fp != graph.edge_fingerprints[t]:
             raise _lib.LoaderError(
-                "the batch and the graph come from different databases: edge type "
-                f"{t!r} differs (fingerprint {fp:016x} vs {graph.edge_fingerprints[t]:016x})")
+                f"{differ}: edge type {t!r} differs (fingerprint {fp:016x} vs "
+                f"{graph.edge_fingerprints[t]:016x})")
     bd, gd = getattr(batch, "db_fingerprint", None), getattr(graph, "db_fingerprint", None)
     if bd is not None and gd is not None and bd != gd:
         raise _lib.LoaderError(
-            "the batch and the graph come from different databases: the same genes and "
-            "edges, other contents (metabolism, rules, ontology or samples; database "
-            f"fingerprint {bd:016x} of the batch's, {gd:016x} of the graph's)")
+            f"{differ}: the same genes and edges, other contents (metabolism, rules, "
+            f"ontology or samples; database fingerprint {bd:016x} of the batch's, {gd:016x} "
+            f"of {what}'s)")
 
 
 def _check_rows(what, ei, bounds):

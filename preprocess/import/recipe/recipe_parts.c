@@ -90,6 +90,22 @@ static int samples_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t 
     return pl__ry_fail(l, k, "unknown key '%s' in 'samples' (format, file, payload)", key);
 }
 
+/* One column name (`column` NULL) or value of `set`: a string, not empty,
+ * without a tab or a line break (names and values become category columns
+ * and levels), refused at its own line and column. */
+static int set_string(pl__ry *l, yaml_node_t *n, const char *column, const char **out)
+{
+    PL_TRY(pl__ry_scalar(l, n, "set"));
+    if (n->data.scalar.length == 0)
+        return column ? pl__ry_fail(l, n, "'set' value of '%s' is empty", column)
+                      : pl__ry_fail(l, n, "'set' has an empty column name");
+    if (strpbrk(pl__ry_str(n), "\t\n\r"))
+        return column ? pl__ry_fail(l, n, "'set' value of '%s' holds a tab or a line break",
+                                    column)
+                      : pl__ry_fail(l, n, "'set' column name holds a tab or a line break");
+    return pl__ry_string(l, n, "set", out);
+}
+
 static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
 {
     pl_smp_spec *s = ctx;
@@ -104,8 +120,9 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
              p++) {
             if (s->n_set == PL_IMP_MAX_LIST)
                 return pl__ry_fail(l, v, "more than %d columns in 'set'", PL_IMP_MAX_LIST);
-            PL_TRY(pl__ry_string(l, pl__ry_node(l, p->key), key, &s->set_names[s->n_set]));
-            PL_TRY(pl__ry_string(l, pl__ry_node(l, p->value), key, &s->set_values[s->n_set]));
+            PL_TRY(set_string(l, pl__ry_node(l, p->key), NULL, &s->set_names[s->n_set]));
+            PL_TRY(set_string(l, pl__ry_node(l, p->value), s->set_names[s->n_set],
+                              &s->set_values[s->n_set]));
             s->n_set++;
         }
         return 0;

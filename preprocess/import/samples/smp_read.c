@@ -28,6 +28,8 @@ static int check_set(const pl_smp_spec *s, pl_err *err)
         for (uint32_t j = 0; j < i; j++)
             PL_FAIL_IF(!strcmp(n, s->set_names[j]), err, PL_EUSAGE,
                        "'set' names '%s' twice", n);
+        PL_FAIL_IF(strpbrk(n, "\t\n\r"), err, PL_EUSAGE,
+                   "'set' column name '%s' holds a tab or a line break", n);
         PL_FAIL_IF(strpbrk(s->set_values[i], "\t\n\r"), err, PL_EUSAGE,
                    "'set' value of '%s' holds a tab or a line break", n);
         PL_FAIL_IF(!*s->set_values[i], err, PL_EUSAGE, "'set' value of '%s' is empty", n);
