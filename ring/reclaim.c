@@ -15,7 +15,8 @@
 #include "src/core/shm.h"
 
 /* Whether the open segment `fd` (`st`) is a complete ring whose producer and
- * consumer are both dead. */
+ * consumer are both gone: neither holds its liveness lock (src/core/shm.h),
+ * in whatever PID namespace they run. Its pids are for display only. */
 static int abandoned(int fd, const struct stat *st)
 {
     if ((uint64_t)st->st_size < PL__RING_PAGE)
@@ -28,18 +29,20 @@ static int abandoned(int fd, const struct stat *st)
     if (atomic_load_explicit(&h->init, memory_order_acquire) == 1 &&
         memcmp(h->magic, PL__RING_MAGIC, 8) == 0 && h->version == PL__RING_VERSION &&
         h->total_bytes == (uint64_t)st->st_size) {
-        int32_t cpid = atomic_load_explicit(&h->consumer_pid, memory_order_acquire);
-        uint64_t cstart = atomic_load_explicit(&h->consumer_start, memory_order_acquire);
         /* a consumer never named may still come to read a finished epoch */
-        dead = cpid > 0 && !pl__shm_pid_alive(h->producer_pid, h->producer_start) &&
-               !pl__shm_pid_alive(cpid, cstart);
+        dead = atomic_load_explicit(&h->consumer_pid, memory_order_acquire) > 0 &&
+               pl__shm_held(fd, PL__SHM_LOCK_PEER + 1) == 0;
     }
     munmap((void *)h, PL__RING_PAGE);
     return dead;
 }
 
-/* Whether the open segment `fd` (`st`) is an arena whose main process and
- * worker are both dead. */
+/* Whether the open segment `fd` (`st`) is an arena whose worker is gone (it
+ * holds the liveness lock while it lives, in whatever PID namespace) and
+ * whose main process is not seen alive: the main process cannot hold the
+ * lock of a file it has not opened yet, and may still receive a batch of a
+ * worker that was killed, so a pid of this namespace that is alive with
+ * the same start time keeps the arena (a pid never makes it removable). */
 static int abandoned_arena(int fd, const struct stat *st)
 {
     pl__arena_id id;
@@ -47,7 +50,7 @@ static int abandoned_arena(int fd, const struct stat *st)
         return 0;
     return memcmp(id.magic, PL__ARENA_MAGIC, 8) == 0 && id.main_pid > 0 && id.worker_pid > 0 &&
            !pl__shm_pid_alive(id.main_pid, id.main_start) &&
-           !pl__shm_pid_alive(id.worker_pid, id.worker_start);
+           pl__shm_held(fd, PL__SHM_LOCK_OWNER + 1) == 0;
 }
 
 int pl__ring_reclaim(int dry_run, pl__ring_reclaim_fn fn, void *ctx)
@@ -67,12 +70,14 @@ int pl__ring_reclaim(int dry_run, pl__ring_reclaim_fn fn, void *ctx)
         pl__shm_names(e->d_name, shm, path, sizeof shm);
         int fd;
         struct stat st;
-        if (pl__shm_open_owned(shm, path, O_RDONLY, "ring", &fd, &st, NULL) != 0)
-            continue; /* gone, or another user's */
-        /* No lock taken: a header is read only once `init` says it is
-         * complete, and a lock held here would stop the last user of a
+        /* Open for writing: pl__shm_held() tries a write lock. A read-only
          * shared table (also "pertload-...", not a ring: its magic differs)
-         * from removing it. */
+         * then fails to open for this user, as it should: no lock, not even
+         * the liveness lock, is taken on it (its flock is its users'). */
+        if (pl__shm_open_owned(shm, path, O_RDWR, "ring", &fd, &st, NULL) != 0)
+            continue; /* gone, or another user's */
+        /* A header is read only once `init` says it is complete; the liveness
+         * lock is tried only on a complete ring or arena. */
         int arena = strncmp(name, PL__ARENA_PREFIX, strlen(PL__ARENA_PREFIX)) == 0;
         if (arena ? abandoned_arena(fd, &st) : abandoned(fd, &st)) {
             int removed = !dry_run && pl__shm_unlink_same(shm, path, &st) == 0;

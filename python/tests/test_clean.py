@@ -138,3 +138,89 @@ def test_clean_removes_arenas_whose_main_process_and_worker_died():
         assert done, "every round's arena was reclaimed by another process"
     finally:
         Path(kept).unlink()
+
+
+# Job A: a DataLoader of two workers, each with its serve and ring, each
+# worker's first batches shipped in its arena before the main process reads
+# any (prefetch); it waits for a line on stdin, then reads the epoch.
+_JOB_A = """
+import os, sys, time
+from pathlib import Path
+from torch.utils.data import DataLoader
+import pertload
+dl = DataLoader(pertload.Dataset(sys.argv[1], batch_size=8), batch_size=None, num_workers=2)
+it = iter(dl)
+deadline = time.monotonic() + 60
+while len(list(Path("/dev/shm").glob(f"pertload-arena-{os.getpid()}-*"))) < 2:
+    assert time.monotonic() < deadline, "no arenas"
+    time.sleep(0.05)
+print("ready", flush=True)
+sys.stdin.readline()
+rows = [r for b in it for r in b.row.tolist()]
+print("rows", len(rows), len(set(rows)), min(rows), max(rows), flush=True)
+"""
+
+# Job B: a Loader (a new serve: it reclaims at its start) over the epoch.
+_JOB_B = """
+import sys
+import pertload
+rows = [r for b in pertload.Loader(sys.argv[1], batch_size=16, threads=1) for r in b.row.tolist()]
+print("rows", len(rows), len(set(rows)), min(rows), max(rows), flush=True)
+"""
+
+
+def _other_pid_namespace(*argv):
+    """argv run as pid 1's child of a new PID namespace, with its own /proc,
+    sharing /dev/shm (as containers run with --ipc=host)."""
+    user = [] if os.geteuid() == 0 else ["-r"]  # root inside a user namespace
+    return subprocess.run(["unshare", *user, "-p", "-f", "--mount-proc", *map(str, argv)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_clean_and_serve_in_another_pid_namespace_leave_live_jobs_alone(small):
+    """Liveness is the lock of each ring and arena, not the pids in them: a
+    `clean` and a new serve in another PID namespace, where the pids of job
+    A's serves, workers and main process name nobody, remove none of its
+    rings and arenas; both jobs read their epoch exactly once."""
+    job = subprocess.Popen([sys.executable, "-c", _JOB_A, str(small.db)], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert job.stdout.readline() == "ready\n", job.stderr.read()
+        arenas = sorted(SHM.glob(f"pertload-arena-{job.pid}-*"))
+        assert len(arenas) == 2
+        out = _other_pid_namespace("sh", "-c", '"$1" clean && exec "$2" -c "$3" "$4"', "sh",
+                                   pertload_bin(), sys.executable, _JOB_B, small.db)
+        assert out.returncode == 0, out.stderr
+        assert f"rows {small.n} {small.n} 0 {small.n - 1}" in out.stdout, out.stdout
+        assert f"pertload-arena-{job.pid}-" not in out.stdout, out.stdout
+        assert all(a.exists() for a in arenas), "a live worker's arena was removed"
+        stdout, stderr = job.communicate("go\n", timeout=120)
+        assert job.returncode == 0, stderr
+        assert stdout == f"rows {small.n} {small.n} 0 {small.n - 1}\n", stdout
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+
+
+def test_clean_in_another_pid_namespace_removes_what_dead_owners_left(small):
+    """A ring whose serve and consumer were SIGKILLed and an arena whose
+    worker and main process died hold no lock: a `clean` in another PID
+    namespace removes both."""
+    done = 0
+    for attempt in range(5):  # another run's serve may reclaim them first (see above)
+        ring = SHM / f"pertload-tdead-{os.getpid()}-{time.monotonic_ns()}"
+        _abandoned(small.db, ring.name[len("pertload-"):])
+        arena = Path(_left_arena(main_alive=False))
+        out = _other_pid_namespace(pertload_bin(), "clean", "--dry-run")
+        assert out.returncode == 0, out.stderr
+        if not all(f"would remove {p} " in out.stdout for p in (ring, arena)):
+            assert not ring.exists() or not arena.exists(), out.stdout
+            continue
+        out = _other_pid_namespace(pertload_bin(), "clean")
+        assert out.returncode == 0, out.stderr
+        assert not ring.exists() and not arena.exists(), out.stdout
+        if all(f"removed {p} " in out.stdout for p in (ring, arena)):
+            done += 1
+            break
+    assert done, "every round's ring or arena was reclaimed by another process"
