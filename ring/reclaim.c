@@ -70,10 +70,10 @@ int pl__ring_reclaim(int dry_run, pl__ring_reclaim_fn fn, void *ctx)
         pl__shm_names(e->d_name, shm, path, sizeof shm);
         int fd;
         struct stat st;
-        /* Open for writing: pl__shm_held() tries a write lock. A read-only
-         * shared table (also "pertload-...", not a ring: its magic differs)
-         * then fails to open for this user, as it should: no lock, not even
-         * the liveness lock, is taken on it (its flock is its users'). */
+        /* Open for writing: pl__shm_held() tries a write lock. A shared
+         * table (also "pertload-...", mode 0400) fails to open so but for
+         * root, and no lock is ever taken on it here: its magic is not a
+         * ring's, and its liveness is its users' flock (table_shared.c). */
         if (pl__shm_open_owned(shm, path, O_RDWR, "ring", &fd, &st, NULL) != 0)
             continue; /* gone, or another user's */
         /* A header is read only once `init` says it is complete; the liveness
