@@ -16,8 +16,9 @@
 
 /* Whether the open segment `fd` (`st`) is a complete ring whose producer and
  * consumer are both gone: neither holds its liveness lock (src/core/shm.h),
- * in whatever PID namespace they run. Its pids are for display only. */
-static int abandoned(int fd, const struct stat *st)
+ * in whatever PID namespace they run. Its pids, as recorded in their own
+ * namespace, are only shown: into `who` (`cap` bytes). */
+static int abandoned(int fd, const struct stat *st, char *who, size_t cap)
 {
     if ((uint64_t)st->st_size < PL__RING_PAGE)
         return 0;
@@ -30,8 +31,9 @@ static int abandoned(int fd, const struct stat *st)
         memcmp(h->magic, PL__RING_MAGIC, 8) == 0 && h->version == PL__RING_VERSION &&
         h->total_bytes == (uint64_t)st->st_size) {
         /* a consumer never named may still come to read a finished epoch */
-        dead = atomic_load_explicit(&h->consumer_pid, memory_order_acquire) > 0 &&
-               pl__shm_held(fd, PL__SHM_LOCK_PEER + 1) == 0;
+        int32_t cpid = atomic_load_explicit(&h->consumer_pid, memory_order_acquire);
+        dead = cpid > 0 && pl__shm_held(fd, PL__SHM_LOCK_PEER + 1) == 0;
+        snprintf(who, cap, "producer %d and consumer %d", (int)h->producer_pid, (int)cpid);
     }
     munmap((void *)h, PL__RING_PAGE);
     return dead;
@@ -42,12 +44,14 @@ static int abandoned(int fd, const struct stat *st)
  * whose main process is not seen alive: the main process cannot hold the
  * lock of a file it has not opened yet, and may still receive a batch of a
  * worker that was killed, so a pid of this namespace that is alive with
- * the same start time keeps the arena (a pid never makes it removable). */
-static int abandoned_arena(int fd, const struct stat *st)
+ * the same start time keeps the arena (a pid never makes it removable).
+ * Its pids go into `who` (`cap` bytes) to be shown. */
+static int abandoned_arena(int fd, const struct stat *st, char *who, size_t cap)
 {
     pl__arena_id id;
     if ((uint64_t)st->st_size < PL__RING_PAGE || pread(fd, &id, sizeof id, 0) != sizeof id)
         return 0;
+    snprintf(who, cap, "main process %d and worker %d", (int)id.main_pid, (int)id.worker_pid);
     return memcmp(id.magic, PL__ARENA_MAGIC, 8) == 0 && id.main_pid > 0 && id.worker_pid > 0 &&
            !pl__shm_pid_alive(id.main_pid, id.main_start) &&
            pl__shm_held(fd, PL__SHM_LOCK_OWNER + 1) == 0;
@@ -79,12 +83,13 @@ int pl__ring_reclaim(int dry_run, pl__ring_reclaim_fn fn, void *ctx)
         /* A header is read only once `init` says it is complete; the liveness
          * lock is tried only on a complete ring or arena. */
         int arena = strncmp(name, PL__ARENA_PREFIX, strlen(PL__ARENA_PREFIX)) == 0;
-        if (arena ? abandoned_arena(fd, &st) : abandoned(fd, &st)) {
+        char who[80];
+        if (arena ? abandoned_arena(fd, &st, who, sizeof who)
+                  : abandoned(fd, &st, who, sizeof who)) {
             int removed = !dry_run && pl__shm_unlink_same(shm, path, &st) == 0;
             found++;
             if (fn)
-                fn(ctx, name, (uint64_t)st.st_size, removed,
-                   arena ? "main process and worker" : "producer and consumer");
+                fn(ctx, name, (uint64_t)st.st_size, removed, who);
         }
         close(fd);
     }

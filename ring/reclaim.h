@@ -26,8 +26,9 @@ typedef struct {
 
 /** Called per abandoned ring or arena with its name (without the
  *  "pertload-" prefix), its size in bytes, whether it was removed and whose
- *  death made it abandoned ("producer and consumer", "main process and
- *  worker"). */
+ *  death made it abandoned, with the pids its header records (in the PID
+ *  namespace of those processes, to be shown only): "producer P and
+ *  consumer C", "main process M and worker W". */
 typedef void (*pl__ring_reclaim_fn)(void *ctx, const char *name, uint64_t bytes, int removed,
                                     const char *dead);
 

@@ -26,13 +26,15 @@ def _serve(db, ring, consumer_pid):
 
 
 def _abandoned(db, ring):
-    """`ring` left behind by a serve and a consumer both SIGKILLed."""
+    """`ring` left behind by a serve and a consumer both SIGKILLed: what
+    `clean` says of them."""
     consumer = subprocess.Popen(["sleep", "600"])
     serve = _serve(db, ring, consumer.pid)
     for p in (serve, consumer):
         p.send_signal(signal.SIGKILL)
         p.wait()
     assert (SHM / f"pertload-{ring}").exists()
+    return f"producer {serve.pid} and consumer {consumer.pid} dead"
 
 
 def test_clean_removes_only_abandoned_rings(small):
@@ -48,12 +50,14 @@ def test_clean_removes_only_abandoned_rings(small):
     try:
         for attempt in range(5):
             dead = f"tdead-{tag}-{attempt}"
-            _abandoned(small.db, dead)  # after the live serve started: it reclaims at start
+            # after the live serve started: it reclaims at start
+            pids = _abandoned(small.db, dead)
             out = run_cli("clean", "--dry-run").stdout
             assert live not in out
             if f"would remove /dev/shm/pertload-{dead} " not in out:
                 assert not (SHM / f"pertload-{dead}").exists()  # reclaimed by another
                 continue
+            assert pids in out  # shown as recorded
             assert (SHM / f"pertload-{dead}").exists()
             out = run_cli("clean").stdout
             assert live not in out
@@ -128,7 +132,8 @@ def test_clean_removes_arenas_whose_main_process_and_worker_died():
             if f"would remove {dead} " not in out:
                 assert not Path(dead).exists()
                 continue
-            assert "main process and worker dead" in out and Path(dead).exists()
+            main, worker = Path(dead).name.split("-")[2:4]  # the pids of its name
+            assert f"main process {main} and worker {worker} dead" in out and Path(dead).exists()
             out = run_cli("clean").stdout
             assert Path(kept).name not in out and Path(kept).exists()
             assert not Path(dead).exists()
