@@ -192,13 +192,16 @@ def test_clean_and_serve_in_another_pid_namespace_leave_live_jobs_alone(small):
     try:
         assert job.stdout.readline() == "ready\n", job.stderr.read()
         arenas = sorted(SHM.glob(f"pertload-arena-{job.pid}-*"))
-        assert len(arenas) == 2
+        workers = {a.name.split("-")[3] for a in arenas}
+        rings = [r for w in workers for r in SHM.glob(f"pertload-py{w}-*")]
+        assert len(workers) == 2 and len(rings) == 2, (arenas, rings)
         out = _other_pid_namespace("sh", "-c", '"$1" clean && exec "$2" -c "$3" "$4"', "sh",
                                    pertload_bin(), sys.executable, _JOB_B, small.db)
         assert out.returncode == 0, out.stderr
         assert f"rows {small.n} {small.n} 0 {small.n - 1}" in out.stdout, out.stdout
         assert f"pertload-arena-{job.pid}-" not in out.stdout, out.stdout
         assert all(a.exists() for a in arenas), "a live worker's arena was removed"
+        assert all(r.exists() for r in rings), "a live serve's ring was removed"
         stdout, stderr = job.communicate("go\n", timeout=120)
         assert job.returncode == 0, stderr
         assert stdout == f"rows {small.n} {small.n} 0 {small.n - 1}\n", stdout
@@ -213,10 +216,10 @@ def test_clean_in_another_pid_namespace_removes_what_dead_owners_left(small):
     worker and main process died hold no lock: a `clean` in another PID
     namespace removes both."""
     done = 0
-    for attempt in range(5):  # another run's serve may reclaim them first (see above)
+    for attempt in range(10):  # another run's serve may reclaim them first (see above)
+        arena = Path(_left_arena(main_alive=False))
         ring = SHM / f"pertload-tdead-{os.getpid()}-{time.monotonic_ns()}"
         _abandoned(small.db, ring.name[len("pertload-"):])
-        arena = Path(_left_arena(main_alive=False))
         out = _other_pid_namespace(pertload_bin(), "clean", "--dry-run")
         assert out.returncode == 0, out.stderr
         if not all(f"would remove {p} " in out.stdout for p in (ring, arena)):
