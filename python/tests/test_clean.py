@@ -182,12 +182,27 @@ def _other_pid_namespace(*argv):
                           capture_output=True, text=True, timeout=300)
 
 
-def test_clean_and_serve_in_another_pid_namespace_leave_live_jobs_alone(small):
-    """Liveness is the lock of each ring and arena, not the pids in them: a
-    `clean` and a new serve in another PID namespace, where the pids of job
-    A's serves, workers and main process name nobody, remove none of its
-    rings and arenas; both jobs read their epoch exactly once."""
-    job = subprocess.Popen([sys.executable, "-c", _JOB_A, str(small.db)], stdin=subprocess.PIPE,
+def _in_private_shm(scenario, inputs):
+    """Run scenario(db, n) of this module in a mount namespace of its own
+    whose /dev/shm is a fresh tmpfs: no serve of another run on the machine
+    reclaims its segments first (every serve reclaims at its start), and the
+    PID namespaces it makes share that /dev/shm."""
+    user = [] if os.geteuid() == 0 else ["-r"]
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import test_clean; "
+            f"test_clean.{scenario.__name__}(sys.argv[2], int(sys.argv[3]))")
+    out = subprocess.run(["unshare", *user, "-m", "--propagation", "private", "sh", "-c",
+                          'mount -t tmpfs -o mode=1777 pertload-test /dev/shm && exec "$@"',
+                          "sh", sys.executable, "-c", code, str(Path(__file__).parent),
+                          str(inputs.db), str(inputs.n)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _live_jobs(db, n):
+    """Job A (_JOB_A) paused with its workers' first batches in their
+    arenas; in another PID namespace, `clean` and job B (a new serve); then
+    job A reads its epoch."""
+    job = subprocess.Popen([sys.executable, "-c", _JOB_A, db], stdin=subprocess.PIPE,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert job.stdout.readline() == "ready\n", job.stderr.read()
@@ -196,39 +211,43 @@ def test_clean_and_serve_in_another_pid_namespace_leave_live_jobs_alone(small):
         rings = [r for w in workers for r in SHM.glob(f"pertload-py{w}-*")]
         assert len(workers) == 2 and len(rings) == 2, (arenas, rings)
         out = _other_pid_namespace("sh", "-c", '"$1" clean && exec "$2" -c "$3" "$4"', "sh",
-                                   pertload_bin(), sys.executable, _JOB_B, small.db)
+                                   pertload_bin(), sys.executable, _JOB_B, db)
         assert out.returncode == 0, out.stderr
-        assert f"rows {small.n} {small.n} 0 {small.n - 1}" in out.stdout, out.stdout
-        assert f"pertload-arena-{job.pid}-" not in out.stdout, out.stdout
+        assert out.stdout == f"0 abandoned rings or arenas\nrows {n} {n} 0 {n - 1}\n", out.stdout
         assert all(a.exists() for a in arenas), "a live worker's arena was removed"
         assert all(r.exists() for r in rings), "a live serve's ring was removed"
         stdout, stderr = job.communicate("go\n", timeout=120)
         assert job.returncode == 0, stderr
-        assert stdout == f"rows {small.n} {small.n} 0 {small.n - 1}\n", stdout
+        assert stdout == f"rows {n} {n} 0 {n - 1}\n", stdout
     finally:
         if job.poll() is None:
             job.kill()
             job.wait()
 
 
+def test_clean_and_serve_in_another_pid_namespace_leave_live_jobs_alone(small):
+    """Liveness is the lock of each ring and arena, not the pids in them: a
+    `clean` and a new serve in another PID namespace, where the pids of job
+    A's serves, workers and main process name nobody, remove none of its
+    rings and arenas; both jobs read their epoch exactly once."""
+    _in_private_shm(_live_jobs, small)
+
+
+def _dead_owners(db, n):
+    """A ring and an arena whose processes all died; `clean` in another PID
+    namespace."""
+    ring = SHM / "pertload-tdead"
+    pids = _abandoned(db, "tdead")  # first: its serve reclaims at its start
+    arena = Path(_left_arena(main_alive=False))
+    out = _other_pid_namespace(pertload_bin(), "clean")
+    assert out.returncode == 0, out.stderr
+    assert f"removed {ring} (" in out.stdout and f"; {pids})" in out.stdout, out.stdout
+    assert f"removed {arena} " in out.stdout and "2 abandoned" in out.stdout, out.stdout
+    assert not ring.exists() and not arena.exists()
+
+
 def test_clean_in_another_pid_namespace_removes_what_dead_owners_left(small):
     """A ring whose serve and consumer were SIGKILLed and an arena whose
     worker and main process died hold no lock: a `clean` in another PID
     namespace removes both."""
-    done = 0
-    for attempt in range(10):  # another run's serve may reclaim them first (see above)
-        arena = Path(_left_arena(main_alive=False))
-        ring = SHM / f"pertload-tdead-{os.getpid()}-{time.monotonic_ns()}"
-        _abandoned(small.db, ring.name[len("pertload-"):])
-        out = _other_pid_namespace(pertload_bin(), "clean", "--dry-run")
-        assert out.returncode == 0, out.stderr
-        if not all(f"would remove {p} " in out.stdout for p in (ring, arena)):
-            assert not ring.exists() or not arena.exists(), out.stdout
-            continue
-        out = _other_pid_namespace(pertload_bin(), "clean")
-        assert out.returncode == 0, out.stderr
-        assert not ring.exists() and not arena.exists(), out.stdout
-        if all(f"removed {p} " in out.stdout for p in (ring, arena)):
-            done += 1
-            break
-    assert done, "every round's ring or arena was reclaimed by another process"
+    _in_private_shm(_dead_owners, small)
