@@ -513,10 +513,13 @@ PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_er
     int32_t self = (int32_t)getpid();
     int32_t cur = atomic_load_explicit(&h->consumer_pid, memory_order_acquire);
     for (;;) {
+        /* A live consumer holds its byte of the liveness lock, in whatever
+         * PID namespace it runs (its pid may name nobody here). */
         if (cur != 0 && cur != self &&
             !atomic_load_explicit(&h->consumer_gone, memory_order_relaxed) &&
-            pl__shm_pid_alive(cur, atomic_load_explicit(&h->consumer_start,
-                                                         memory_order_relaxed))) {
+            (pl__shm_role_held(r->fd, PL__SHM_LOCK_PEER) != 0 ||
+             pl__shm_pid_alive(cur, atomic_load_explicit(&h->consumer_start,
+                                                          memory_order_relaxed)))) {
             munmap(h, r->map_bytes);
             close(r->fd);
             free(r);

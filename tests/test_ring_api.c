@@ -462,7 +462,8 @@ static void count_named(void *ctx, const char *name, uint64_t bytes, int removed
 
 /* In a new PID namespace, where this test's pids name nobody: rc[0] 1 when
  * the test process is seen dead there, rc[1] pl_ring_create()'s code on the
- * test's live ring `name`, count[0] how often a dry reclaim lists it. */
+ * test's live ring `name`, rc[3] pl_ring_attach()'s (another consumer),
+ * count[0] how often a dry reclaim lists it. */
 static int other_namespace_main(const char *name)
 {
     if (unshare(CLONE_NEWPID) < 0)
@@ -476,6 +477,9 @@ static int other_namespace_main(const char *name)
         atomic_store(&B->rc[1], pl_ring_create(name, 2, 4096, 0, &r, &err));
         snprintf(B->msg, sizeof B->msg, "%s", err.msg);
         pl_ring_destroy(r);
+        r = NULL;
+        atomic_store(&B->rc[3], pl_ring_attach(name, 1000, &r, NULL));
+        pl_ring_detach(r);
         _exit(0);
     }
     int st = 0;
@@ -486,7 +490,8 @@ Test(ring, another_pid_namespace_sees_live_rings_by_their_lock)
 {
     /* A live producer (this process) and a named consumer; in another PID
      * namespace their pids name nobody, yet neither `clean` nor a new ring
-     * of the name may take the ring for a stale one. */
+     * of the name may take the ring for a stale one, nor another consumer
+     * take it over. */
     const char *name = ring_name("ns");
     pl_ring *r, *c;
     pl_err err = {0};
@@ -499,6 +504,7 @@ Test(ring, another_pid_namespace_sees_live_rings_by_their_lock)
     cr_assert_eq(atomic_load(&B->count[0]), 0, "reclaim listed a live ring");
     cr_assert_eq(atomic_load(&B->rc[1]), PL_EBUSY, "create: %s", B->msg);
     cr_assert(strstr(B->msg, "in use by producer process"), "%s", B->msg);
+    cr_assert_eq(atomic_load(&B->rc[3]), PL_EBUSY, "a second consumer took the ring over");
     cr_assert(exists(name));
     pl_ring_detach(c);
     pl_ring_destroy(r);

@@ -99,6 +99,12 @@ int pl__shm_held(int fd, unsigned roles)
     return rc == -EAGAIN ? 1 : rc;
 }
 
+int pl__shm_role_held(int fd, unsigned role)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = role, .l_len = 1};
+    return fcntl(fd, F_OFD_GETLK, &fl) < 0 ? -errno : fl.l_type != F_UNLCK;
+}
+
 void pl__shm_names(const char *base, char *shm, char *path, size_t cap)
 {
     snprintf(shm, cap, "/%s", base);

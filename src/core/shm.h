@@ -60,6 +60,11 @@ int pl__shm_hold(int fd, unsigned role);
  *  -errno when the lock cannot be tried. */
 int pl__shm_held(int fd, unsigned roles);
 
+/** Whether another open of segment `fd` (another process, or another open
+ *  in this one) holds byte `role` of its liveness lock; this open's own
+ *  lock does not count. Takes no lock. @return 1, 0, or -errno. */
+int pl__shm_role_held(int fd, unsigned role);
+
 /** The shm_open() name ("/BASE") and the file path ("/dev/shm/BASE") of
  *  segment BASE, each into a buffer of `cap` bytes. */
 void pl__shm_names(const char *base, char *shm, char *path, size_t cap);
