@@ -30,9 +30,14 @@ Names: pertload-arena-<main pid>-<worker pid>-<random>; the worker removes
 its name at exit if the main process never mapped it. A worker killed by
 SIGKILL before the main process received its first batch leaves its file:
 `pertload clean` (and every serve at its start) removes it once the main
-process is gone too, by the identity at the start of its header."""
+process is gone too. The worker holds the arena's liveness lock while it
+lives (src/core/shm.h: an OFD read lock on the file's first byte, which
+the kernel drops at its death), so that a clean in another PID namespace,
+where the pids of the identity at the start of its header name nobody,
+leaves a live worker's arena alone."""
 
 import ctypes
+import fcntl
 import mmap
 import os
 import secrets
@@ -72,6 +77,18 @@ def _start_time(pid):
         return 0
 
 
+# struct flock (Linux, 64 bits): l_type, l_whence, l_start, l_len, l_pid.
+_FLOCK = struct.Struct("hhqqi4x")
+
+
+def _hold(fd):
+    """Holds byte 0 of the liveness lock of the arena open as `fd`
+    (PL__SHM_LOCK_OWNER: an OFD read lock) until `fd` is closed or this
+    process dies; `pertload clean` removes the arena only when it can take
+    the byte itself."""
+    fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, _FLOCK.pack(fcntl.F_RDLCK, os.SEEK_SET, 0, 1, 0))
+
+
 def _words(m):
     """(retired, issued[REGIONS], released[REGIONS]) views of a header."""
     w = np.frombuffer(m, np.uint64, count=1 + 2 * REGIONS, offset=_WORDS)
@@ -96,13 +113,16 @@ class _Arena:
                      f"{secrets.token_hex(4)}")
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
+            _hold(fd)  # before the file has a size: clean skips it until then
             os.ftruncate(fd, _HEADER + REGIONS * region)
             self.map = mmap.mmap(fd, _HEADER + REGIONS * region)
         except BaseException:
             _unlink(self.path)
-            raise
-        finally:
             os.close(fd)
+            raise
+        # The lock lives as long as this descriptor: closed with the arena
+        # (registered first, so that at exit it is closed after the unlink).
+        mp_util.Finalize(self, os.close, (fd,), exitpriority=0)
         main, me = os.getppid(), os.getpid()
         _ID.pack_into(self.map, 0, b"PLARENA1", main, me, _start_time(main), _start_time(me))
         self.retired, self.issued, self.released = _words(self.map)
