@@ -534,6 +534,8 @@ class Batch:
 
         out = {}
         for key, slot_name, n in self._kinds:
+            if edge_types is not None and isinstance(key, tuple) and key[1] not in edge_types:
+                continue  # an edge type the layout leaves out: its list stays on the host
             pos, ptr = self._lists[slot_name]
             if cuda:  # checked in the slot, then copied from it
                 _check_ptr(slot_name, pos, ptr)
@@ -615,6 +617,8 @@ class Batch:
             slot_name = "edges/" + t
             if slot_name not in n_of:
                 raise LoaderError(f"slot: k-hop edges of an unknown type {t!r}")
+            if key_of[slot_name] not in out:
+                continue  # a type the layout leaves out (edge_types)
             e, ep, em = lists("khop/edges/" + t, pos, ptr, n_of[slot_name])
             out[key_of[slot_name]].update({"khop_mask": em, "khop_edges": e, "khop_ptr": ep})
 
