@@ -6,6 +6,7 @@ once), and a slot mapping that fails leaves nothing behind."""
 
 import gc
 import logging
+import subprocess
 import sys
 
 import numpy as np
@@ -53,6 +54,52 @@ def test_a_failed_copy_ends_the_epoch_and_kept_rows_never_change(small, monkeypa
     for k, (got, w) in enumerate(zip(kept, want)):
         np.testing.assert_array_equal(got, w, err_msg=f"batch {k}")
     assert rest == 0  # the epoch ended with the error
+
+
+UNDER_RLIMIT_AS = """
+import resource, sys
+import numpy as np
+import pertload
+
+loader = pertload.Loader(sys.argv[1], batch_size=256, dense="bool", slots=2, shuffle=True,
+                         seed=4)
+it = iter(loader)
+kept, want = [], []
+b = next(it)
+kept.append(b.row)
+want.append(b.row.copy())
+assert b._head["used"] > 8 << 20
+del b
+with open("/proc/self/status") as f:
+    vm = next(int(ln.split()[1]) << 10 for ln in f if ln.startswith("VmSize:"))
+# Room for the interpreter's own allocations, not for a copy of a slot.
+resource.setrlimit(resource.RLIMIT_AS, (vm + (4 << 20), resource.RLIM_INFINITY))
+try:
+    for b in it:
+        kept.append(b.row)
+        want.append(b.row.copy())
+        del b
+    print("no error")
+except pertload.LoaderError as e:
+    print("error:", e)
+resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+print("after the error:", len(list(it)), "batches")
+for b in loader:  # another epoch
+    pass
+print("kept", len(kept), "unchanged", sum(np.array_equal(k, w) for k, w in zip(kept, want)))
+"""
+
+
+def test_a_copy_failing_under_rlimit_as_ends_the_epoch(medium):
+    """A real ENOMEM: RLIMIT_AS just above the process's size once the epoch
+    runs (14 MB slots, the first batch's rows kept)."""
+    r = subprocess.run([sys.executable, "-c", UNDER_RLIMIT_AS, str(medium.db)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout.splitlines()
+    assert out[0].startswith("error: ") and "Cannot allocate memory" in out[0], out
+    assert out[1] == "after the error: 0 batches", out
+    assert out[2] == "kept 1 unchanged 1", out
 
 
 def test_kept_copies_do_not_take_a_mapping_each(small, monkeypatch, caplog):
