@@ -6,8 +6,6 @@ every row once."""
 import os
 import threading
 
-import pytest
-
 import pertload
 
 
