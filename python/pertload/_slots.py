@@ -25,10 +25,12 @@ batch the user saw. A copy that fails (no memory) hands nothing back: the
 loader ends its epoch with the error, the slot still the user's.
 
 Each kept copy is a mapping of its own, and a process has at most
-vm.max_map_count of them (65,530 by default). Once kept copies hold half of
-that (_kept_limit()), deliveries are copied out of their slot at once, into
-chunks of _SLAB_BYTES shared by many batches (a mapping a chunk), and the
-slot goes back with nothing to copy; a warning says so once per process.
+vm.max_map_count of them (65,530 by default); so is a batch a DataLoader
+worker sent in a shared tensor (packed.received counts those alive too).
+Once they hold half of that (_kept_limit()), deliveries are copied out of
+their slot (or tensor) at once, into chunks of _SLAB_BYTES shared by many
+batches (a mapping a chunk), and the slot goes back with nothing to copy;
+a warning says so once per process.
 Zero-copy delivery comes back when the kept copies fall below half the
 limit again."""
 
@@ -36,6 +38,7 @@ import ctypes
 import logging
 import mmap
 import sys
+import weakref
 
 import numpy as np
 
@@ -166,6 +169,17 @@ class _Window:
             _munmap(self.base, self.size)
 
 
+def _let_go():
+    _KEPT[0] -= 1
+
+
+def hold_mapping(obj):
+    """Count `obj` (the array over a received batch's shared tensor, a
+    mapping of its own) with the kept copies until it is collected."""
+    _KEPT[0] += 1
+    weakref.finalize(obj, _let_go)
+
+
 def _kept_limit():
     """The most private copies alive before deliveries are copied: half of
     vm.max_map_count (the rest is the process's own)."""
@@ -190,9 +204,9 @@ def copy_at_delivery():
         if not _SAID:
             _SAID.append(True)
             logging.getLogger("pertload").warning(
-                "pertload: %d kept batch copies hold a memory mapping each (the limit for "
-                "them is %d, half of vm.max_map_count): batches are now copied at delivery, "
-                "one copy each, until fewer than %d kept copies remain", _KEPT[0], limit,
+                "pertload: %d kept batches hold a memory mapping each (the limit for them "
+                "is %d, half of vm.max_map_count): batches are now copied at delivery, one "
+                "copy each, until fewer than %d remain", _KEPT[0], limit,
                 limit // 2)
     return _COPYING[0]
 

@@ -145,3 +145,34 @@ def test_a_failed_slot_mapping_leaves_nothing_to_unmap(monkeypatch):
         _slots._Window(-1, 0, 4096)
     gc.collect()
     assert [u.exc_value for u in unraisable] == []
+
+
+def test_batches_kept_from_workers_do_not_take_a_mapping_each(medium, monkeypatch, caplog):
+    """Through a DataLoader worker: every batch's labels kept, so the
+    worker's regions are all held and it sends shared tensors; past the
+    lowered limit the main process copies each at receipt and lets its
+    mapping go. Every kept value is right."""
+    from torch.utils.data import DataLoader
+
+    alive = getattr(_slots, "_KEPT", [0])[0]
+    monkeypatch.setattr(_slots, "_KEPT_MAX", 40 + alive, raising=False)
+    monkeypatch.setattr(_slots, "_SAID", [], raising=False)
+    monkeypatch.setattr(_slots, "_COPYING", [False], raising=False)
+    caplog.set_level(logging.WARNING, logger="pertload")
+    want = {}
+    for b in pertload.Loader(medium.db, batch_size=4):
+        for i, r in enumerate(b.row.tolist()):
+            want[r] = b.labels[i].copy()
+    before = maps()
+    kept = []
+    for b in DataLoader(pertload.Dataset(medium.db, batch_size=4), batch_size=None,
+                        num_workers=1):
+        kept.append((b.row, torch.from_numpy(b.labels)))
+        del b
+    grown = maps() - before
+    assert len(kept) == 500
+    assert grown < 40 + 60, grown
+    assert sum("copied at delivery" in r.getMessage() for r in caplog.records) == 1
+    for rows, labels in kept:
+        for i, r in enumerate(rows.tolist()):
+            np.testing.assert_array_equal(labels[i].numpy(), want[r], err_msg=f"row {r}")
