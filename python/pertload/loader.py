@@ -171,8 +171,7 @@ class _Epoch:
         try:
             m.check_size()
             copy = _slots.copy_at_delivery()
-            batch = (self._unparsed(m, slot.value) if self._loader._unparsed and not copy
-                     else None)
+            batch = self._unparsed(m, slot.value) if self._loader._unparsed and not copy else None
             if batch is not None:
                 head = batch._head
             elif copy:
@@ -219,9 +218,7 @@ class _Epoch:
         if self._i < self._end:
             try:
                 self._loader._hand_back(m, batch)
-            except BaseException:
-                # The copy failed (no memory): the user's views are still on
-                # the slot, which is never handed back; the epoch ends here.
+            except BaseException:  # a failed copy: the slot, still viewed, never goes back
                 self.close()
                 raise
         elif self._producer.more_epochs:
@@ -534,9 +531,7 @@ class Loader:
         # Batches copied when their slot was handed back, as something taken
         # out of them was still held (DESIGN section 15), and their bytes.
         self.kept_batches = self.kept_bytes = 0
-        # Batches copied at delivery as kept copies neared the mapping
-        # limit (_slots.copy_at_delivery).
-        self.delivery_copies = 0
+        self.delivery_copies = 0  # copied at delivery, near the mapping limit (_slots)
         database = _lib.Database(self.db)
         try:
             self.db_samples = int(database.info.n_samples)
@@ -563,7 +558,7 @@ class Loader:
         """Release `batch` and hand its slot back (a private copy of what the
         user still holds of it first), counting the copies."""
         if batch._ring is None:
-            return  # copied at delivery (_Epoch._copied): nothing on the slot
+            return  # copied at delivery (_epochs.copied_delivery): nothing on the slot
         _mark_released(batch)
         kept = mapping.hand_back(batch)
         if kept:
