@@ -294,11 +294,14 @@ class _Epoch:
             raise
 
     def close(self, finish=False):
-        """Stop the producer and drop the ring (also on garbage collection)."""
-        p = self._producer
+        """Stop the producer and drop the ring (also on garbage collection);
+        in a forked child, only let go of the parent's."""
+        p, self._prev = self._producer, None
+        if os.getpid() != self._caller.pid:
+            self._producer = None
+            return
         if p is None or p._stopped:
             return
-        self._prev = None
         try:  # the final counters, for Loader.stats() after the epoch
             self._loader._last_stats = self.stats()
         except LoaderError:

@@ -46,6 +46,8 @@ def test_a_forked_child_is_refused_and_the_parents_epoch_goes_on(small):
                 msg = "no error"
             except pertload.LoaderError as e:
                 msg = str(e)
+            # An epoch of its own, as the message advises: the parent's goes on.
+            msg += f"|child rows {sum(len(b) for b in loader)}"
             os.write(w, msg.encode())
             code = 0
         finally:
@@ -56,6 +58,7 @@ def test_a_forked_child_is_refused_and_the_parents_epoch_goes_on(small):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert "iterated in a forked child" in msg and f"pid {os.getpid()}" in msg, msg
+    assert msg.endswith("|child rows 300"), msg
     rows += [int(r) for b in it for r in b.row]
     assert sorted(rows) == list(range(300))
     loader.close()
