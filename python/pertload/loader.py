@@ -7,7 +7,8 @@ import re
 import shutil
 import weakref
 
-from . import _lib
+from . import _lib, _slots
+from ._epochs import Caller, copied_delivery
 from ._lib import LoaderError
 from ._service import _EINTR, _start_producer
 from .batch import HEADER, Batch, SlotBatch, list_kinds, merge_parts, parse_slot, slot_head
@@ -111,6 +112,7 @@ class _Epoch:
         self._last = None    # persistent: the epoch's last delivery, once released
         self.consumed = start  # the loader's batches taken so far
         self.deferred = False
+        self._caller = Caller()  # the process and thread it is iterated in
         if n_batches > start:
             self._producer = p = loader._producer(start)
             self._finalizer = _lib.finalize(self, p.stop)
@@ -171,8 +173,12 @@ class _Epoch:
         self._i += 1
         try:
             m.check_size()
-            batch = self._unparsed(m, slot.value) if self._loader._unparsed else None
+            copy = _slots.copy_at_delivery()
+            batch = self._unparsed(m, slot.value) if self._loader._unparsed and not copy else None
             if batch is not None:
+                head = batch._head
+            elif copy:
+                batch = copied_delivery(self._loader, m, slot.value)
                 head = batch._head
             else:
                 buf = m.buffer(slot.value)
@@ -213,7 +219,11 @@ class _Epoch:
         m = self._producer.mapping
         self._check_size(m)  # the copy reads the slot; the release touches the header
         if self._i < self._end:
-            self._loader._hand_back(m, batch)
+            try:
+                self._loader._hand_back(m, batch)
+            except BaseException:  # a failed copy: the slot, still viewed, never goes back
+                self.close()
+                raise
         elif self._producer.more_epochs:
             self._last = batch  # handed back when serve is asked for another epoch
         _lib.lib().pl_ring_release(m.handle, self._i - 1, len(batch))
@@ -250,6 +260,7 @@ class _Epoch:
             head, batch = got
 
     def __next__(self):
+        self._caller.check()
         p = self._producer
         if p is None or p._stopped:
             raise StopIteration
@@ -288,11 +299,14 @@ class _Epoch:
             raise
 
     def close(self, finish=False):
-        """Stop the producer and drop the ring (also on garbage collection)."""
-        p = self._producer
+        """Stop the producer and drop the ring (also on garbage collection);
+        in a forked child, only let go of the parent's."""
+        p, self._prev = self._producer, None
+        if os.getpid() != self._caller.pid:
+            self._producer = None
+            return
         if p is None or p._stopped:
             return
-        self._prev = None
         try:  # the final counters, for Loader.stats() after the epoch
             self._loader._last_stats = self.stats()
         except LoaderError:
@@ -543,6 +557,7 @@ class Loader:
         # Batches copied when their slot was handed back, as something taken
         # out of them was still held (DESIGN section 15), and their bytes.
         self.kept_batches = self.kept_bytes = 0
+        self.delivery_copies = 0  # copied at delivery, near the mapping limit (_slots)
         database = _lib.Database(self.db)
         try:
             self.db_samples = int(database.info.n_samples)
@@ -568,6 +583,8 @@ class Loader:
     def _hand_back(self, mapping, batch):
         """Release `batch` and hand its slot back (a private copy of what the
         user still holds of it first), counting the copies."""
+        if batch._ring is None:
+            return  # copied at delivery (_epochs.copied_delivery): nothing on the slot
         _mark_released(batch)
         kept = mapping.hand_back(batch)
         if kept:
