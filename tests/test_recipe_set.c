@@ -1,6 +1,7 @@
 /* A recipe sample part's constant categories (`set: {COLUMN: VALUE}`):
  * DCell's data files, one per split, in their published layout (`2 <gene>
- * <gene> <score>` rows), built with `set: {split: ...}` per file: the rows of
+ * <gene> <score>` rows, space-separated), read by `format: dcell_samples` and by
+ * the table it stands for, built with `set: {split: ...}` per file: the rows of
  * each level are those of its file (recomputed here from the files written),
  * levels in order of first appearance, the score the only label; sga tables
  * take it too; bad `set` values are recipe errors at recipe:line:col. */
@@ -57,7 +58,9 @@ Test(recipe_set, dcell_files_split_by_file)
             for (int i = 0; i < n[k]; i++) {
                 int a = (int)rnd(8), b = (a + 1 + (int)rnd(7)) % 8;
                 score[k][i] = (float)((int)rnd(2000) - 1000) / 1000.0f;
-                pl_test_tprintf(&t, "2\tG%d\tG%d\t%g\n", a, b, (double)score[k][i]);
+                /* as published: space-separated (a trailing blank on some) */
+                pl_test_tprintf(&t, "2 G%d G%d %g%s\n", a, b, (double)score[k][i],
+                                i % 5 ? "" : " ");
             }
             char name[32];
             snprintf(name, sizeof name, "%s_%d.txt", split[k], it);
@@ -70,9 +73,14 @@ Test(recipe_set, dcell_files_split_by_file)
                             "target: 2}\nsamples:\n");
         for (int j = 0; j < 3; j++) {
             int k = order[j];
-            pl_test_tprintf(&r, "  - format: table\n    file: %s_%d.txt\n    header: false\n"
-                                "    gene_columns: [2, 3]\n    labels: [4]\n"
-                                "    set: {split: %s}\n", split[k], it, split[k]);
+            /* format dcell_samples, or the table it stands for */
+            if ((j + it) % 2)
+                pl_test_tprintf(&r, "  - {format: dcell_samples, file: %s_%d.txt, "
+                                    "set: {split: %s}}\n", split[k], it, split[k]);
+            else
+                pl_test_tprintf(&r, "  - format: table\n    file: %s_%d.txt\n    header: false\n"
+                                    "    sep: space\n    gene_columns: [2, 3]\n    labels: [4]\n"
+                                    "    set: {split: %s}\n", split[k], it, split[k]);
         }
         char *rp = pl_test_put_text(dir, "r.yaml", &r);
         char *out = pl_test_path(dir, "db"), *msg;
@@ -148,4 +156,15 @@ Test(recipe_set, sga_with_set)
     cr_assert_str_eq(r->tables[0].set_values[1], "1");
     pl__recipe_free(r);
     free(p);
+}
+
+/* format dcell_samples fixes its layout: only file and set apply. */
+Test(recipe_set, dcell_samples_keys)
+{
+    bad("  - {format: dcell_samples, file: s, sep: tab}\n", 6, 38,
+        "key 'sep' does not apply to format 'dcell_samples' (format, file, set)");
+    bad("  - {format: dcell_samples, set: {split: train}}\n", 6, 5,
+        "a sample table without 'file'");
+    bad("  - {format: dcells, file: s}\n", 6, 14,
+        "unknown sample format 'dcells' (table, sga or dcell_samples)");
 }

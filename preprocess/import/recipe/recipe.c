@@ -479,8 +479,11 @@ static int load(pl__ry *l, const char *path, const char *root_override)
     PL_TRY(pl__ry_pairs(l, top, "the recipe", top_pair, NULL));
     if (!r->genes)
         return pl__ry_fail(l, top, "the recipe has no 'genes' with a 'file'");
-    if (!r->n_sources)
-        return pl__ry_fail(l, top, "the recipe has no 'edges'");
+    /* as `build` takes --edges: left out (or none) only with a metabolism
+     * or an ontology */
+    if (!r->n_sources && !r->metabolism.format && !r->ontology.format)
+        return pl__ry_fail(l, top, "the recipe has no 'edges' (they may be left out, or empty, "
+                           "only with a 'metabolism' or an 'ontology')");
     return 0;
 }
 

@@ -130,6 +130,16 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
                        key);
 }
 
+/* format dcell_samples: its layout is fixed; file and set only. */
+static int dcell_sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v,
+                             void *ctx)
+{
+    if (strcmp(key, "file") && strcmp(key, "format") && strcmp(key, "set"))
+        return pl__ry_fail(l, k, "key '%s' does not apply to format 'dcell_samples' (format, "
+                           "file, set)", key);
+    return sample_pair(l, key, k, v, ctx);
+}
+
 static int samples_one(pl__ry *l, yaml_node_t *m)
 {
     pl_recipe *r = l->r;
@@ -140,12 +150,22 @@ static int samples_one(pl__ry *l, yaml_node_t *m)
     pl_smp_spec *s = &r->tables[r->n_tables++];
     pl__smp_spec_init(s);
     yaml_node_t *fmt;
-    PL_TRY(pl__ry_format(l, m, "a sample table", "table or sga", &fmt));
-    if (!strcmp(pl__ry_str(fmt), "sga"))
+    PL_TRY(pl__ry_format(l, m, "a sample table", "table, sga or dcell_samples", &fmt));
+    if (!strcmp(pl__ry_str(fmt), "sga")) {
         s->format = PL_SMP_SGA;
-    else if (strcmp(pl__ry_str(fmt), "table"))
-        return pl__ry_fail(l, fmt, "unknown sample format '%s' (table or sga)", pl__ry_str(fmt));
-    PL_TRY(pl__ry_pairs(l, m, "a sample table", sample_pair, s));
+    } else if (!strcmp(pl__ry_str(fmt), "dcell_samples")) {
+        /* DCell's data files as published: `2 <gene> <gene> <score>`,
+         * space-separated, no header */
+        s->sep = ' ';
+        s->header = 0;
+        s->gene_columns[0] = "2", s->gene_columns[1] = "3", s->n_gene_columns = 2;
+        s->labels[0] = "4", s->n_labels = 1;
+    } else if (strcmp(pl__ry_str(fmt), "table")) {
+        return pl__ry_fail(l, fmt, "unknown sample format '%s' (table, sga or dcell_samples)",
+                           pl__ry_str(fmt));
+    }
+    PL_TRY(pl__ry_pairs(l, m, "a sample table", s->n_gene_columns ? dcell_sample_pair
+                                                                   : sample_pair, s));
     if (!s->file)
         return pl__ry_fail(l, m, "a sample table without 'file'");
     return pl__smp_check(s, l->err) < 0 ? pl__ry_wrap(l, m, "sample table") : 0;
