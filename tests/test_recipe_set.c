@@ -162,9 +162,66 @@ Test(recipe_set, sga_with_set)
 Test(recipe_set, dcell_samples_keys)
 {
     bad("  - {format: dcell_samples, file: s, sep: tab}\n", 6, 38,
-        "key 'sep' does not apply to format 'dcell_samples' (format, file, set)");
+        "key 'sep' does not apply to format 'dcell_samples' (format, file, set, "
+        "min_resolved, allow_empty)");
     bad("  - {format: dcell_samples, set: {split: train}}\n", 6, 5,
         "a sample table without 'file'");
     bad("  - {format: dcells, file: s}\n", 6, 14,
         "unknown sample format 'dcells' (table, sga or dcell_samples)");
+}
+
+/* A sample table resolves as an edge source must: one that keeps no sample
+ * (standard names against a list of systematic ones, no alias table) or
+ * resolves on too small a share is an error naming the file and its most
+ * frequent unresolved names; min_resolved and allow_empty accept it. */
+Test(recipe_set, samples_that_do_not_resolve)
+{
+    free(pl_test_write(dir, "genes.txt", "YAL001C\nYBL002W\nYCR003C\nYDR004W\n"));
+    free(pl_test_write(dir, "e.txt", "YAL001C YBL002W\n"));
+    /* standard names: nothing resolves */
+    free(pl_test_write(dir, "std.txt", "2 TFC3 VPS8 0.1\n2 TFC3 ACT1 0.2\n2 EFB1 TFC3 0.3\n"));
+    /* 1 row of 4 resolves (share 0.25) */
+    free(pl_test_write(dir, "few.txt", "2 YAL001C YBL002W 0.1\n2 TFC3 YBL002W 0.2\n"
+                                       "2 YAL001C VPS8 0.3\n2 TFC3 VPS8 0.4\n"));
+    const char *head = "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+                       "  - {name: e, format: delim, file: e.txt, sep: space, source: 1, "
+                       "target: 2}\nsamples:\n";
+    struct {
+        const char *part, *want;
+        int rc;
+    } cases[] = {
+        {"  - {format: dcell_samples, file: std.txt}\n",
+         "std.txt: the sample table keeps no sample: 3 rows, 3 with an unresolved gene name; "
+         "most frequent unresolved names: 'TFC3' (3), 'VPS8' (1), 'ACT1' (1), 'EFB1' (1) (an "
+         "alias table for them, or allow_empty: true, accepts it)", 1},
+        {"  - {format: table, file: few.txt, header: false, sep: space, gene_columns: [2, 3],"
+         " labels: [4]}\n",
+         "few.txt: only 1 of the sample table's 4 rows resolve (share 0.250, under "
+         "min_resolved 0.5); most frequent unresolved names: 'TFC3' (2), 'VPS8' (2)", 1},
+        {"  - {format: dcell_samples, file: few.txt, min_resolved: 0.25}\n", NULL, 0},
+        {"  - {format: dcell_samples, file: std.txt, allow_empty: true}\n", NULL, 0},
+        {"  - {format: dcell_samples, file: std.txt, min_resolved: 2}\n",
+         "'min_resolved' must be a share 0..1", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024], *msg;
+        snprintf(text, sizeof text, "%s%s", head, cases[i].part);
+        char *rp = pl_test_write(dir, "r.yaml", text), *out = pl_test_path(dir, "db");
+        pl_test_rmtree(out);
+        int rc = build(rp, out, &msg);
+        cr_assert_eq(rc != 0, cases[i].rc, "case %zu: %s", i, msg);
+        if (cases[i].want)
+            cr_assert(strstr(msg, cases[i].want), "case %zu: %s", i, msg);
+        struct stat sb;
+        cr_assert_eq(lstat(out, &sb) == 0, !cases[i].rc, "case %zu: database", i);
+        free(msg);
+        /* recipe check says the same */
+        char args[2048];
+        snprintf(args, sizeof args, "recipe check '%s'", rp);
+        rc = pl_test_run_in(NULL, args, &msg);
+        cr_assert_eq(rc != 0, cases[i].rc, "case %zu: %s", i, msg);
+        if (cases[i].want)
+            cr_assert(strstr(msg, cases[i].want), "case %zu: %s", i, msg);
+        free(msg), free(rp), free(out);
+    }
 }

@@ -219,3 +219,27 @@ def test_datamodule_names_the_column_a_split_lacks(tmp_path):
     dm = pertload.DataModule(db, {"train": "train"}, batch_size=2, layout="lists")
     with pytest.raises(ValueError, match=r"no 'test' split was given \(splits= names 'train'\)"):
         dm.test_dataloader()
+
+
+def test_loader_over_no_sample_raises(tmp_path):
+    # standard names against systematic ones: the build stops naming them,
+    # unless allow_empty takes the empty table; the Loader then refuses
+    (tmp_path / "genes.txt").write_text("YAL001C\nYBL002W\n")
+    (tmp_path / "e.txt").write_text("YAL001C YBL002W\n")
+    (tmp_path / "s.txt").write_text("2 TFC3 VPS8 0.1\n2 TFC3 ACT1 0.2\n")
+    part = "  - {format: dcell_samples, file: s.txt%s}\n"
+    recipe = ("version: 1\ngenes: {file: genes.txt}\nedges:\n  - {name: e, format: delim, "
+              "file: e.txt, sep: space, source: 1, target: 2}\nsamples:\n")
+    (tmp_path / "r.yaml").write_text(recipe + part % "")
+    db = tmp_path / "db"
+    r = subprocess.run([pertload_bin(), "build", "--recipe", tmp_path / "r.yaml", "-o", db,
+                        "--quiet"], capture_output=True, text=True)
+    assert r.returncode != 0 and not db.exists()
+    assert "s.txt: the sample table keeps no sample: 2 rows, 2 with an unresolved gene " \
+           "name; most frequent unresolved names: 'TFC3' (2), 'VPS8' (1), 'ACT1' (1)" \
+        in r.stderr, r.stderr
+    (tmp_path / "r.yaml").write_text(recipe + part % ", allow_empty: true")
+    run_cli("build", "--recipe", tmp_path / "r.yaml", "-o", db, "--quiet")
+    with pytest.raises(ValueError, match="holds no sample: a Loader over it would yield no "
+                                         "batch"):
+        pertload.Loader(db, batch_size=4)

@@ -110,9 +110,17 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
         }
         return 0;
     }
+    if (!strcmp(key, "allow_empty"))
+        return pl__ry_bool(l, v, key, &s->allow_empty);
+    if (!strcmp(key, "min_resolved")) {
+        PL_TRY(pl__ry_double(l, v, key, &s->min_resolved));
+        if (!(s->min_resolved >= 0 && s->min_resolved <= 1))
+            return pl__ry_fail(l, v, "'min_resolved' must be a share 0..1");
+        return 0;
+    }
     if (s->format == PL_SMP_SGA)
-        return pl__ry_fail(l, k, "key '%s' does not apply to format 'sga' (format, file, set)",
-                           key);
+        return pl__ry_fail(l, k, "key '%s' does not apply to format 'sga' (format, file, set, "
+                           "min_resolved, allow_empty)", key);
 #define COL(key, kind, field, n) {key, PL_RY_##kind, offsetof(pl_smp_spec, field), n}
     static const pl__ry_field keys[] = {
         COL("sep", SEP, sep, 0), COL("header", BOOL, header, 0),
@@ -126,17 +134,18 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
     if (rc <= 0)
         return rc;
     return pl__ry_fail(l, k, "unknown key '%s' in a sample table (format, file, sep, header, "
-                       "comment, genes, gene_sep, gene_columns, id, labels, categories, set)",
-                       key);
+                       "comment, genes, gene_sep, gene_columns, id, labels, categories, set, "
+                       "min_resolved, allow_empty)", key);
 }
 
 /* format dcell_samples: its layout is fixed; file and set only. */
 static int dcell_sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v,
                              void *ctx)
 {
-    if (strcmp(key, "file") && strcmp(key, "format") && strcmp(key, "set"))
+    if (strcmp(key, "file") && strcmp(key, "format") && strcmp(key, "set") &&
+        strcmp(key, "min_resolved") && strcmp(key, "allow_empty"))
         return pl__ry_fail(l, k, "key '%s' does not apply to format 'dcell_samples' (format, "
-                           "file, set)", key);
+                           "file, set, min_resolved, allow_empty)", key);
     return sample_pair(l, key, k, v, ctx);
 }
 
