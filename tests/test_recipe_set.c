@@ -225,3 +225,57 @@ Test(recipe_set, samples_that_do_not_resolve)
         free(msg), free(rp), free(out);
     }
 }
+
+/* header: false forgotten on a headerless table: a number in the header, or
+ * a gene column's header field that is a gene, stops the build suggesting
+ * header: false (the first row used to be dropped, a label named after
+ * its score); header: false over a file with a header points at
+ * header: true, not at 'categories'. */
+Test(recipe_set, header_that_is_data)
+{
+    free(pl_test_write(dir, "genes.txt", "YAL001C\nYBL002W\nYCR003C\n"));
+    free(pl_test_write(dir, "e.txt", "YAL001C YBL002W\n"));
+    free(pl_test_write(dir, "rows.tsv", "2\tYAL001C\tYBL002W\t0.0447\n"
+                                        "2\tYCR003C\tYBL002W\t0.1\n"));
+    free(pl_test_write(dir, "named.tsv", "n\tgene1\tgene2\tscore\n2\tYAL001C\tYBL002W\t0.1\n"));
+    free(pl_test_write(dir, "genes_first.tsv", "x\tYAL001C\tYBL002W\ty\n"
+                                               "2\tYCR003C\tYBL002W\t0.1\n"));
+    const char *head = "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+                       "  - {name: e, format: delim, file: e.txt, sep: space, source: 1, "
+                       "target: 2}\nsamples:\n";
+    struct {
+        const char *part, *want;
+    } cases[] = {
+        {"  - {format: table, file: rows.tsv, gene_columns: [2, 3], labels: [4]}\n",
+         "rows.tsv:1:1: header field '2' is a number; the first row looks like data: did you "
+         "mean header: false?"},
+        {"  - {format: table, file: genes_first.tsv, gene_columns: [2, 3], labels: [4]}\n",
+         "genes_first.tsv:1:3: header field 'YAL001C' of a gene column is a gene of the list; "
+         "the first row looks like data: did you mean header: false?"},
+        {"  - {format: table, file: named.tsv, header: false, gene_columns: [2, 3], "
+         "labels: [4]}\n",
+         "named.tsv:1:15: bad number 'score' in label column 'column4' of the first row, read "
+         "as data (header: false): did you mean header: true?"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024], *msg;
+        snprintf(text, sizeof text, "%s%s", head, cases[i].part);
+        char *rp = pl_test_write(dir, "r.yaml", text), *out = pl_test_path(dir, "db");
+        pl_test_rmtree(out);
+        cr_assert_neq(build(rp, out, &msg), 0, "case %zu: %s", i, msg);
+        cr_assert(strstr(msg, cases[i].want), "case %zu: %s", i, msg);
+        free(msg), free(rp), free(out);
+    }
+    /* with the right header key each builds */
+    const char *good[] = {
+        "  - {format: table, file: rows.tsv, header: false, gene_columns: [2, 3], labels: [4]}\n",
+        "  - {format: table, file: named.tsv, gene_columns: [gene1, gene2], labels: [score]}\n"};
+    for (size_t i = 0; i < 2; i++) {
+        char text[1024], *msg;
+        snprintf(text, sizeof text, "%s%s", head, good[i]);
+        char *rp = pl_test_write(dir, "r.yaml", text), *out = pl_test_path(dir, "db");
+        pl_test_rmtree(out);
+        cr_assert_eq(build(rp, out, &msg), 0, "good %zu: %s", i, msg);
+        free(msg), free(rp), free(out);
+    }
+}
