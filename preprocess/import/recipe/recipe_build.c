@@ -194,9 +194,19 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
         rc = digest_inputs(r, NULL, err); /* a missing file named with its recipe line */
     if (rc == 0)
         rc = pl__recipe_names(r, &nm, ast, err);
+    uint32_t read_to = 0; /* the sources below it are read (string_actions types: together) */
     for (uint32_t i = 0; rc == 0 && i < r->n_sources; i++) {
         const pl_imp_source *s = &r->sources[i];
-        rc = pl__imp_run(nm, s, strict, push, &e[i], &res[i], err);
+        if (i >= read_to && s->shared > 1) {
+            void *ctxs[PL_MAX_TYPES];
+            for (uint32_t j = 0; j < s->shared; j++)
+                ctxs[j] = &e[i + j];
+            rc = pl__imp_run_shared(nm, s, s->shared, strict, push, ctxs, &res[i], err);
+            read_to = i + s->shared;
+        } else if (i >= read_to) {
+            rc = pl__imp_run(nm, s, strict, push, &e[i], &res[i], err);
+            read_to = i + 1;
+        }
         be[i] = (pl__build_edges){s->name, e[i].src, e[i].dst, e[i].n};
         if (rc == 0)
             rc = pl__imp_check_resolved(s, &res[i], err);
