@@ -534,3 +534,53 @@ Test(ontology_topology, recipe_without_edges)
                       "'metabolism' or an 'ontology')");
     free(rp);
 }
+
+/* What a build says of a topology: each count that differs from its closure
+ * a warning naming file, line and term, the repeated children counted
+ * (stderr, not with --quiet; a recipe's source line stores both); under
+ * build --recipe --strict the count is an error and nothing is built. */
+Test(ontology_topology, build_reports_counts_and_repeats)
+{
+    free(pl_test_write(dir, "genes.txt", "G0\nG1\nG2\n"));
+    free(pl_test_write(dir, "s.tsv", "genes\ty\nG0\t1\n"));
+    char *topo = pl_test_write(dir, "topo", "ROOT: R 2\nGENES: G2\nTERMS: L L L\nROOT: L 2\n"
+                                            "GENES: G0 G1\nTERMS:\n");
+    char args[4096], want[4096], *msg;
+    for (int quiet = 0; quiet < 2; quiet++) {
+        char *out = pl_test_path(dir, "db");
+        pl_test_rmtree(out);
+        snprintf(args, sizeof args, "build -o '%s' --genes '%s/genes.txt' --samples "
+                 "'%s/s.tsv' --ontology-dcell '%s'%s", out, dir, dir, topo,
+                 quiet ? " --quiet" : "");
+        cr_assert_eq(pl_test_run_in(NULL, args, &msg), 0, "%s", msg);
+        snprintf(want, sizeof want, "warning: %s:1: the ROOT: count of term 'R' is 2 where its "
+                 "gene closure has 3\n", topo);
+        cr_assert_eq(strstr(msg, want) != NULL, !quiet, "%s", msg);
+        snprintf(want, sizeof want, "%s: 2 children named again on their TERMS: line (one link "
+                 "each)\n", topo);
+        cr_assert_eq(strstr(msg, want) != NULL, !quiet, "%s", msg);
+        free(msg), free(out);
+    }
+    char *rp = pl_test_write(dir, "r.yaml", "version: 1\ngenes: {file: genes.txt}\n"
+                                            "ontology: {format: dcell, file: topo}\n"
+                                            "samples: {format: tsv, file: s.tsv}\n");
+    char *out = pl_test_path(dir, "rdb");
+    snprintf(args, sizeof args, "build --recipe '%s' -o '%s' --quiet", rp, out);
+    cr_assert_eq(pl_test_run_in(NULL, args, &msg), 0, "%s", msg);
+    free(msg);
+    pl_db *db;
+    pl_err err = {0};
+    cr_assert_eq(pl_db_open(out, &db, &err), 0, "%s", err.msg);
+    cr_assert(strstr(pl_db_info_get(db)->recipe_sources, " repeated_children=2 "
+                     "count_mismatches=1\n"), "%s", pl_db_info_get(db)->recipe_sources);
+    pl_db_close(db);
+    pl_test_rmtree(out);
+    snprintf(args, sizeof args, "build --recipe '%s' -o '%s' --strict", rp, out);
+    cr_assert_eq(pl_test_run_in(NULL, args, &msg), 1, "%s", msg);
+    snprintf(want, sizeof want, "%s:1: the ROOT: count of term 'R' is 2 where its gene closure "
+             "(1 direct under GENES: and its descendants') has 3 (strict mode)", topo);
+    cr_assert(strstr(msg, want), "%s", msg);
+    struct stat sb;
+    cr_assert(lstat(out, &sb) < 0, "%s built", out);
+    free(msg), free(out), free(rp), free(topo);
+}
