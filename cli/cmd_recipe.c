@@ -120,6 +120,7 @@ int pl_cli_recipe_more(const pl_recipe *r, const pl_names *nm, int strict, FILE 
                (unsigned long long)(res.kept - kept), (unsigned long long)(res.dropped - dropped),
                pl__unres_distinct(&res.names) - seen, res.n_labels, res.n_categories, s->file);
         *unresolved += res.dropped - dropped;
+        rc = pl__smp_check_resolved(s, res.rows - rows, res.kept - kept, &res.names, err);
         for (uint32_t k = seen; uf && k < pl__unres_distinct(&res.names); k++) {
             uint64_t count, line;
             const char *name = pl__unres_name(&res.names, k, &count, &line);

@@ -348,7 +348,7 @@ Test(import_recipe, bad_metabolism_and_samples)
     expect_bad(HEAD EDGE "samples: {format: sga, file: s, sep: ','}\n", 6, 33,
                "key 'sep' does not apply to format 'sga'");
     expect_bad(HEAD EDGE "samples: [{format: csv, file: s}]\n", 6, 20,
-               "unknown sample format 'csv' (table or sga)");
+               "unknown sample format 'csv' (table, sga or dcell_samples)");
     expect_bad(HEAD EDGE "samples: [{format: table}]\n", 6, 11, "a sample table without 'file'");
     expect_bad(HEAD EDGE "samples: [{file: s}]\n", 6, 11, "a sample table without 'format'");
     expect_bad(HEAD EDGE "samples: {format: table, file: s, header: false, genes: g}\n", 6, 10,
@@ -642,6 +642,9 @@ Test(import_recipe, more_bad_recipes)
     expect_bad("version: 1\ngenes:\n  file: genes.txt\nedges: x\n", 4, 8,
                "'edges' must be a list of edge sources");
     expect_bad("version: 1\ngenes:\n  file: genes.txt\n", 1, 1,
+               "the recipe has no 'edges' (they may be left out, or empty, only with a "
+               "'metabolism' or an 'ontology')");
+    expect_bad("version: 1\ngenes:\n  file: genes.txt\nedges: []\n", 1, 1,
                "the recipe has no 'edges'");
     expect_bad(HEAD "  - {name: a, format: delim, file: x, sep: ab}\n", 5, 44,
                "'sep' must be one character, \"tab\" or \"space\"");

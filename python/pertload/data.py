@@ -191,7 +191,7 @@ def _is_split(s):
 
 def _column_splits(db, column, named):
     """{"train": (column, level), ...} from the levels of the database's
-    category column `column` (SPLIT_LEVELS)."""
+    category column `column` (SPLIT_LEVELS), and the column's levels."""
     database = _lib.Database(db)
     try:
         levels = categories(database.info)
@@ -211,7 +211,7 @@ def _column_splits(db, column, named):
         raise ValueError(f"category column {column!r} of {db} has none of the levels "
                          f"{', '.join(lv for w in SPLIT_LEVELS.values() for lv in w)} "
                          f"(its levels: {', '.join(map(repr, levels[column]))})")
-    return splits
+    return splits, tuple(levels[column])
 
 
 class _EpochDataLoader(tud.DataLoader):
@@ -293,8 +293,10 @@ class DataModule:
                  layout="lists", edge_types=None, transform=None, split_column=None,
                  persistent_workers=False, device=None, prefetch=2, **loader_options):
         column = "split" if split_column is None else split_column
+        self._levels = None  # the split column's levels when the splits come from it
         if splits is None:
-            splits = _column_splits(db, column, split_column is not None)
+            splits, self._levels = _column_splits(db, column, split_column is not None)
+        self._column = column
         unknown = set(splits) - {"train", "val", "test"}
         if unknown:
             raise ValueError(f"splits: unknown split {sorted(unknown)[0]!r} (train, val, test)")
@@ -345,8 +347,15 @@ class DataModule:
 
     def _plain_dataloader(self, name):
         ds = self.datasets.get(name)
+        if ds is None and self._levels is not None:
+            raise ValueError(f"no {name!r} split: category column {self._column!r} of "
+                             f"{self.db} has none of the levels "
+                             f"{', '.join(map(repr, SPLIT_LEVELS[name]))} (its levels: "
+                             f"{', '.join(map(repr, self._levels))}); pass splits= or "
+                             f"split_column=")
         if ds is None:
-            raise ValueError(f"no {name!r} split was given")
+            raise ValueError(f"no {name!r} split was given (splits= names "
+                             f"{', '.join(map(repr, self.splits)) or 'none'})")
         if self.persistent_workers:
             # The same DataLoader (and its workers, each keeping its Loader)
             # for every epoch.

@@ -358,7 +358,8 @@ class Loader:
     `categories: [split]`; Graph.categories lists the levels). The rows
     are those of the level in ascending order, as if given as rows= (the
     same plan and state_dict); a level no row holds, an unknown column or
-    level, and a label that is no category are ValueErrors naming them.
+    level, a label that is no category and a database with no sample are
+    ValueErrors naming them.
 
     Each iteration runs one epoch (set_epoch() chooses it): it starts
     `pertload serve` on a ring of its own, yields Batch objects (numpy views of
@@ -573,6 +574,8 @@ class Loader:
                 rows = split_rows(database, *self.split)
         finally:
             database.close()
+        if self.db_samples == 0:
+            raise ValueError(f"{self.db} holds no sample: a Loader over it would yield no batch")
         self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = subset(
             rows, self.db_samples, self.split)
         if self._rows_dir is not None:

@@ -127,9 +127,17 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
         }
         return 0;
     }
+    if (!strcmp(key, "allow_empty"))
+        return pl__ry_bool(l, v, key, &s->allow_empty);
+    if (!strcmp(key, "min_resolved")) {
+        PL_TRY(pl__ry_double(l, v, key, &s->min_resolved));
+        if (!(s->min_resolved >= 0 && s->min_resolved <= 1))
+            return pl__ry_fail(l, v, "'min_resolved' must be a share 0..1");
+        return 0;
+    }
     if (s->format == PL_SMP_SGA)
-        return pl__ry_fail(l, k, "key '%s' does not apply to format 'sga' (format, file, set)",
-                           key);
+        return pl__ry_fail(l, k, "key '%s' does not apply to format 'sga' (format, file, set, "
+                           "min_resolved, allow_empty)", key);
 #define COL(key, kind, field, n) {key, PL_RY_##kind, offsetof(pl_smp_spec, field), n}
     static const pl__ry_field keys[] = {
         COL("sep", SEP, sep, 0), COL("header", BOOL, header, 0),
@@ -143,8 +151,19 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
     if (rc <= 0)
         return rc;
     return pl__ry_fail(l, k, "unknown key '%s' in a sample table (format, file, sep, header, "
-                       "comment, genes, gene_sep, gene_columns, id, labels, categories, set)",
-                       key);
+                       "comment, genes, gene_sep, gene_columns, id, labels, categories, set, "
+                       "min_resolved, allow_empty)", key);
+}
+
+/* format dcell_samples: its layout is fixed; file and set only. */
+static int dcell_sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v,
+                             void *ctx)
+{
+    if (strcmp(key, "file") && strcmp(key, "format") && strcmp(key, "set") &&
+        strcmp(key, "min_resolved") && strcmp(key, "allow_empty"))
+        return pl__ry_fail(l, k, "key '%s' does not apply to format 'dcell_samples' (format, "
+                           "file, set, min_resolved, allow_empty)", key);
+    return sample_pair(l, key, k, v, ctx);
 }
 
 static int samples_one(pl__ry *l, yaml_node_t *m)
@@ -157,12 +176,22 @@ static int samples_one(pl__ry *l, yaml_node_t *m)
     pl_smp_spec *s = &r->tables[r->n_tables++];
     pl__smp_spec_init(s);
     yaml_node_t *fmt;
-    PL_TRY(pl__ry_format(l, m, "a sample table", "table or sga", &fmt));
-    if (!strcmp(pl__ry_str(fmt), "sga"))
+    PL_TRY(pl__ry_format(l, m, "a sample table", "table, sga or dcell_samples", &fmt));
+    if (!strcmp(pl__ry_str(fmt), "sga")) {
         s->format = PL_SMP_SGA;
-    else if (strcmp(pl__ry_str(fmt), "table"))
-        return pl__ry_fail(l, fmt, "unknown sample format '%s' (table or sga)", pl__ry_str(fmt));
-    PL_TRY(pl__ry_pairs(l, m, "a sample table", sample_pair, s));
+    } else if (!strcmp(pl__ry_str(fmt), "dcell_samples")) {
+        /* DCell's data files as published: `2 <gene> <gene> <score>`,
+         * space-separated, no header */
+        s->sep = ' ';
+        s->header = 0;
+        s->gene_columns[0] = "2", s->gene_columns[1] = "3", s->n_gene_columns = 2;
+        s->labels[0] = "4", s->n_labels = 1;
+    } else if (strcmp(pl__ry_str(fmt), "table")) {
+        return pl__ry_fail(l, fmt, "unknown sample format '%s' (table, sga or dcell_samples)",
+                           pl__ry_str(fmt));
+    }
+    PL_TRY(pl__ry_pairs(l, m, "a sample table", s->n_gene_columns ? dcell_sample_pair
+                                                                   : sample_pair, s));
     if (!s->file)
         return pl__ry_fail(l, m, "a sample table without 'file'");
     return pl__smp_check(s, l->err) < 0 ? pl__ry_wrap(l, m, "sample table") : 0;

@@ -3,6 +3,7 @@
 #include "samples.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,32 @@ void pl__smp_spec_init(pl_smp_spec *s)
 {
     memset(s, 0, sizeof *s);
     s->header = 1;
+    s->min_resolved = 0.5;
+}
+
+int pl__smp_check_resolved(const pl_smp_spec *s, uint64_t rows, uint64_t kept,
+                           const pl_unres *unres, pl_err *err)
+{
+    if (s->allow_empty)
+        return 0;
+    double share = rows ? (double)kept / (double)rows : 0.0;
+    char names[1024];
+    if (kept == 0 && s->min_resolved > 0) {
+        pl__unres_top(unres, names, sizeof names);
+        return pl__err(err, PL_EPARSE, "%s: the sample table keeps no sample: %llu rows, %llu "
+                       "with an unresolved gene name; most frequent unresolved names: %s (an "
+                       "alias table for them, or allow_empty: true, accepts it)", s->file,
+                       (unsigned long long)rows, (unsigned long long)(rows - kept), names);
+    }
+    if (rows > 0 && share < s->min_resolved) {
+        pl__unres_top(unres, names, sizeof names);
+        return pl__err(err, PL_EPARSE, "%s: only %llu of the sample table's %llu rows resolve "
+                       "(share %.3f, under min_resolved %g); most frequent unresolved names: %s "
+                       "(a lower min_resolved, or allow_empty: true, accepts it)", s->file,
+                       (unsigned long long)kept, (unsigned long long)rows, share,
+                       s->min_resolved, names);
+    }
+    return 0;
 }
 
 /* A constant category named like a category of the file, or twice. */
