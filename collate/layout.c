@@ -111,3 +111,29 @@ int pl_layout_rows(int device, void *stream, const int64_t *pos, const int64_t *
     PL_FAIL_IF(n == 0 && n_pos, err, PL_EUSAGE, "layout rows: positions of no sample");
     return layout_run(&a, device, stream, err);
 }
+
+int pl_layout_check(const void *pos, int pos_bytes, const int64_t *ptr, uint32_t n,
+                    uint64_t n_pos, uint64_t limit, int sets, pl_err *err)
+{
+    PL_FAIL_IF(pos_bytes != 4 && pos_bytes != 8, err, PL_EUSAGE,
+               "positions of %d bytes (4 or 8)", pos_bytes);
+    PL_FAIL_IF(!ptr || ptr[0] != 0 || ptr[n] < 0 || (uint64_t)ptr[n] != n_pos, err, PL_EPARSE,
+               "ptr does not index its %llu positions", (unsigned long long)n_pos);
+    for (uint32_t b = 0; b < n; b++)
+        PL_FAIL_IF(ptr[b + 1] < ptr[b], err, PL_EPARSE, "ptr decreases");
+    const int32_t *p32 = (const int32_t *)pos;
+    const int64_t *p64 = (const int64_t *)pos;
+#define PL__AT(j) (pos_bytes == 4 ? (int64_t)p32[j] : p64[j])
+    for (uint64_t j = 0; j < n_pos; j++) {
+        int64_t v = PL__AT(j);
+        PL_FAIL_IF(v < 0 || (uint64_t)v >= limit, err, PL_EPARSE,
+                   "holds a position outside 0..%lld", (long long)limit - 1);
+    }
+    if (sets)
+        for (uint32_t b = 0; b < n; b++)
+            for (int64_t j = ptr[b] + 1; j < ptr[b + 1]; j++)
+                PL_FAIL_IF(PL__AT(j) <= PL__AT(j - 1), err, PL_EPARSE,
+                           "positions of a sample are not increasing");
+#undef PL__AT
+    return 0;
+}

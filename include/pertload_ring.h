@@ -217,6 +217,14 @@ PL_API int pl_pyg_edges(const int64_t *src, const int64_t *dst, uint64_t n_edges
 /** 1 when libpertload was built with the CUDA toolkit (the device layouts). */
 PL_API int pl_layout_cuda_built(void);
 
+/** The checks a batch's lists pass before a layout reads them (on the
+ *  host, in the slot, before the copy): ptr [n + 1] from 0 to n_pos and
+ *  never decreasing, every position (int32 or int64: pos_bytes 4 or 8) in
+ *  0 .. limit - 1, and with `sets` each sample's positions strictly
+ *  increasing. Return 0, or PL_EPARSE with the first rule broken. */
+PL_API int pl_layout_check(const void *pos, int pos_bytes, const int64_t *ptr, uint32_t n,
+                           uint64_t n_pos, uint64_t limit, int sets, pl_err *err);
+
 /** Layout "pyg" of one edge type: what pl_pyg_edges() writes (kept edges,
  *  shifted, sample-major; out_ptr [n + 1]), n * n_edges - n_pos edges, and
  *  with `attr` the kept edges' attribute in out_attr. */

@@ -221,6 +221,8 @@ _PROTOTYPES = {
     "pl_slot_check": (ctypes.c_int, [_vp, ctypes.c_uint64, _err_p]),
     "pl_pyg_edges": (ctypes.c_int, [_vp, _vp, ctypes.c_uint64, _vp, _vp, ctypes.c_uint32,
                                     ctypes.c_int64, ctypes.c_int64, _vp, _vp, _vp, _err_p]),
+    "pl_layout_check": (ctypes.c_int, [_vp, ctypes.c_int, _vp, ctypes.c_uint32, ctypes.c_uint64,
+                                       ctypes.c_uint64, ctypes.c_int, _err_p]),
     "pl_layout_cuda_built": (ctypes.c_int, []),
     "pl_layout_union": (ctypes.c_int, [ctypes.c_int, _vp, _vp, _vp, _vp, ctypes.c_uint64, _vp,
                                        _vp, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64,

@@ -130,3 +130,25 @@ def rows(torch, pos, ptr, B, shift=0, shifted=False):
     s = torch.empty(P, dtype=torch.int64, device=pos.device) if shifted else None
     _call("pl_layout_rows", *_where(torch, pos), _p(pos), _p(ptr), B, P, shift, _p(r), _p(s))
     return r, s
+
+
+def check(kind, pos, ptr, n, sets=False):
+    """A batch's list of `kind` (numpy: positions int32 or int64, ptr int64)
+    as a layout reads it: ptr from 0 to len(pos) and never decreasing, every
+    position in 0 .. n - 1, with `sets` each sample's strictly increasing;
+    one pass of the library's pl_layout_check. LoaderError names the rule."""
+    import numpy as np
+
+    if pos.ndim != 1 or ptr.ndim != 1:
+        raise LoaderError(f"slot: {kind} positions and ptr must be one-dimensional")
+    pos = np.ascontiguousarray(pos)
+    if pos.dtype not in (np.int32, np.int64):
+        pos = pos.astype(np.int64)
+    ptr = np.ascontiguousarray(ptr, dtype=np.int64)
+    if len(ptr) == 0:
+        raise LoaderError(f"slot: {kind} ptr does not index its {len(pos)} positions")
+    err = _lib.PlErr()
+    rc = _lib.lib().pl_layout_check(pos.ctypes.data, pos.itemsize, ptr.ctypes.data,
+                                    len(ptr) - 1, len(pos), n, int(sets), ctypes.byref(err))
+    if rc < 0:
+        raise LoaderError(f"slot: {kind} {err.text(rc)}")
