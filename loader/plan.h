@@ -1,7 +1,8 @@
 /* Epoch plans: which samples, in which order, in which batches.
  *
  * The order is a pure function of (n, seed, epoch, shuffle, rank, world,
- * batch size, drop_last), so any tool can reproduce it:
+ * batch size, drop_last, and an elastic resume's position `from`), so any
+ * tool can reproduce it:
  *
  *  0. The subset (serve --rows or --split; loader/subset.h). Without one, n
  *     is the database's sample count and a position is a row. With one of n

@@ -259,3 +259,19 @@ def test_killed_job_resumes_at_3_6_1_ranks(medium, tmp_path, case):
         res = [json.load(open(out)) for _, out in ps]
         assert all(g["len"] == len(g["rows"]) for g in res)
         check_union(medium.n, consumed, [g["rows"] for g in res], f"{case} 4->{new}")
+
+
+def test_persistent_serve_after_an_elastic_epoch(medium):
+    """persistent=True: the resumed epoch's serve (started at the position)
+    is not asked for the next epoch, which is the new world's ordinary one."""
+    kw = {"shuffle": True, "persistent": True}
+    _, sd = take(loaders(medium.db, 4, kw)[0], 3)
+    lo = loaders(medium.db, 3, kw)[1]
+    lo.load_state_dict(sd)
+    rest = [b.row.tolist() for b in lo]
+    lo.set_epoch(1)
+    nxt = [b.row.tolist() for b in lo]
+    lo.close()
+    plain = loaders(medium.db, 3, {"shuffle": True})[1]
+    plain.set_epoch(1)
+    assert nxt == [b.row.tolist() for b in plain] and len(rest) < len(nxt)
