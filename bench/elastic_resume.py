@@ -3,12 +3,13 @@
 section 22), beside an ordinary epoch start.
 
 For each database (made by `pertload synth --samples N` and `pertload build`
-under WORK unless given) it times, ROUNDS times in turn, from the call to
-the first batch in hand:
-  - start: rank 0 of 4 ranks, iter() of a fresh epoch (shuffled);
-  - elastic: rank 0 of 3 ranks, load_state_dict() of a state taken at the
-    middle of the 4-rank epoch, then iter() (the position is computed and
-    serve plans the rest of the epoch from it; nothing before is served);
+under WORK unless given) it times, ROUNDS times in turn, load_state_dict()
+(load_s) and iter() to the first batch in hand (first_s):
+  - start: rank 0 of 4 ranks, a fresh epoch (shuffled; no load);
+  - elastic: rank 0 of 3 ranks loading a state taken at the middle of the
+    4-rank epoch (the client computes the position and the new plan's
+    count; serve plans the rest of the epoch from the position, nothing
+    before it is served);
   - same: rank 0 of 4 ranks resuming that state at its batch (the plain
     resume of the same world size).
 Each with a private sample table (shared_table=False: no round reuses
@@ -41,17 +42,18 @@ def database(work, n):
 
 
 def first_batch(db, world, state=None):
-    """Seconds from the loader's start (or its load_state_dict) to its first
-    batch; the loader closed."""
+    """(seconds of load_state_dict, seconds from iter() to the first batch);
+    the loader closed."""
     loader = pertload.Loader(db, rank=0, world_size=world, **KW)
     t0 = time.perf_counter()
     if state is not None:
         loader.load_state_dict(state)
+    t1 = time.perf_counter()
     it = iter(loader)
     next(it)
-    dt = time.perf_counter() - t0
+    t2 = time.perf_counter()
     loader.close()
-    return dt
+    return t1 - t0, t2 - t1
 
 
 def middle_state(db):
@@ -71,10 +73,12 @@ def measure(db, rounds):
         times["elastic"].append(first_batch(db, 3, sd))
         times["same"].append(first_batch(db, 4, sd))
     n = pertload.Loader(db, rank=0, world_size=1).n_samples
-    return {"samples": n, "rounds": rounds,
-            **{k: {"median_s": round(statistics.median(v), 3),
-                   "min_s": round(min(v), 3), "max_s": round(max(v), 3)}
-               for k, v in times.items()}}
+
+    def spread(v):
+        return [round(statistics.median(v), 3), round(min(v), 3), round(max(v), 3)]
+    return {"samples": n, "rounds": rounds, "[median, min, max]": {
+        k: {"load_s": spread([t[0] for t in v]), "first_s": spread([t[1] for t in v])}
+        for k, v in times.items()}}
 
 
 def main():

@@ -686,12 +686,15 @@ class Loader:
         consumed, start = int(sd["batches_consumed"]), int(sd.get("from", 0))
         epoch, seed, old = self.epoch, self.seed, self._from
         self.epoch, self.seed, self._from = int(sd["epoch"]), int(sd["seed"]), start
-        try:  # the plan sd was taken from: the position, or the count to resume in
+        # the plan sd was taken from: the position, or the count to resume in
+        # (the loader's own unless a budget's epoch or the position differ)
+        same = start == old and (not self.budget or (self.epoch, self.seed) == (epoch, seed))
+        try:
             if elastic:
                 start, n_batches = plan_call(self, _lib.plan_position, world, weights, start,
                                              steps=consumed)
             else:
-                n_batches = self._count()
+                n_batches = self._n_batches if same else self._count()
         finally:
             self.epoch, self.seed, self._from = epoch, seed, old
         if not 0 <= consumed <= n_batches:
@@ -700,7 +703,8 @@ class Loader:
         self.epoch = int(sd["epoch"])
         self.seed = int(sd["seed"])
         self._from, self._from_next = start, True
-        self._replan()
+        if elastic or not same:
+            self._replan()
         self._start = self._consumed = 0 if elastic else consumed
 
     @property
