@@ -663,7 +663,8 @@ class Loader:
                 "batch_size": self.batch_size, "shuffle": self.shuffle,
                 "drop_last": self.drop_last, "rank": self.rank,
                 "world_size": self.world_size, "n_samples": self.n_samples,
-                "subset": self._subset_digest, **self._order_state()}
+                "subset": self._subset_digest, "database": "%016x" % self._fingerprints[2],
+                **self._order_state()}
 
     def _order_state(self):
         """The order's part of state_dict (none for the default row order)."""

@@ -24,12 +24,13 @@ def one_state(states):
 def check_state(loader, sd):
     """(sd, its world size, its rank weights, elastic) for loader: sd made
     one state (one_state), ValueError naming the key where its plan differs
-    from the loader's but in the world size and rank weights; elastic when
-    those differ (the loader's weights are the new world's)."""
+    from the loader's but in the world size and rank weights ("database":
+    the database fingerprint, absent from states saved before it was kept);
+    elastic when those differ (the loader's weights are the new world's)."""
     if isinstance(sd, (list, tuple)):
         sd = one_state(sd)
     mine = loader.state_dict()
-    for key in ("batch_size", "shuffle", "drop_last", "n_samples", "subset"):
+    for key in ("database", "batch_size", "shuffle", "drop_last", "n_samples", "subset"):
         if key in sd and sd[key] != mine[key]:
             raise ValueError(f"state_dict has {key}={sd[key]!r}, this loader {mine[key]!r}")
     for key in ("order", "block_rows", "block_window", "budget"):

@@ -187,8 +187,14 @@ def test_refusals(medium, small):
     new = dict(rank=0, world_size=3, shuffle=True)
     with pytest.raises(ValueError, match="batch_size=16, this loader 32"):
         pertload.Loader(medium.db, batch_size=32, **new).load_state_dict(sd)
-    with pytest.raises(ValueError, match="n_samples=2000, this loader 300"):
+    with pytest.raises(ValueError, match="database="):
         pertload.Loader(small.db, batch_size=16, **new).load_state_dict(sd)
+    with pytest.raises(ValueError, match="n_samples=2000, this loader 300"):  # older states
+        pertload.Loader(small.db, batch_size=16, **new).load_state_dict(
+            {k: v for k, v in sd.items() if k != "database"})
+    with pytest.raises(ValueError, match="database=.0000000000000000., this loader"):
+        pertload.Loader(medium.db, batch_size=16, **new).load_state_dict(
+            dict(sd, database="0" * 16))
     with pytest.raises(ValueError, match="subset"):
         pertload.Loader(medium.db, batch_size=16, rows=range(2000), **new).load_state_dict(sd)
     with pytest.raises(ValueError, match="state_dicts differ: batches_consumed=2 at rank 0, "
