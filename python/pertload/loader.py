@@ -623,7 +623,7 @@ class Loader:
             return epoch_batches(self.n_samples - self._from, self.rank, self.world_size,
                                  self.batch_size, self.drop_last, pad=False)
         return plan_call(self, _lib.plan_n_batches, self.rank, self.world_size,
-                               self.rank_weights, self._from)
+                         self.rank_weights, self._from)
 
     def _replan(self):
         """The counts of the rank's plan from self._from on."""
