@@ -469,6 +469,11 @@ typedef struct pl_plan_opts {
      *  pl_plan_new only); rank r's batches hold about batch_size * w[r] /
      *  max(w) samples, every rank the same number of steps (plan.h 2d). */
     const uint32_t *rank_weights;
+    /** Elastic resume (loader/plan.h, step 1e): the first `from` entries of
+     *  the epoch's order were consumed (pl_plan_position() of the plan they
+     *  were consumed from); steps 2 onwards run over the rest, as over an
+     *  epoch of n_samples - from samples. 0: the whole epoch. */
+    uint64_t from;
 } pl_plan_opts;
 
 /** Sample orders of an epoch plan (pl_plan_opts.order). */
@@ -504,6 +509,14 @@ PL_API uint64_t pl_plan_n_batches(const pl_plan *p);
 
 /** Number of samples of the rank in this epoch (padding included). */
 PL_API uint64_t pl_plan_n_samples(const pl_plan *p);
+
+/** The entries of the epoch's order (loader/plan.h, step 1) that the first
+ *  `steps` steps of every rank of the plan's world consume, counted from the
+ *  order's start (pl_plan_opts.from included): the pl_plan_opts.from of an
+ *  elastic resume after those steps, on any world size. Steps past
+ *  pl_plan_n_batches() count as all of them; padding counts nothing (the
+ *  result is at most n_samples). The same on every rank of the world. */
+PL_API uint64_t pl_plan_position(const pl_plan *p, uint64_t steps);
 
 /** Rows (sample-store order) of batch `b` into `rows[0..batch_size)`.
  *  @return the batch's size (budgeted plans: any from 1 to batch_size); 0

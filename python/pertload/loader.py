@@ -14,6 +14,7 @@ from ._service import _EINTR, _start_producer
 from .batch import HEADER, Batch, SlotBatch, list_kinds, merge_parts, parse_slot, slot_head
 from .graph import Graph, fingerprints
 from .prefetch import DevicePrefetch
+from .resume import check_state, plan_call
 from .subset import split_rows, split_spec, subset
 
 def _env_int(name, default):
@@ -432,8 +433,15 @@ class Loader:
     waits for them by an event, nothing is synchronised on the host.
 
     state_dict() saves the position in the epoch (batches delivered, not
-    prefetched); load_state_dict() makes the next iteration yield exactly
-    the remaining batches. A producer failure or death raises LoaderError.
+    prefetched), the same on every rank but for "rank" (save one rank's);
+    load_state_dict() (one state, or a list of every rank's, refused unless
+    they agree) makes the next iteration yield exactly the remaining
+    batches. A state of another world size or other rank weights (this
+    loader's are the new world's) resumes elastically (loader/plan.h step
+    1e): the samples every old rank consumed are left out and the rest is
+    dealt to the new ranks, no sample twice (padding at its end aside), the
+    next epoch the new world's own (docs/ranks.md). A producer failure or
+    death raises LoaderError.
 
     The serve process is sent SIGKILL if the thread that started the
     iteration exits (PR_SET_PDEATHSIG), so iterate from a thread that outlives
@@ -548,6 +556,8 @@ class Loader:
         self.pad = bool(pad) or bool(drop_last) or budget is not None or bool(rank_weights)
         self.epoch = 0
         self._start = 0      # batch the next iteration starts at
+        self._from = 0       # elastic resume: entries of the order consumed before
+        self._from_next = False  # the next iteration runs the plan from self._from
         self._consumed = 0   # batches of this epoch consumed
         self._epoch_it = None
         self._graph = None
@@ -580,8 +590,7 @@ class Loader:
             rows, self.db_samples, self.split)
         if self._rows_dir is not None:
             self._rows_cleanup = _lib.finalize(self, shutil.rmtree, self._rows_dir, True)
-        self._n_batches = self._count()
-        self._rank_samples = rank_samples(self.n_samples, self.rank, self.world_size)
+        self._replan()
 
     def _hand_back(self, mapping, batch):
         """Release `batch` and hand its slot back (a private copy of what the
@@ -648,33 +657,33 @@ class Loader:
         """Batches of the epoch serve runs (the padded plan)."""
         if self.pad:
             return self._n_batches
-        return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
+        return _lib.plan_n_batches(self.n_samples - self._from, self.rank, self.world_size,
                                    self.batch_size, self.drop_last)
 
     def _count(self):
-        """Batches of the rank's epoch (with a budget: of this seed and epoch)."""
+        """Batches of the rank's epoch (with a budget: of this seed and epoch),
+        from the elastic resume position self._from on."""
         if not self.pad:
-            return epoch_batches(self.n_samples, self.rank, self.world_size,
+            return epoch_batches(self.n_samples - self._from, self.rank, self.world_size,
                                  self.batch_size, self.drop_last, pad=False)
-        if not self.budget:
-            return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
-                                       self.batch_size, self.drop_last,
-                                       rank_weights=self.rank_weights)
-        kind, _, value = self.budget.partition("=")
-        database = _lib.Database(self.db)
-        try:
-            return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
-                                       self.batch_size, self.drop_last, database,
-                                       (kind, int(value)), self.seed, self.epoch,
-                                       self.shuffle)
-        finally:
-            database.close()
+        return plan_call(self, _lib.plan_n_batches, self.rank, self.world_size,
+                         self.rank_weights, self._from)
+
+    def _replan(self):
+        """The counts of the rank's plan from self._from on."""
+        self._n_batches = self._count()
+        self._rank_samples = rank_samples(self.n_samples - self._from, self.rank,
+                                          self.world_size)
 
     def __len__(self):
         return self._n_batches - self._start
 
     def __iter__(self):
         self._stop_epoch()
+        if not self._from_next and self._from:  # after an elastic resume's epoch
+            self._from = 0
+            self._replan()
+        self._from_next = False
         start, self._start = self._start, 0
         self._consumed = start
         it = _Epoch(self, start, self._n_batches, self._serve_count())
@@ -693,15 +702,20 @@ class Loader:
         self._stop_epoch()
         self.epoch = int(epoch)
         self._start = self._consumed = 0
-        if self.budget:
-            self._n_batches = self._count()
+        self._from_next = False
+        if self.budget or self._from:
+            self._from = 0
+            self._replan()
 
     def state_dict(self):
+        """The position in the epoch: the same on every rank but for "rank"
+        (every rank runs the same steps), so a job saves one rank's."""
         return {"epoch": self.epoch, "seed": self.seed, "batches_consumed": self._consumed,
                 "batch_size": self.batch_size, "shuffle": self.shuffle,
                 "drop_last": self.drop_last, "rank": self.rank,
                 "world_size": self.world_size, "n_samples": self.n_samples,
-                "subset": self._subset_digest, **self._order_state()}
+                "subset": self._subset_digest, "database": "%016x" % self._fingerprints[2],
+                **self._order_state()}
 
     def _order_state(self):
         """The order's part of state_dict (none for the default row order)."""
@@ -713,41 +727,37 @@ class Loader:
                        block_window=self.block_window)
         if not self.pad:
             out["pad"] = False
+        if self._from:
+            out["from"] = self._from
         return out
 
     def load_state_dict(self, sd):
-        """Resume: the next iteration yields the batches of sd's epoch after the
-        sd["batches_consumed"] first. The plan parameters must match."""
-        mine = self.state_dict()
-        for key in ("batch_size", "shuffle", "drop_last", "rank", "world_size", "n_samples",
-                    "subset"):
-            if key in sd and sd[key] != mine[key]:
-                raise ValueError(f"state_dict has {key}={sd[key]!r}, this loader "
-                                 f"{mine[key]!r}")
-        for key in ("order", "block_rows", "block_window", "budget", "rank_weights"):
-            want = sd.get(key, "rows" if key == "order" else None)
-            if want != getattr(self, key):
-                raise ValueError(f"state_dict has {key}={want!r}, this loader "
-                                 f"{getattr(self, key)!r}")
-        if bool(sd.get("pad", True)) != self.pad:
-            raise ValueError(f"state_dict has pad={sd.get('pad', True)!r}, this loader "
-                             f"{self.pad!r}")
-        consumed = int(sd["batches_consumed"])
-        n_batches = self._n_batches
-        if self.budget and (int(sd["epoch"]), int(sd["seed"])) != (self.epoch, self.seed):
-            epoch, seed = self.epoch, self.seed
-            self.epoch, self.seed = int(sd["epoch"]), int(sd["seed"])
-            try:
-                n_batches = self._count()
-            finally:
-                self.epoch, self.seed = epoch, seed
+        """Resume: the next iteration yields the rest of sd's epoch (any world
+        size: see the class documentation), the later ones as usual."""
+        sd, world, weights, elastic = check_state(self, sd)
+        consumed, start = int(sd["batches_consumed"]), int(sd.get("from", 0))
+        epoch, seed, old = self.epoch, self.seed, self._from
+        self.epoch, self.seed, self._from = int(sd["epoch"]), int(sd["seed"]), start
+        # the plan sd was taken from: the position, or the count to resume in
+        # (the loader's own unless a budget's epoch or the position differ)
+        same = start == old and (not self.budget or (self.epoch, self.seed) == (epoch, seed))
+        try:
+            if elastic:
+                start, n_batches = plan_call(self, _lib.plan_position, world, weights, start,
+                                             steps=consumed)
+            else:
+                n_batches = self._n_batches if same else self._count()
+        finally:
+            self.epoch, self.seed, self._from = epoch, seed, old
         if not 0 <= consumed <= n_batches:
             raise ValueError(f"batches_consumed {consumed} is outside 0..{n_batches}")
         self._stop_epoch()
-        self._n_batches = n_batches
         self.epoch = int(sd["epoch"])
         self.seed = int(sd["seed"])
-        self._start = self._consumed = consumed
+        self._from, self._from_next = start, True
+        if elastic or not same:
+            self._replan()
+        self._start = self._consumed = 0 if elastic else consumed
 
     @property
     def graph(self):
@@ -806,6 +816,8 @@ class Loader:
             a += ["--slots", str(self.slots)]
         if self.max_ring_bytes:
             a += ["--max-ring-bytes", str(self.max_ring_bytes)]
+        if self._from:
+            a += ["--from", str(self._from)]
         if self._rows_spec:
             a += ["--rows", self._rows_spec]
         if self._no_ontology:
