@@ -256,14 +256,20 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
         "$1" bench gpu "$2/db" --batch-size 64 --batches 100 --json "$3"
     ' bench "$bundle/bin/pertload" "$work/bench" "$out/bench_gpu.json" \
         "${GPU_CHECK_BENCH_SAMPLES:-8192}"
-    # 7. the CUDA backend's host side at 2 to 16 collating threads, same database
+    # 7. the CUDA backend's host side at 2 to 16 collating threads: the same
+    # database (4 KiB payload rows read with O_DIRECT from the disk), and one
+    # without payload (the collating threads alone)
     # shellcheck disable=SC2016
-    step bench_threads 90 "$out/bench_gpu.txt" bash -c '
+    step bench_threads 120 "$out/bench_gpu.txt" bash -c '
         set -e
-        for t in 2 4 8 16; do
-            [ "$t" -le "$(nproc)" ] || continue
-            echo "--- threads $t"
-            "$1" bench gpu "$2/db" --batch-size 64 --batches 200 --threads "$t"
+        "$1" synth "$2/in0" --samples 8192 --seed 3 --quiet
+        "$1" build -o "$2/db0" $(cat "$2/in0/build-args.txt") >/dev/null
+        for db in db db0; do
+            for t in 2 4 8 16; do
+                [ "$t" -le "$(nproc)" ] || continue
+                echo "--- $db, threads $t"
+                "$1" bench gpu "$2/$db" --batch-size 64 --batches 200 --threads "$t"
+            done
         done
     ' bench "$bundle/bin/pertload" "$work/bench"
     # 8. the one-layer model step: layouts by torch ops, by the kernels, and
