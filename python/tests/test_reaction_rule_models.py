@@ -197,3 +197,8 @@ def test_sbml_and_yeast_gem_take_the_rule_alike(tmp_path):
     run_cli("build", "--recipe", recipe(d, "sbml", "model.xml", "any"), "--reaction-rule",
             "gpr", "-o", db, "--quiet")
     assert removed(db) == got["sbml", "gpr"]
+    for args, why in ((["--reaction-rule", "all"], "--reaction-rule wants any or gpr, got 'all'"),
+                      (["--reaction-rule"], "--reaction-rule wants any or gpr, got ''")):
+        r = subprocess.run([pertload_bin(), "build", "--recipe", p, "-o", tmp_path / "x", *args],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and r.stderr.startswith(f"pertload build: {why}\n"), r.stderr
