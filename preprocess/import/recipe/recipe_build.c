@@ -225,8 +225,14 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     for (uint32_t g = 0; rc == 0 && g < ng; g++)
         genes[g] = pl__names_gene(nm, g);
     int model = r->metabolism.model != PL_METAB_NONE;
+    int rule = o->reaction_rule != PL_REACTION_DEFAULT ? o->reaction_rule
+                                                       : r->metabolism.reaction_rule;
     if (rc == 0 && model)
         rc = model_part(r, nm, strict, &mm, &bm, &sources, err);
+    if (rc == 0 && model && rule == PL_REACTION_GPR && mm.n_rules == 0)
+        rc = pl__err(err, PL_EPARSE, "%s:%llu: reaction rule gpr: %s has no gene-reaction "
+                     "rule", r->path, (unsigned long long)r->metabolism.line,
+                     r->metabolism.file);
     if (rc == 0 && r->ontology.format)
         rc = ontology_part(r, nm, strict, o->progress == 0, &on, &onto_unknown, &sources, err);
     /* After the inputs read above, before the sample tables the build reads. */
@@ -239,7 +245,7 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
         pl_build_opts bo = {.out = o->out, .progress = o->progress, .params = o->params,
                             .drop_unknown_genes = !strict, .reactions = m->reactions,
                             .gpr = m->gpr, .rules = m->rules, .rmr = m->rmr,
-                            .reaction_rule = m->reaction_rule, .samples = r->samples.file,
+                            .reaction_rule = rule, .samples = r->samples.file,
                             .payload = r->samples.payload,
                             .n_node_features = r->n_features,
                             .feature_types = r->feature_types,

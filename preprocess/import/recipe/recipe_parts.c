@@ -18,11 +18,18 @@ static int metabolism_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node
     pl_recipe_metabolism *m = &l->r->metabolism;
     if (!strcmp(key, "format"))
         return 0; /* read first, by pl__ry_metabolism() */
+    if (!strcmp(key, "reaction_rule")) { /* every format */
+        PL_TRY(pl__ry_scalar(l, v, key));
+        if (strcmp(pl__ry_str(v), "any") && strcmp(pl__ry_str(v), "gpr"))
+            return pl__ry_fail(l, v, "'reaction_rule' is any or gpr, not '%s'", pl__ry_str(v));
+        m->reaction_rule = !strcmp(pl__ry_str(v), "gpr") ? PL_REACTION_GPR : PL_REACTION_ANY;
+        return 0;
+    }
     if (m->model != PL_METAB_NONE) {
         if (!strcmp(key, "file"))
             return pl__ry_path(l, v, key, &m->file);
-        return pl__ry_fail(l, k, "unknown key '%s' in 'metabolism' of format '%s' (format, file)",
-                           key, m->format);
+        return pl__ry_fail(l, k, "unknown key '%s' in 'metabolism' of format '%s' (format, file, "
+                           "reaction_rule)", key, m->format);
     }
     static const pl__ry_field keys[] = {
         {"reactions", PL_RY_PATH, offsetof(pl_recipe_metabolism, reactions), 0},
@@ -32,13 +39,6 @@ static int metabolism_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node
     int rc = pl__ry_key(l, keys, 4, key, v, m);
     if (rc <= 0)
         return rc;
-    if (!strcmp(key, "reaction_rule")) {
-        PL_TRY(pl__ry_scalar(l, v, key));
-        if (strcmp(pl__ry_str(v), "any") && strcmp(pl__ry_str(v), "gpr"))
-            return pl__ry_fail(l, v, "'reaction_rule' is any or gpr, not '%s'", pl__ry_str(v));
-        m->reaction_rule = !strcmp(pl__ry_str(v), "gpr") ? PL_REACTION_GPR : PL_REACTION_ANY;
-        return 0;
-    }
     return pl__ry_fail(l, k, "unknown key '%s' in 'metabolism' (format, reactions, gpr, rules, "
                        "rmr, reaction_rule)", key);
 }
