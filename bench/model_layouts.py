@@ -22,8 +22,16 @@ moved to the device (the move timed), each memset is a zeroed device
 buffer, and the epoch's step runs on the device; every timing waits for the
 device (torch.cuda.synchronize).
 
+With --device cuda the layouts by the library's kernels are timed beside
+the torch ops a library without them runs (the client before the kernels),
+and the epoch runs three ways in the same run: the layout built in the loop
+by torch ops, by the kernels, and by Loader(device=, prefetch=2) ahead of
+the step on a side stream; each beside the step alone on batches already
+laid out (the floor: "above the step alone" is the data pipeline's share).
+
 usage: model_layouts.py DB [--batch-size 64] [--batches 3] [--types T1,T2]
                            [--epoch-batches 10] [--device cpu|cuda]
+                           [--no-per-sample]
 Needs torch_geometric importable (e.g. PyG 2.4.0 unpacked on PYTHONPATH).
 """
 import argparse
@@ -110,14 +118,35 @@ def sync(device):
         torch.cuda.synchronize(device)
 
 
-def epoch(db, types, batch_size, n_batches, device):
+def _kernels(on):
+    """Layouts by the library's kernels (on) or by the torch ops of a
+    library without them (the client before the kernels)."""
+    pertload.kernels.enabled = (lambda dev: dev.type == "cuda" and pertload.kernels.built()
+                                ) if on else (lambda dev: False)
+
+
+def step(model, opt, b):
+    y = b.y[:, 0].nan_to_num()
+    loss = ((model(b) - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+def epoch(db, types, batch_size, n_batches, device, mode="loop"):
     """One epoch of n_batches: (seconds, seconds waiting for data, of which
     seconds to the first batch (the serve process's start), and seconds
-    building the layout)."""
+    building the layout). mode "loop": the layout built in the step's loop
+    and waited for (the step then waits for the device); "prefetch":
+    Loader(device=, layout="pyg", prefetch=2), the layouts built ahead on a
+    side stream (the wait is the time next() blocks; layout not separable)."""
+    pre = mode == "prefetch"
+    opts = dict(device=device, layout="pyg", edge_types=types, prefetch=2) if pre else {}
     loader = pertload.Loader(db, batch_size=batch_size, shuffle=True, seed=2,
-                             rows=range(batch_size * n_batches))
+                             rows=range(batch_size * n_batches), **opts)
     model = OneLayer(loader.graph.n_genes, types).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    loader.graph.tensors_on(device)  # the shared graph's upload, once per job: not timed
     t0 = time.perf_counter()
     it = iter(loader)  # starts the serve process: counted as waiting
     wait, start, layout = time.perf_counter() - t0, None, 0.0
@@ -129,17 +158,35 @@ def epoch(db, types, batch_size, n_batches, device):
         if start is None:
             start = time.perf_counter() - t0
         w1 = time.perf_counter()
-        b = batch.to_torch(device, layout="pyg", edge_types=types)
-        sync(device)
+        if pre:
+            b = batch
+        else:
+            b = batch.to_torch(device, layout="pyg", edge_types=types)
+            sync(device)
         layout += time.perf_counter() - w1
         wait += time.perf_counter() - w0
-        y = b.y[:, 0].nan_to_num()
-        loss = ((model(b) - y) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        step(model, opt, b)
         sync(device)  # the step's own device work counts to the step, not to the wait
+    loader.close()
     return time.perf_counter() - t0, wait, start, layout
+
+
+def model_only(db, types, batch_size, n_batches, device):
+    """Seconds a step of the same model takes on batches already laid out on
+    the device (no data pipeline at all): the step's floor."""
+    loader = pertload.Loader(db, batch_size=batch_size, shuffle=True, seed=2,
+                             rows=range(batch_size * min(n_batches, 4)))
+    built = [b.to_torch(device, layout="pyg", edge_types=types) for b in loader]
+    loader.close()
+    model = OneLayer(loader.graph.n_genes, types).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    step(model, opt, built[0])
+    sync(device)
+    t0 = time.perf_counter()
+    for i in range(n_batches):
+        step(model, opt, built[i % len(built)])
+        sync(device)
+    return (time.perf_counter() - t0) / n_batches
 
 
 def main():
@@ -151,6 +198,8 @@ def main():
     ap.add_argument("--types", help="edge types (default: all)")
     ap.add_argument("--epoch-batches", type=int, default=10)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--no-per-sample", action="store_true",
+                    help="leave out the per-sample peer pipelines (slow)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     dev = torch.device(a.device)
@@ -175,47 +224,66 @@ def main():
             return out
         return run
 
-    rows = {k: [0.0, 0.0, 0] for k in ("pyg", "lazy", "from_data_list", "torchcell")}
+    cuda = dev.type == "cuda"
+    pipes = [("pyg", True, lambda b: b.to_torch(dev, layout="pyg", graph=gd, edge_types=types)),
+             ("lazy", True, lambda b: b.to_torch(dev, layout="lazy", graph=gd,
+                                                 edge_types=types))]
+    if cuda:  # the client before the kernels, in the same run
+        pipes += [("pyg, torch ops", False, pipes[0][2]), ("lazy, torch ops", False, pipes[1][2])]
+    if not a.no_per_sample:
+        pipes += [("from_data_list", True, lambda b: per_sample_pyg(b, graph, ei, types).to(dev)),
+                  ("torchcell", True,
+                   lambda b: per_sample_lazy(b, graph, ei, inc, types).to(dev))]
+    rows = {name: [0.0, 0.0, 0] for name, _, _ in pipes}
     for b in batches:
-        for name, f in (("pyg", lambda: b.to_torch(dev, layout="pyg", graph=gd,
-                                                   edge_types=types)),
-                        ("lazy", lambda: b.to_torch(dev, layout="lazy", graph=gd,
-                                                    edge_types=types)),
-                        ("from_data_list",
-                         lambda: per_sample_pyg(b, graph, ei, types).to(dev)),
-                        ("torchcell",
-                         lambda: per_sample_lazy(b, graph, ei, inc, types).to(dev))):
-            f = timed(f)
+        for name, kern, f0 in pipes:
+            _kernels(kern)
+            f = timed(lambda: f0(b))
             out = f()
             n = out_bytes(out)
             del out
             r = rows[name]
-            r[0] += best(f, 2 if name in ("pyg", "lazy") else 1)
+            r[0] += best(f, 1 if name in ("from_data_list", "torchcell") else 3)
             r[1] += best(timed(lambda: torch.zeros(n, dtype=torch.uint8, device=dev)), 3)
             r[2] += n
+    _kernels(True)
     k = len(batches)
+    base_of = {"from_data_list": "pyg", "torchcell": "lazy", "pyg, torch ops": "pyg",
+               "lazy, torch ops": "lazy"}
     for _ in range(1 if k else 0):
         print(f"{k} batches of {a.batch_size}, {len(types)} edge types "
-          f"({sum(e.shape[1] for e in ei.values()) / 1e6:.2f}M edges in the graph); "
-          f"one CPU thread; layouts and memsets on {dev}; torch {torch.__version__}, "
-          f"torch_geometric {torch_geometric.__version__}")
+              f"({sum(e.shape[1] for e in ei.values()) / 1e6:.2f}M edges in the graph); "
+              f"one CPU thread; layouts and memsets on {dev}; torch {torch.__version__}, "
+              f"torch_geometric {torch_geometric.__version__}; library kernels: "
+              f"{pertload.kernels.built() and cuda}")
         print("| pipeline | ms a batch | MiB out | x memset of its bytes | vs pertload |")
         print("|---|---|---|---|---|")
-        for name, base in (("pyg", "pyg"), ("from_data_list", "pyg"), ("lazy", "lazy"),
-                           ("torchcell", "lazy")):
+        for name, _, _ in pipes:
             t, tm, n = rows[name]
-            vs = "" if name == base else f"{t / rows[base][0]:.1f}x slower than {base}"
-            print(f"| {name} | {t / k * 1e3:.0f} | {n / k / 2**20:.0f} | {t / tm:.2f} | {vs} |")
+            base = base_of.get(name)
+            vs = "" if base is None else f"{t / rows[base][0]:.1f}x slower than {base}"
+            print(f"| {name} | {t / k * 1e3:.2f} | {n / k / 2**20:.0f} | {t / tm:.1f} | {vs} |")
     if a.epoch_batches:
-        total, wait, start, layout = epoch(a.db, types, a.batch_size, a.epoch_batches, dev)
-        steps = total - start
-        print(f"epoch of {a.epoch_batches} batches (Loader + layout='pyg' + one-layer "
-              f"HeteroConv step) on {dev}: {total:.2f} s, data stall {wait / total:.0%} "
-              f"(waiting for the batch and its layout); after the first batch "
-              f"({start:.2f} s: the serve process's start): "
-              f"{steps / a.epoch_batches * 1e3:.1f} ms a step, data stall "
-              f"{(wait - start) / steps:.0%} ({layout / steps:.0%} the layout, the rest "
-              f"the next batch from the ring)")
+        floor = model_only(a.db, types, a.batch_size, a.epoch_batches, dev)
+        print(f"epochs of {a.epoch_batches} batches (Loader + layout='pyg' + one-layer "
+              f"HeteroConv step) on {dev}; the step alone on batches already laid out: "
+              f"{floor * 1e3:.2f} ms")
+        print("| client | ms a step | waiting for data | of which the layout | "
+              "above the step alone | first batch |")
+        print("|---|---|---|---|---|---|")
+        modes = [("loop, torch ops", False, "loop"), ("loop, kernels", True, "loop"),
+                 ("prefetch=2, kernels", True, "prefetch")] if cuda else \
+                [("loop", True, "loop"), ("prefetch=2", True, "prefetch")]
+        for name, kern, mode in modes:
+            _kernels(kern)
+            total, wait, start, layout = epoch(a.db, types, a.batch_size, a.epoch_batches, dev,
+                                               mode)
+            steps = total - start
+            per = steps / a.epoch_batches
+            lay = f"{layout / steps:.0%}" if mode == "loop" else "(overlapped)"
+            print(f"| {name} | {per * 1e3:.2f} | {(wait - start) / steps:.1%} | {lay} | "
+                  f"{(per - floor) / per:.1%} | {start * 1e3:.0f} ms |")
+        _kernels(True)
     return 0
 
 

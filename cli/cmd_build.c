@@ -19,7 +19,7 @@ static const char usage[] =
     "        [--go-relations is_a,part_of,...] [--evidence C,... | --exclude-evidence C,...]\n"
     "        | --ontology-dcell F] [--min-term-genes N]\n"
     "   or: pertload build --recipe FILE [--root DIR] [--strict] [--unresolved FILE]\n"
-    "       [--max-line N] [--max-text N] -o DB [--quiet]";
+    "       [--max-line N] [--max-text N] [--reaction-rule any|gpr] -o DB [--quiet]";
 
 /* Parse the arguments into `o`, `min_score` and `quiet`: -1 to go on, else
  * the exit status. The edge type names are strndup'ed into `names`, o->n_types
@@ -229,6 +229,7 @@ typedef struct recipe_args {
     const char *recipe, *root, *out, *unresolved;
     uint64_t limit[2]; /* --max-line, --max-text (0: not given) */
     int strict, quiet;
+    int reaction_rule; /* --reaction-rule: PL_REACTION_* (DEFAULT: the recipe's) */
 } recipe_args;
 
 /* Every source's counts, and the unresolved names to `f` (a->unresolved). */
@@ -282,7 +283,8 @@ static int build_recipe(const recipe_args *a, int argc, char **argv)
     }
     pl_imp_result *res = calloc(r->n_sources, sizeof *res);
     char *params = join_args(argc, argv);
-    pl_build_opts o = {.out = a->out, .progress = a->quiet ? 0 : -1, .params = params};
+    pl_build_opts o = {.out = a->out, .progress = a->quiet ? 0 : -1, .params = params,
+                       .reaction_rule = a->reaction_rule};
     pl_build_stats st;
     rc = res && params ? pl__recipe_build(r, &o, a->strict, res, &st, &err)
                        : pl__err(&err, -ENOMEM, "out of memory");
@@ -326,6 +328,11 @@ static int maybe_recipe(int argc, char **argv)
             if (i + 1 >= argc || pl__src_parse_limit(argv[i + 1], &a.limit[o[6] == 't']) < 0)
                 return pl_cli_usage("build", usage, "%s wants a number of bytes (4M, 1G)", o);
             i++;
+        } else if (!strcmp(o, "--reaction-rule")) {
+            if (i + 1 >= argc || (strcmp(argv[i + 1], "any") && strcmp(argv[i + 1], "gpr")))
+                return pl_cli_usage("build", usage, "--reaction-rule wants any or gpr, got '%s'",
+                                    i + 1 < argc ? argv[i + 1] : "");
+            a.reaction_rule = !strcmp(argv[++i], "gpr") ? PL_REACTION_GPR : PL_REACTION_ANY;
         } else if (!strcmp(o, "--strict")) {
             a.strict = 1;
         } else if (!strcmp(o, "--quiet")) {

@@ -120,6 +120,7 @@ int pl_cli_recipe_more(const pl_recipe *r, const pl_names *nm, int strict, FILE 
                (unsigned long long)(res.kept - kept), (unsigned long long)(res.dropped - dropped),
                pl__unres_distinct(&res.names) - seen, res.n_labels, res.n_categories, s->file);
         *unresolved += res.dropped - dropped;
+        rc = pl__smp_check_resolved(s, res.rows - rows, res.kept - kept, &res.names, err);
         for (uint32_t k = seen; uf && k < pl__unres_distinct(&res.names); k++) {
             uint64_t count, line;
             const char *name = pl__unres_name(&res.names, k, &count, &line);
@@ -169,18 +170,29 @@ static int check(const char *path, const char *root, int strict, const char *unr
     }
     uint64_t kept = 0, unresolved = 0;
     int refused = 0; /* the first source a build would refuse */
+    /* The sources of one file split by mode (pl_imp_source.shared) are read
+     * together, in one pass, as the build reads them; each is then reported
+     * with the time of that pass. */
+    pl_imp_result group[PL_MAX_TYPES];
+    uint32_t first = 0, k = 0; /* group[j] is the result of source first + j */
+    double secs = 0;
     for (uint32_t i = 0; i < r->n_sources; i++) {
         const pl_imp_source *s = &r->sources[i];
-        pl_imp_result res;
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        rc = pl__imp_run(nm, s, strict, NULL, NULL, &res, &err);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        if (rc < 0) {
-            pl__unres_free(&res.names);
-            goto fail;
+        if (i >= first + k) {
+            struct timespec t0, t1;
+            first = i, k = s->shared > 1 ? s->shared : 1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            rc = k > 1 ? pl__imp_run_shared(nm, s, k, strict, NULL, NULL, group, &err)
+                       : pl__imp_run(nm, s, strict, NULL, NULL, group, &err);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            if (rc < 0) {
+                for (uint32_t j = 0; j < k; j++)
+                    pl__unres_free(&group[j].names);
+                goto fail;
+            }
+            secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         }
-        double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        pl_imp_result res = group[i - first];
         printf("source %s format=%s rows=%llu filtered=%llu unresolved=%llu "
                "unresolved_names=%u duplicates=%llu kept=%llu pairs=%s file=%s "
                "(%.1f MB in %.2f s)\n",
@@ -198,12 +210,14 @@ static int check(const char *path, const char *root, int strict, const char *unr
             pl_cli_fail("recipe", crc, &cerr);
             refused = crc;
         }
-        if (pl_cli_write_unresolved(uf, s, &res.names) < 0) {
-            pl__unres_free(&res.names);
+        int bad = pl_cli_write_unresolved(uf, s, &res.names) < 0;
+        pl__unres_free(&group[i - first].names);
+        if (bad) {
+            for (uint32_t j = i - first + 1; j < k; j++)
+                pl__unres_free(&group[j].names);
             rc = pl__err(&err, -EIO, "%s: write failed", unres_path);
             goto fail;
         }
-        pl__unres_free(&res.names);
     }
     rc = pl_cli_recipe_more(r, nm, strict, stdout, uf, unres_path, &unresolved, &err);
     if (rc < 0)

@@ -18,13 +18,16 @@ static const char usage[] =
     "       [--budget removed=N|payload=BYTES] [--rank-weights W0,W1,...]\n"
     "       [--rank R --world-size W] [--drop-last] [--dense bits|bool] [--threads T]\n"
     "       [--rows A:B|FILE.npy | --split [COLUMN=]LEVEL] [--slots N]\n"
-    "       [--max-ring-bytes M] [--start-batch K] [--consumer-pid PID]\n"
+    "       [--max-ring-bytes M] [--start-batch K] [--from P] [--consumer-pid PID]\n"
     "       [--io auto|uring|pread]\n"
     "       [--khop K --khop-types T1,T2,... [--khop-max-genes N]] [--no-shared-table]\n"
     "       [--no-ontology] [--more-epochs] [--quiet]\n"
     "       (with an ontology, batches carry its lists unless --no-ontology)\n"
     "       (--more-epochs: after the epoch, stdin lines 'epoch E START' each run\n"
     "       epoch E from plan batch START in the same ring; end of stdin ends it)\n"
+    "       (--from P: elastic resume, the epoch's first P entries of its order\n"
+    "       were consumed and the plan deals the rest (loader/plan.h, step 1e);\n"
+    "       the first epoch only)\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
 static void on_signal(int sig)
@@ -171,7 +174,8 @@ int pl_cmd_serve(int argc, char **argv)
                         {"--start-batch", ~0ULL},   {"--consumer-pid", 1u << 30},
                         {"--max-ring-bytes", PL_RING_MAX_BYTES},
                         {"--khop", PL_KHOP_MAX_K},  {"--khop-max-genes", UINT32_MAX},
-                        {"--block-rows", 1u << 30},   {"--block-window", 1u << 30}};
+                        {"--block-rows", 1u << 30},   {"--block-window", 1u << 30},
+                        {"--from", ~0ULL}};
             size_t k = 0;
             while (k < sizeof nums / sizeof nums[0] && strcmp(a, nums[k].opt))
                 k++;
@@ -179,7 +183,7 @@ int pl_cmd_serve(int argc, char **argv)
                 return pl_cli_usage(cmd, usage, "unknown option '%s'", a);
             if (pl_cli_u64(cmd, a, argv[++i], &v) < 0)
                 return 2;
-            unsigned min = k == 0 || k == 4 || k == 5 || k == 6 || k == 9 || k >= 11;
+            unsigned min = k == 0 || k == 4 || k == 5 || k == 6 || k == 9 || (k >= 11 && k <= 13);
             if (v > nums[k].max || v < min)
                 return pl_cli_usage(cmd, usage, "%s %llu is out of range (%u to %llu)", a, v,
                                     min, nums[k].max);
@@ -197,7 +201,8 @@ int pl_cmd_serve(int argc, char **argv)
             case 10: o.khop = (uint32_t)v; khop_set = 1; break;
             case 11: o.khop_max_genes = (uint32_t)v; break;
             case 12: o.plan.block_rows = (uint32_t)v; break;
-            default: o.plan.window_blocks = (uint32_t)v; break;
+            case 13: o.plan.window_blocks = (uint32_t)v; break;
+            default: o.plan.from = v; break;
             }
         }
     }

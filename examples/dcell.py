@@ -19,9 +19,17 @@ computes each affected term only on the samples that affect it.
 
 usage: dcell.py DB [--steps 20] [--batch-size 64] [--min-width 4]
                    [--width-share 0.3] [--all-terms] [--by pair] [--seed 0]
+                   [--split COLUMN [--epochs 2] [--train-level train]
+                    [--eval-level LEVEL]]
 
 DB is a database with an ontology and at least one label (the first label
 is the target). Widths: max(min_width, ceil(width_share * |genes(T)|)).
+With --split, the rows of one level of the category column COLUMN train
+the model for --epochs epochs (each its whole level) and, after each epoch,
+the rows of another level are evaluated (no update): one line per epoch
+with both losses. The evaluated level is --eval-level, by default the
+column's other level when it has two, else its first of val, validation,
+valid, dev, test.
 """
 import argparse
 import math
@@ -417,6 +425,84 @@ def dcell_loss(pred, aux, y, aux_weight=0.3):
     return ((pred - y) ** 2).mean() + aux_weight * ((aux - y[:, None]) ** 2).mean(0).sum()
 
 
+EVAL_LEVELS = ("val", "validation", "valid", "dev", "test")
+
+
+def split_levels(graph, column, train, evaluate):
+    """(train level, evaluated level) of the category column `column`; a
+    column, level or choice the database lacks is a SystemExit naming
+    what it has."""
+    cats = graph.categories
+    if column not in cats:
+        raise SystemExit(f"--split {column}: the database has no category column {column!r} "
+                         f"(its category columns: {', '.join(cats) or 'none'})")
+    levels = cats[column]
+    listed = f"(its levels: {', '.join(levels)})"
+    if train not in levels:
+        raise SystemExit(f"--train-level {train}: column {column!r} has no such level {listed}")
+    others = [lv for lv in levels if lv != train]
+    if evaluate is None:
+        evaluate = (others[0] if len(others) == 1 else
+                    next((lv for lv in EVAL_LEVELS if lv in others), None))
+        if evaluate is None:
+            raise SystemExit(f"--split {column}: name the level to evaluate with --eval-level "
+                             f"{listed}")
+    if evaluate not in others:
+        raise SystemExit(f"--eval-level {evaluate}: a level of column {column!r} other than "
+                         f"the trained {train!r} is expected {listed}")
+    return train, evaluate
+
+
+def run_batch(model, b, a):
+    """(prediction, aux, label, affected term count) of batch b."""
+    removed, ptr = (torch.from_numpy(v.astype(np.int64)) for v in b.ontology["annotation"])
+    aff = None if a.all_terms else model.s.affected(b)
+    pred, aux, _ = model(removed, ptr, aff, a.by)
+    n_aff = len(aff.terms) if aff is not None else model.s.n_terms
+    return pred, aux, torch.from_numpy(b.labels[:, 0].copy()), n_aff
+
+
+def train_split(model, opt, a, graph):
+    """--split: --epochs epochs over the train level, each followed by an
+    evaluation of the other level (graph: the database's); one line per
+    epoch."""
+    train, evaluate = split_levels(graph, a.split, a.train_level, a.eval_level)
+    fit = pertload.Loader(a.db, batch_size=a.batch_size, shuffle=True, seed=a.seed,
+                          split=(a.split, train))
+    held = pertload.Loader(a.db, batch_size=a.batch_size, split=(a.split, evaluate),
+                           pad=False)
+    print(f"--split {a.split}: training on {train!r} ({fit.n_samples} samples), "
+          f"evaluating {evaluate!r} ({held.n_samples} samples)")
+    for epoch in range(a.epochs):
+        fit.set_epoch(epoch)
+        model.train()
+        total, known = 0.0, 0
+        for b in fit:
+            pred, aux, y, _ = run_batch(model, b, a)
+            n = int((~torch.isnan(y)).sum())
+            if n == 0:  # no known label: nothing to learn from
+                continue
+            loss = dcell_loss(pred, aux, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total, known = total + loss.item() * n, known + n
+        model.eval()
+        ev, sq, ev_known = 0.0, 0.0, 0
+        with torch.no_grad():
+            for b in held:
+                pred, aux, y, _ = run_batch(model, b, a)
+                ok = ~torch.isnan(y)
+                n = int(ok.sum())
+                if n:
+                    ev += dcell_loss(pred, aux, y).item() * n
+                    sq += float(((pred[ok] - y[ok]) ** 2).sum())
+                    ev_known += n
+        print(f"epoch {epoch}: {train} loss {total / max(known, 1):.4f} ({known} labels), "
+              f"{evaluate} loss {ev / max(ev_known, 1):.4f}, root MSE "
+              f"{sq / max(ev_known, 1):.4f} ({ev_known} labels)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("db")
@@ -431,6 +517,12 @@ def main():
                     "the affected terms on every sample, or each affected term on the "
                     "samples that affect it (default)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--split", metavar="COLUMN",
+                    help="train on one level of this category column, evaluate another "
+                    "after each epoch")
+    ap.add_argument("--epochs", type=int, default=2, help="with --split (default 2)")
+    ap.add_argument("--train-level", default="train", help="with --split (default train)")
+    ap.add_argument("--eval-level", help="with --split (default: the other level)")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     loader = pertload.Loader(a.db, batch_size=a.batch_size, shuffle=True, seed=a.seed)
@@ -442,18 +534,17 @@ def main():
           f"state {sched.state_size} columns; {'all' if a.all_terms else 'affected'} terms")
     model = DCell(sched)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    if a.split is not None:
+        loader.close()
+        return train_split(model, opt, a, loader.graph)
     step, t0 = 0, time.perf_counter()
     while step < a.steps:
         for b in loader:
-            removed, ptr = (torch.from_numpy(v.astype(np.int64)) for v in b.ontology["annotation"])
-            aff = None if a.all_terms else model.s.affected(b)
-            y = torch.from_numpy(b.labels[:, 0].copy())
-            pred, aux, _ = model(removed, ptr, aff, a.by)
+            pred, aux, y, n_aff = run_batch(model, b, a)
             loss = dcell_loss(pred, aux, y)
             opt.zero_grad()
             loss.backward()
             opt.step()
-            n_aff = len(aff.terms) if aff is not None else sched.n_terms
             print(f"step {step}: loss {loss.item():.4f}, {n_aff} of {sched.n_terms} terms")
             step += 1
             if step == a.steps:

@@ -1,11 +1,14 @@
 /* The ontology readers and build (preprocess/ontology) on arbitrary bytes.
  * The first byte picks the input: an OBO file (then built with every
- * relation, or with is_a and one namespace), a three-column file, or a GAF
- * file after a fixed OBO. A built ontology must hold its invariants (strata
- * above the children's, each term in one group of its key, annotation and
- * per-gene indices in range, genes(T) at least the direct genes), and every
- * error must name the memory file. */
+ * relation, or with is_a and one namespace), a three-column file or DCell
+ * topology file, or a GAF file after a fixed OBO. A built ontology must hold
+ * its invariants (strata above the children's, each term in one group of its
+ * key, annotation and per-gene indices in range, genes(T) at least the
+ * direct genes), a topology file read gives each child -> term link once
+ * (children repeated on a TERMS: line are counted, not linked again), and
+ * every error must name the memory file. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -66,6 +69,30 @@ static void check(const pl_onto *o)
                 fuzz_fail("gene %u: affected term out of range", g);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A topology file's edges: one per (child, term), as many as it counts. */
+static void check_links(const pl_onto_raw *r, const pl_onto_stats *st)
+{
+    if (r->n_edges != st->edges_read)
+        fuzz_fail("%llu edges where %llu were counted", (unsigned long long)r->n_edges,
+                  (unsigned long long)st->edges_read);
+    uint64_t *pair = malloc((r->n_edges ? r->n_edges : 1) * sizeof *pair);
+    if (!pair)
+        return;
+    for (uint64_t e = 0; e < r->n_edges; e++)
+        pair[e] = (uint64_t)r->e_child[e] << 32 | r->e_parent[e];
+    qsort(pair, r->n_edges, sizeof *pair, cmp_u64);
+    for (uint64_t e = 1; e < r->n_edges; e++)
+        if (pair[e] == pair[e - 1])
+            fuzz_fail("a child linked twice to its term");
+    free(pair);
+}
+
 static const char obo[] = "[Term]\nid: GO:1\nnamespace: bp\n\n[Term]\nid: GO:2\nnamespace: bp\n"
                           "alt_id: GO:20\nis_a: GO:1\n\n[Term]\nid: GO:3\nnamespace: cc\n";
 
@@ -90,7 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (pick <= 1) {
         rc = pl__onto_read_obo(&r, path, &o, &st, &err);
     } else if (pick == 2) {
-        rc = pl__onto_read_dcell(&r, path, resolve, NULL, 0, &st, &err);
+        rc = pl__onto_read_dcell(&r, path, resolve, NULL, data[0] >> 7, &st, &err);
+        if (rc == 0 && st.terms_read) /* blocks: only the topology reader counts terms */
+            check_links(&r, &st);
     } else {
         ofd = fuzz_memfile((const uint8_t *)obo, sizeof obo - 1, opath);
         if (pl__onto_read_obo(&r, opath, &o, &st, &err) < 0)

@@ -183,6 +183,33 @@ def slot_seeds(corpus, db):
         loader.parse_slot = parse
 
 
+def schedule_seeds(corpus):
+    """Schedule maps in fuzz_schedule's byte layout: terms, samples,
+    annotations (a u32 after a byte with the top bit set), per term its
+    width and input count (bit 6 a new group, bit 7 a new stratum), the
+    permutation's picks, per sample its terms, then the spoiled entry."""
+
+    def seed(n_terms, widths, ann=b"\x03", samples=(), spoil=b"\x00\x00\x00"):
+        b = bytes([n_terms, len(samples)]) + ann
+        b += b"".join(bytes([w, k]) for w, k in widths)
+        b += bytes(range(n_terms - 1, 0, -1))
+        b += b"".join(bytes([len(t), *t]) for t in samples)
+        return b + spoil
+
+    small = [(2, 0x01), (1, 0x42), (3, 0x03), (2, 0xc2), (1, 0x44), (4, 0x05)]
+    write(corpus, "schedule", "small", seed(6, small, samples=([0, 2], [5, 1, 1])))
+    # widths of 2^62: the sum of four wraps to 0 (the overflow of issue 36)
+    write(corpus, "schedule", "wrap", seed(4, [(0xf5, 0x41)] * 4, samples=([0, 3],)))
+    write(corpus, "schedule", "columns",
+          seed(3, small[:3], ann=b"\x80" + struct.pack("<I", 2**31 - 4), samples=([1],)))
+    write(corpus, "schedule", "spoiled-ptr",
+          seed(6, small, samples=([0, 2], [3]), spoil=b"\x05\x02\x01"))
+    write(corpus, "schedule", "spoiled-group",
+          seed(6, small, samples=([4],), spoil=b"\x02\x04\x07"))
+    write(corpus, "schedule", "spoiled-slot",
+          seed(6, small, samples=([0],), spoil=b"\x01\x00\x06"))
+
+
 def main():
     corpus = sys.argv[1]
     prog = os.environ["PERTLOAD_BIN"]
@@ -198,6 +225,7 @@ def main():
         npy_seeds(corpus, src)
         db_seeds(corpus, db)
         slot_seeds(corpus, db)
+    schedule_seeds(corpus)
 
 
 if __name__ == "__main__":

@@ -267,9 +267,15 @@ PL_API int pl_ontology_removed(const pl_ontology *o, const int32_t *genes, uint3
                                uint32_t *terms, uint32_t *n_out_terms, uint32_t *ann,
                                uint64_t *n_out_ann);
 
+/** The most state columns of a schedule (annotations and every term's
+ *  output): slot_out[n_terms] of a pl_schedule_map is at most this. */
+#define PL_SCHEDULE_MAX_COLUMNS 2147483647u
+
 /** The schedule of a DCell-style model (docs/dcell.md; built by the Python
  *  client's Schedule): terms in slots (schedule order), slots in groups,
- *  groups in strata. Every array is the caller's. */
+ *  groups in strata. Every array is the caller's; pl_schedule_affected
+ *  checks every index and run against n_terms, n_groups and n_strata before
+ *  it writes. */
 typedef struct pl_schedule_map {
     uint32_t n_terms, n_groups, n_strata;
     const uint32_t *term_slot;   /**< [n_terms] slot of each term */
@@ -304,9 +310,13 @@ typedef struct pl_schedule_affected_out {
 /** The affected-term schedule of a batch: from each sample's affected terms
  *  (the batch's ontology term lists, terms[ptr[b] .. ptr[b+1])), the union
  *  over the batch laid out by group and stratum of `m`, its complement (the
- *  `rest_` arrays) likewise, and each sample's slots.
+ *  `rest_` arrays) likewise, and each sample's slots. `terms` holds
+ *  ptr[n_samples] entries (the caller's to size).
  *  @return 0, PL_ERANGE with err naming the sample and term when a term is
- *          out of range or a ptr decreases, -ENOMEM. */
+ *          out of range or a ptr decreases, PL_EUSAGE with err naming the
+ *          array when `m` is inconsistent (a slot or group out of range, a
+ *          run that decreases, more than PL_SCHEDULE_MAX_COLUMNS columns),
+ *          -ENOMEM. Nothing is written on failure but err. */
 PL_API int pl_schedule_affected(const pl_schedule_map *m, const int32_t *terms,
                                 const int64_t *ptr, uint32_t n_samples,
                                 const pl_schedule_affected_out *out, pl_err *err);
@@ -459,6 +469,11 @@ typedef struct pl_plan_opts {
      *  pl_plan_new only); rank r's batches hold about batch_size * w[r] /
      *  max(w) samples, every rank the same number of steps (plan.h 2d). */
     const uint32_t *rank_weights;
+    /** Elastic resume (loader/plan.h, step 1e): the first `from` entries of
+     *  the epoch's order were consumed (pl_plan_position() of the plan they
+     *  were consumed from); steps 2 onwards run over the rest, as over an
+     *  epoch of n_samples - from samples. 0: the whole epoch. */
+    uint64_t from;
 } pl_plan_opts;
 
 /** Sample orders of an epoch plan (pl_plan_opts.order). */
@@ -494,6 +509,14 @@ PL_API uint64_t pl_plan_n_batches(const pl_plan *p);
 
 /** Number of samples of the rank in this epoch (padding included). */
 PL_API uint64_t pl_plan_n_samples(const pl_plan *p);
+
+/** The entries of the epoch's order (loader/plan.h, step 1) that the first
+ *  `steps` steps of every rank of the plan's world consume, counted from the
+ *  order's start (pl_plan_opts.from included): the pl_plan_opts.from of an
+ *  elastic resume after those steps, on any world size. Steps past
+ *  pl_plan_n_batches() count as all of them; padding counts nothing (the
+ *  result is at most n_samples). The same on every rank of the world. */
+PL_API uint64_t pl_plan_position(const pl_plan *p, uint64_t steps);
 
 /** Rows (sample-store order) of batch `b` into `rows[0..batch_size)`.
  *  @return the batch's size (budgeted plans: any from 1 to batch_size); 0

@@ -198,6 +198,66 @@ PL_API int pl_pyg_edges(const int64_t *src, const int64_t *dst, uint64_t n_edges
                         int64_t shift_src, int64_t shift_dst, int64_t *out_src,
                         int64_t *out_dst, int64_t *out_ptr, pl_err *err);
 
+/* ------------------------------------------------------------------ layouts */
+
+/* The batch layouts of DESIGN section 21, built where the model runs: each
+ * call is one pass over its output (one kernel launch on a device), sized by
+ * the caller from counts it has, with no scan and nothing read back.
+ * `device` < 0: on the host, in this thread (the kernels' twin; the pointers
+ * are host memory); >= 0: on that CUDA device, queued on `stream` (a
+ * cudaStream_t of that device, NULL: the legacy default stream), the pointers
+ * device memory; the call returns once the kernel is queued and reports only
+ * the launch's own errors. Sample b's removed positions are pos[ptr[b] ..
+ * ptr[b+1]), sorted and unique, n_pos = ptr[n]; the caller checks the lists
+ * (indices are clamped to their arrays, so lists that break the rules give a
+ * wrong layout, never an access outside the arrays). Outputs passed as NULL
+ * are not written. Return 0, PL_EUSAGE (arguments; a device in a build
+ * without CUDA) or a negative errno of a failed launch. */
+
+/** 1 when libpertload was built with the CUDA toolkit (the device layouts). */
+PL_API int pl_layout_cuda_built(void);
+
+/** The checks a batch's lists pass before a layout reads them (on the
+ *  host, in the slot, before the copy): ptr [n + 1] from 0 to n_pos and
+ *  never decreasing, every position (int32 or int64: pos_bytes 4 or 8) in
+ *  0 .. limit - 1, and with `sets` each sample's positions strictly
+ *  increasing. Return 0, or PL_EPARSE with the first rule broken. */
+PL_API int pl_layout_check(const void *pos, int pos_bytes, const int64_t *ptr, uint32_t n,
+                           uint64_t n_pos, uint64_t limit, int sets, pl_err *err);
+
+/** Layout "pyg" of one edge type: what pl_pyg_edges() writes (kept edges,
+ *  shifted, sample-major; out_ptr [n + 1]), n * n_edges - n_pos edges, and
+ *  with `attr` the kept edges' attribute in out_attr. */
+PL_API int pl_layout_union(int device, void *stream, const int64_t *src, const int64_t *dst,
+                           const float *attr, uint64_t n_edges, const int64_t *pos,
+                           const int64_t *ptr, uint32_t n, uint64_t n_pos, int64_t shift_src,
+                           int64_t shift_dst, int64_t *out_src, int64_t *out_dst,
+                           float *out_attr, int64_t *out_ptr, pl_err *err);
+
+/** Layout "lazy" of one edge type: element b * n_edges + e of each output is
+ *  edge e of sample b: its ends shifted by b * shift (src NULL: not
+ *  written), attr[e], and out_kept 1 unless e is in b's list. */
+PL_API int pl_layout_tile(int device, void *stream, const int64_t *src, const int64_t *dst,
+                          const float *attr, uint64_t n_edges, const int64_t *pos,
+                          const int64_t *ptr, uint32_t n, uint64_t n_pos, int64_t shift_src,
+                          int64_t shift_dst, int64_t *out_src, int64_t *out_dst,
+                          float *out_attr, uint8_t *out_kept, pl_err *err);
+
+/** A node type's copies: element b * n_nodes + v is node v of sample b:
+ *  out_batch b, out_id v, out_kept 1 unless v is in b's list (the lists may
+ *  be empty: n_pos 0), out_removed its negation; out_ptr [n + 1] = b *
+ *  n_nodes. Dense masks are out_kept alone. */
+PL_API int pl_layout_nodes(int device, void *stream, uint64_t n_nodes, const int64_t *pos,
+                           const int64_t *ptr, uint32_t n, uint64_t n_pos, int64_t *out_batch,
+                           int64_t *out_id, uint8_t *out_kept, uint8_t *out_removed,
+                           int64_t *out_ptr, pl_err *err);
+
+/** Entry j < n_pos of a list: out_rows[j] its sample b, out_shifted[j] =
+ *  pos[j] + b * shift (the entry among the batch's copies). */
+PL_API int pl_layout_rows(int device, void *stream, const int64_t *pos, const int64_t *ptr,
+                          uint32_t n, uint64_t n_pos, int64_t shift, int64_t *out_rows,
+                          int64_t *out_shifted, pl_err *err);
+
 /** Consumer: done with batch `batch` of `n_samples` samples; its slot (and
  *  those of all earlier batches) may be reused. */
 PL_API void pl_ring_release(pl_ring *r, uint64_t batch, uint32_t n_samples);

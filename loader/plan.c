@@ -47,12 +47,12 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Steps 2c-3c of plan.h: the rank's batches of the budgeted plan over
- * `order`. Fills p->rows, p->off, p->m, p->n_batches. */
+/* Steps 2c-3c of plan.h: the rank's batches of the budgeted plan over the
+ * n entries of `order`. Fills p->rows, p->off, p->gstart, p->m, p->n_batches. */
 static int budget_batches(pl_plan *p, const pl_plan_opts *o, const uint32_t *order,
-                          const uint32_t *cost, pl_err *err)
+                          uint64_t n, const uint32_t *cost, pl_err *err)
 {
-    uint64_t n = o->n_samples, W = o->world_size, G = 0, cur = 0, k = 0;
+    uint64_t W = o->world_size, G = 0, cur = 0, k = 0;
     uint64_t *start = malloc((n + 1) * sizeof *start); /* global batch starts */
     PL_FAIL_IF(!start, err, -ENOMEM, "out of memory for a plan of %llu samples",
                (unsigned long long)n);
@@ -73,32 +73,31 @@ static int budget_batches(pl_plan *p, const pl_plan_opts *o, const uint32_t *ord
         uint64_t g = (s * W + o->rank) % G;
         m += start[g + 1] - start[g];
     }
+    uint64_t *fit = realloc(start, (G + 1) * sizeof *start);
+    p->gstart = fit ? fit : start;
+    p->n_global = G;
     p->rows = malloc((m ? m : 1) * sizeof *p->rows);
     p->off = malloc((S + 1) * sizeof *p->off);
-    if (!p->rows || !p->off) {
-        free(start);
-        return pl__err(err, -ENOMEM, "out of memory for a plan of %llu samples",
-                       (unsigned long long)n);
-    }
+    PL_FAIL_IF(!p->rows || !p->off, err, -ENOMEM, "out of memory for a plan of %llu samples",
+               (unsigned long long)n);
     p->off[0] = 0;
     for (uint64_t s = 0, at = 0; s < S; s++) {
         uint64_t g = (s * W + o->rank) % G;
-        for (uint64_t i = start[g]; i < start[g + 1]; i++)
+        for (uint64_t i = p->gstart[g]; i < p->gstart[g + 1]; i++)
             p->rows[at++] = order[i];
         p->off[s + 1] = at;
     }
-    free(start);
     p->m = m;
     p->n_batches = S;
     return 0;
 }
 
-/* Step 2d of plan.h: rank r's batches of the weighted plan over `order`.
- * Fills p->rows, p->off, p->m, p->n_batches. */
+/* Step 2d of plan.h: rank r's batches of the weighted plan over the n
+ * entries of `order`. Fills p->rows, p->off, p->step, p->m, p->n_batches. */
 static int weighted_batches(pl_plan *p, const pl_plan_opts *o, const uint32_t *order,
-                            pl_err *err)
+                            uint64_t n, pl_err *err)
 {
-    uint64_t n = o->n_samples, W = o->world_size, B = o->batch_size, sum = 0, top = 0;
+    uint64_t W = o->world_size, B = o->batch_size, sum = 0, top = 0;
     uint64_t before = 0;
     for (uint64_t r = 0; r < W; r++) {
         uint64_t w = o->rank_weights[r];
@@ -120,6 +119,7 @@ static int weighted_batches(pl_plan *p, const pl_plan_opts *o, const uint32_t *o
     uint64_t lo = (uint64_t)((unsigned __int128)T * before / sum);
     uint64_t hi = (uint64_t)((unsigned __int128)T * (before + o->rank_weights[o->rank]) / sum);
     uint64_t S = o->drop_last ? n / T : (n + T - 1) / T, b = hi - lo;
+    p->step = T;
     p->rows = malloc((S * b > 0 ? S * b : 1) * sizeof *p->rows);
     p->off = malloc((S + 1) * sizeof *p->off);
     PL_FAIL_IF(!p->rows || !p->off, err, -ENOMEM, "out of memory for a plan of %llu samples",
@@ -144,21 +144,25 @@ PL_API int pl_plan_new_costs(const pl_plan_opts *o, const uint32_t *cost, pl_pla
     PL_FAIL_IF(o->batch_size < 1, err, PL_EUSAGE, "batch size must be at least 1");
     PL_FAIL_IF(o->n_samples > UINT32_MAX, err, PL_EUSAGE, "too many samples for one plan");
     PL_FAIL_IF(o->order > PL_ORDER_BLOCK, err, PL_EUSAGE, "unknown sample order %u", o->order);
+    PL_FAIL_IF(o->from > o->n_samples, err, PL_EUSAGE,
+               "the resume position %llu is past the %llu samples of the epoch",
+               (unsigned long long)o->from, (unsigned long long)o->n_samples);
     PL_FAIL_IF(o->budget && !cost, err, PL_EUSAGE, "a budgeted plan needs the rows' costs");
     PL_FAIL_IF(o->budget && o->order != PL_ORDER_ROWS, err, PL_EUSAGE,
                "budgeted batches take the row order (not the block order)");
     PL_FAIL_IF(o->rank_weights && (o->budget || o->order != PL_ORDER_ROWS), err, PL_EUSAGE,
                "weighted ranks take the row order and fixed batch sizes (no budget)");
     const int block = o->order == PL_ORDER_BLOCK;
-    uint64_t n = o->n_samples, W = o->world_size, B = o->batch_size;
+    /* n: the entries steps 2 onwards run over (the rest after `from`, 1e) */
+    uint64_t all = o->n_samples, n = all - o->from, W = o->world_size, B = o->batch_size;
     uint64_t k = o->block_rows ? o->block_rows : PL_BLOCK_ROWS_DEFAULT;
     uint64_t w = o->window_blocks ? o->window_blocks : (B + k - 1) / k;
     uint64_t m = o->drop_last ? n / W : (n + W - 1) / W;
     if (block) /* whole batches per rank: S * B rows (plan.h, step 2b) */
         m = (o->drop_last ? n / (B * W) : (n + B * W - 1) / (B * W)) * B;
     pl_plan *p = calloc(1, sizeof *p);
-    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
-    uint32_t *tmp = block ? malloc(((n + k - 1) / k + 1) * sizeof *tmp) : NULL;
+    uint32_t *order = malloc((all ? all : 1) * sizeof *order);
+    uint32_t *tmp = block ? malloc(((all + k - 1) / k + 1) * sizeof *tmp) : NULL;
     const int own_rows = !o->budget && !o->rank_weights; /* else sized as they are made */
     if (p && own_rows)
         p->rows = malloc((m ? m : 1) * sizeof *p->rows);
@@ -171,28 +175,31 @@ PL_API int pl_plan_new_costs(const pl_plan_opts *o, const uint32_t *cost, pl_pla
     }
     uint64_t s = o->seed + o->epoch * PL_GOLDEN;
     if (block) {
-        block_order(order, tmp, n, k, w, s);
+        block_order(order, tmp, all, k, w, s);
     } else {
-        for (uint64_t i = 0; i < n; i++)
+        for (uint64_t i = 0; i < all; i++)
             order[i] = (uint32_t)i;
         if (o->shuffle)
-            shuffle_u32(order, n, &s);
+            shuffle_u32(order, all, &s);
     }
+    const uint32_t *rest = order + o->from; /* step 1e */
     int rc = 0;
+    p->n_rest = n;
+    p->step = B * W;
     if (o->budget) {
-        rc = budget_batches(p, o, order, cost, err);
+        rc = budget_batches(p, o, rest, n, cost, err);
     } else if (o->rank_weights) {
-        rc = weighted_batches(p, o, order, err);
+        rc = weighted_batches(p, o, rest, n, err);
     } else if (block) {
         for (uint64_t b = 0; b < m / B; b++) { /* steps 2b and 3b */
             uint64_t first = (b * W + o->rank) * B;
             for (uint64_t i = 0; i < B; i++)
-                p->rows[b * B + i] = order[(first + i) % n];
+                p->rows[b * B + i] = rest[(first + i) % n];
             qsort(p->rows + b * B, B, sizeof *p->rows, cmp_u32);
         }
     } else {
         for (uint64_t i = 0; i < m; i++)
-            p->rows[i] = order[(o->rank + i * W) % n];
+            p->rows[i] = rest[(o->rank + i * W) % n];
     }
     free(order);
     free(tmp);
@@ -223,12 +230,25 @@ PL_API void pl_plan_free(pl_plan *p)
         return;
     free(p->rows);
     free(p->off);
+    free(p->gstart);
     free(p);
 }
 
 PL_API uint64_t pl_plan_n_batches(const pl_plan *p) { return p->n_batches; }
 
 PL_API uint64_t pl_plan_n_samples(const pl_plan *p) { return p->m; }
+
+PL_API uint64_t pl_plan_position(const pl_plan *p, uint64_t steps)
+{
+    uint64_t k = steps < p->n_batches ? steps : p->n_batches, used;
+    if (p->gstart) {
+        uint64_t g = k * p->o.world_size;
+        used = p->gstart[g < p->n_global ? g : p->n_global];
+    } else {
+        used = k * p->step < p->n_rest ? k * p->step : p->n_rest;
+    }
+    return p->o.from + used;
+}
 
 PL_API uint32_t pl_plan_batch(const pl_plan *p, uint64_t b, uint64_t *rows)
 {

@@ -1,7 +1,8 @@
 /* Epoch plans: which samples, in which order, in which batches.
  *
  * The order is a pure function of (n, seed, epoch, shuffle, rank, world,
- * batch size, drop_last), so any tool can reproduce it:
+ * batch size, drop_last, and an elastic resume's position `from`), so any
+ * tool can reproduce it:
  *
  *  0. The subset (serve --rows or --split; loader/subset.h). Without one, n
  *     is the database's sample count and a position is a row. With one of n
@@ -23,6 +24,22 @@
  *  3. Batches: the rank's m samples in runs of batch_size; with drop_last a
  *     final partial batch is dropped.
  * Resuming at batch b yields batches b, b+1, ... of the same plan.
+ *
+ *  1e. Elastic resume (from > 0): the order of step 1 (or 1b) is computed
+ *      over the n samples as always, its first `from` entries dropped (they
+ *      were consumed), and every later step (2, 2b, 2c, 2d) runs over the
+ *      rest, order[from..n), as over an epoch of n - from samples: padding
+ *      repeats the rest from its start, only at its end. In every order the
+ *      first k steps of all the ranks of a world consume a prefix of the
+ *      order (padding aside): min(k * B * W, n) entries (steps 2-3, 2b),
+ *      min(k * T, n) (2d), or the rows of the first k * W global batches
+ *      (2c); pl_plan_position gives it, counted from the order's start.
+ *      A state taken after k steps of W ranks thus resumes on W' ranks as
+ *      the plan with from = that prefix: what was consumed and what the W'
+ *      ranks serve are the epoch exactly once (padding and drop_last
+ *      aside), the rest keeps the order's sequence, dealt to the new ranks,
+ *      and a budget's global batches come out as before (a batch is cut
+ *      from where the previous one ended).
  *
  * Block-shuffled order (order = PL_ORDER_BLOCK; `shuffle` is not read), for
  * payloads read from disk: K = block_rows (0 means 16), w = window_blocks (0
@@ -97,6 +114,11 @@ struct pl_plan {
     uint32_t *rows;      /* [m] sample-store rows in order */
     uint64_t *off;       /* budgeted plans: [n_batches + 1] batch starts in
                             rows; NULL: batch b starts at b * batch_size */
+    uint64_t n_rest;     /* entries of the order the plan runs over (n - from) */
+    uint64_t step;       /* entries of the order one step of all ranks takes */
+    uint64_t *gstart;    /* budgeted plans: [n_global + 1] global batch starts
+                            in the rest (step 2c); else NULL */
+    uint64_t n_global;
 };
 
 /** Rows [*lo, *hi) of `rows` that make batch b (< n_batches) of plan p. */

@@ -191,6 +191,7 @@ int pl__producer_replan(pl__producer *p, uint64_t epoch, uint64_t start_batch, p
     pl_plan_free(p->plan);
     p->plan = NULL;
     p->o.plan.epoch = epoch;
+    p->o.plan.from = 0; /* an elastic resume's position is its first epoch's */
     p->o.start_batch = start_batch;
     /* The subset's rows (a split's too) were taken at init or load. */
     PL_TRY(p->o.plan.budget ? budget_plan(p, err) : subset_plan(p, err));

@@ -149,7 +149,8 @@ int pl__producer_join(pl__producer *p, pl_err *err);
 /** Another epoch of the same run (workers joined): the plan of `epoch` from
  *  plan batch `start_batch` over the same database, subset and options, and
  *  what its batches need (p->needs); pl__producer_size() follows, then
- *  pl__producer_start(). The loaded graph, sample table and payload stay.
+ *  pl__producer_start(). The loaded graph, sample table and payload stay;
+ *  the plan's elastic resume position (pl_plan_opts.from) is reset to 0.
  *  @return 0, PL_EUSAGE (start_batch past the epoch), -ENOMEM. */
 int pl__producer_replan(pl__producer *p, uint64_t epoch, uint64_t start_batch, pl_err *err);
 

@@ -26,10 +26,12 @@
 
 /* ------------------------------------------------------------------- build */
 
-static int check_type_names(const pl_build_opts *o, pl_err *err)
+/* `in_ontology`: an ontology given in memory (a recipe's) counts as one
+ * named by the options. */
+static int check_type_names(const pl_build_opts *o, int in_ontology, pl_err *err)
 {
     int metabolism = o->gpr || o->rmr || o->reactions || o->rules;
-    int ontology = o->ontology || o->ontology_dcell;
+    int ontology = o->ontology || o->ontology_dcell || in_ontology;
     PL_FAIL_IF((o->n_types < 1 && !metabolism && !ontology) || o->n_types > PL_MAX_TYPES, err,
                PL_EUSAGE,
                "%zu edge types given; between 1 and %d are supported (0 with metabolism or an "
@@ -184,7 +186,7 @@ static int run(builder *b)
     PL_FAIL_IF(!o->out || (!o->genes && !(in && in->genes)) || (!o->samples && !in) ||
                (o->n_types && (!o->type_names || (!o->type_files && !(in && in->edges)))),
                b->err, PL_EUSAGE, "pl_build: out, genes, edge types and samples are required");
-    PL_TRY(check_type_names(o, b->err));
+    PL_TRY(check_type_names(o, in && in->ontology, b->err));
     PL_TRY(pl__ruleset_check_opts(o, b->err));
     size_t olen = strlen(o->out);
     PL_FAIL_IF(olen == 0 || o->out[olen - 1] == '/', b->err, PL_EUSAGE,

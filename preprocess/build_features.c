@@ -5,9 +5,10 @@
  * The .npy is read by the core reader (src/core/npy.h: versions 1.0-3.0,
  * magic, header, C order, little-endian, the file size against the shape);
  * here it must also be a 2-D matrix of float32 ('<f4') or float16 ('<f2')
- * with one row per node of its type and at least one column. Every other
- * dtype (float64, integers, bool, big-endian, object) is refused: convert
- * it with numpy first. Errors name the file and the reason. */
+ * with one row per node of its type and at least one column, every element
+ * finite (no NaN, no infinity). Every other dtype (float64, integers, bool,
+ * big-endian, object) is refused: convert it with numpy first. Errors name
+ * the file and the reason. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,34 @@ static void types_text(const builder *b, char *buf, size_t cap)
     }
 }
 
+/* Refuse a matrix holding a NaN or an infinity (as stoichiometries must be
+ * finite): its first such element by row and column. */
+static int check_finite(const pl__npy *n, const char *path, const char *type, pl_err *err)
+{
+    const unsigned char *p = (const unsigned char *)n->map + n->offset;
+    int half = n->itemsize == 2;
+    uint32_t exp_mask = half ? 0x7c00u : 0x7f800000u, frac_mask = half ? 0x3ffu : 0x7fffffu;
+    for (uint64_t i = 0; i < n->count; i++) {
+        uint32_t bits = 0;
+        if (half) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            bits = h;
+        } else {
+            memcpy(&bits, p + 4 * i, 4);
+        }
+        if ((bits & exp_mask) != exp_mask)
+            continue;
+        int neg = (bits >> (half ? 15 : 31)) != 0;
+        const char *what = (bits & frac_mask) ? "NaN" : neg ? "-inf" : "inf";
+        return pl__err(err, PL_EPARSE, "%s: features of '%s': row %llu, column %llu is %s; "
+                       "node features must be finite", path, type,
+                       (unsigned long long)(i / n->shape[1]),
+                       (unsigned long long)(i % n->shape[1]), what);
+    }
+    return 0;
+}
+
 static int open_one(builder *b, const char *type, const char *path)
 {
     char have[64];
@@ -69,7 +98,8 @@ static int open_one(builder *b, const char *type, const char *path)
                (unsigned long long)rows, type);
     PL_FAIL_IF(n->shape[1] == 0, b->err, PL_EPARSE, "%s: features of '%s': 0 columns", path,
                type);
-    return pl__npy_map(n, b->err);
+    PL_TRY(pl__npy_map(n, b->err));
+    return check_finite(n, path, type, b->err);
 }
 
 int pl__build_open_features(builder *b)

@@ -11,9 +11,11 @@
 /* A DataLoader worker's arena (python/pertload/arena.py), a file
  * "pertload-arena-..." in /dev/shm, begins with this identity: the main
  * process and the worker that made it, each by pid and start time (field
- * 22 of /proc/<pid>/stat). The main process removes the name once it maps
- * the file, the worker at its exit when it was never mapped: a worker
- * SIGKILLed before the main process received its first batch leaves it. */
+ * 22 of /proc/<pid>/stat). The worker holds byte PL__SHM_LOCK_OWNER of its
+ * liveness lock (src/core/shm.h) while it lives. The main process removes
+ * the name once it maps the file, the worker at its exit when it was never
+ * mapped: a worker SIGKILLed before the main process received its first
+ * batch leaves it. */
 #define PL__ARENA_PREFIX "arena-" /* after PL__RING_PREFIX */
 #define PL__ARENA_MAGIC "PLARENA1"
 typedef struct {
@@ -24,16 +26,19 @@ typedef struct {
 
 /** Called per abandoned ring or arena with its name (without the
  *  "pertload-" prefix), its size in bytes, whether it was removed and whose
- *  death made it abandoned ("producer and consumer", "main process and
- *  worker"). */
+ *  death made it abandoned, with the pids its header records (in the PID
+ *  namespace of those processes, to be shown only): "producer P and
+ *  consumer C", "main process M and worker W". */
 typedef void (*pl__ring_reclaim_fn)(void *ctx, const char *name, uint64_t bytes, int removed,
                                     const char *dead);
 
 /** Find this user's rings under /dev/shm whose producer and consumer are
- *  both dead (pid and start time; a ring whose consumer was never named is
- *  kept: one may still attach to read a finished epoch),
+ *  both gone (neither holds the ring's liveness lock, which holds across PID
+ *  namespaces; a ring whose consumer was never named is kept: one may still
+ *  attach to read a finished epoch),
  *  complete (a creator still building holds its lock) and well-formed, and
- *  the arenas whose main process and worker are both dead; remove them
+ *  the arenas whose worker is gone (its lock) and whose main process is not
+ *  alive in this PID namespace (pid and start time); remove them
  *  unless `dry_run` (only while the name still names the segment
  *  inspected). Another user's segments and live rings are never touched.
  *  `fn` may be NULL.

@@ -97,6 +97,8 @@ static void clock_leave(wait_clock *c)
 }
 
 /* An existing segment blocks pl_ring_create(): remove it when it is stale.
+ * A live producer holds its liveness lock (src/core/shm.h), in whatever PID
+ * namespace it runs; its pid is only named in the message.
  * @return 0 when the name may be tried again, PL_EBUSY, or -errno. */
 static int clear_stale(const char *name, pl_err *err)
 {
@@ -104,33 +106,29 @@ static int clear_stale(const char *name, pl_err *err)
     pl__ring_names(name, shm, path, sizeof shm);
     int fd;
     struct stat st;
-    int rc = pl__shm_open_owned(shm, path, O_RDONLY, WHAT, &fd, &st, err);
+    int rc = pl__shm_open_owned(shm, path, O_RDWR, WHAT, &fd, &st, err);
     if (rc != 0)
         return rc < 0 ? rc : 0; /* gone meanwhile */
-    /* A creator holds the lock until its header is complete. */
+    /* A creator holds the flock until its header is complete. */
     if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
         close(fd);
         return pl__err(err, PL_EBUSY, "ring '%s' is being created by another process",
                        name);
     }
-    int stale = 1;
-    int32_t pid = 0;
-    if ((uint64_t)st.st_size >= PL__RING_PAGE) {
-        const pl__ring_hdr *h = pl__ring_map_header_ro(fd);
+    int held = pl__shm_held(fd, PL__SHM_LOCK_OWNER + 1);
+    if (held != 0) {
+        int32_t pid = 0;
+        const pl__ring_hdr *h = (uint64_t)st.st_size >= PL__RING_PAGE
+                                    ? pl__ring_map_header_ro(fd)
+                                    : NULL;
         if (h) {
-            /* acquire: pairs with the creator's release store of `init` */
-            if (atomic_load_explicit(&h->init, memory_order_acquire) == 1 &&
-                memcmp(h->magic, PL__RING_MAGIC, 8) == 0) {
-                pid = h->producer_pid;
-                stale = !pl__shm_pid_alive(pid, h->producer_start);
-            }
+            pid = h->producer_pid;
             munmap((void *)h, PL__RING_PAGE);
         }
-    }
-    if (!stale) {
         close(fd);
-        return pl__err(err, PL_EBUSY, "ring '%s' is in use by producer process %d", name,
-                       (int)pid);
+        return held < 0 ? pl__err(err, held, "cannot lock %s: %s", path, strerror(-held))
+                        : pl__err(err, PL_EBUSY, "ring '%s' is in use by producer process %d",
+                                  name, (int)pid);
     }
     /* Unlink only the file inspected, not one a racing creator just made. */
     int e = -pl__shm_unlink_same(shm, path, &st);
@@ -214,6 +212,12 @@ PL_API int pl_ring_create_for(const char *name, uint32_t n_slots, uint64_t slot_
      * not take a half-built segment for a stale one. */
     flock(fd, LOCK_EX);
     void *base = MAP_FAILED;
+    /* Held for the ring's lifetime (r->fd): reclaimers leave it alone. */
+    rc = pl__shm_hold(fd, PL__SHM_LOCK_OWNER);
+    if (rc < 0) {
+        pl__err(err, rc, "cannot lock %s: %s", path, strerror(-rc));
+        goto fail;
+    }
     rc = pl__shm_reserve(fd, path, total, err);
     if (rc < 0)
         goto fail;
@@ -449,6 +453,12 @@ static int open_existing(const char *name, pl_ring *r, pl_err *err)
         close(fd);
         return pl__err(err, PL_ECORRUPT, "%s: malformed ring header: %s", path, why);
     }
+    /* Held until pl_ring_detach() (r->fd): reclaimers leave the ring alone. */
+    rc = pl__shm_hold(fd, PL__SHM_LOCK_PEER);
+    if (rc < 0) {
+        close(fd);
+        return pl__err(err, rc, "cannot lock %s: %s", path, strerror(-rc));
+    }
     void *base = mmap(NULL, l.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         int e = errno;
@@ -503,10 +513,13 @@ PL_API int pl_ring_attach(const char *name, int timeout_ms, pl_ring **out, pl_er
     int32_t self = (int32_t)getpid();
     int32_t cur = atomic_load_explicit(&h->consumer_pid, memory_order_acquire);
     for (;;) {
+        /* A live consumer holds its byte of the liveness lock, in whatever
+         * PID namespace it runs (its pid may name nobody here). */
         if (cur != 0 && cur != self &&
             !atomic_load_explicit(&h->consumer_gone, memory_order_relaxed) &&
-            pl__shm_pid_alive(cur, atomic_load_explicit(&h->consumer_start,
-                                                         memory_order_relaxed))) {
+            (pl__shm_role_held(r->fd, PL__SHM_LOCK_PEER) != 0 ||
+             pl__shm_pid_alive(cur, atomic_load_explicit(&h->consumer_start,
+                                                          memory_order_relaxed)))) {
             munmap(h, r->map_bytes);
             close(r->fd);
             free(r);

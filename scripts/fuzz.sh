@@ -6,7 +6,7 @@
 # Installs nothing: scripts/install-deps.sh provides clang and libFuzzer.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    (targets: text build npy dbvalue block slot import
-#                                             ontology models)
+#                                             ontology models schedule)
 #
 # Environment: PL_FUZZ_BUILD (build directory, default build-fuzz),
 # PL_FUZZ_JOBS (targets run at once, default the number of cores).
@@ -19,7 +19,8 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(text build npy dbvalue block slot import ontology models)
+[ ${#targets[@]} -gt 0 ] ||
+    targets=(text build npy dbvalue block slot import ontology models schedule)
 build=${PL_FUZZ_BUILD:-build-fuzz}
 jobs=${PL_FUZZ_JOBS:-$(nproc)}
 

@@ -90,7 +90,10 @@ LIBRARY = _os.path.join(_root, "lib", "libpertload.so")
 PROGRAM = _os.path.join(_root, "bin", "pertload")
 EOF
     cp "$root"/python/tests/{conftest.py,test_cuda_device.py,test_cuda_paths.py} \
-       "$root"/python/tests/{test_pyg.py,test_loader.py,test_dataset.py} "$bundle/tests/"
+       "$root"/python/tests/{test_pyg.py,test_loader.py,test_dataset.py} \
+       "$root"/python/tests/test_layout_kernels.py "$bundle/tests/"
+    mkdir -p "$bundle/bench"
+    cp "$root"/bench/{model_layouts.py,pyg_layout.py,keep_workers.py} "$bundle/bench/"
     cp "$root/scripts/minitest.py" "$here/gpu-check.sh" "$bundle/"
     # PyTorch Geometric as published, for the Batch layout's device test
     local pyg_tar="$root/../shared/deps/torch_geometric-2.4.0.tar.gz"
@@ -162,7 +165,7 @@ run() {
     mkdir -p "$out" || exit 1
     out=$(cd "$out" && pwd)
     rm -f "$out"/{summary.txt,gpu_check.txt,memcheck.txt,synccheck.txt,pytest.txt} \
-          "$out"/{bench_gpu.txt,bench_gpu.json}
+          "$out"/{bench_gpu.txt,bench_gpu.json,figures.txt}
     local py=${PYTHON:-python3}
     work=$(mktemp -d "${TMPDIR:-/tmp}/pertload-gpu-check.XXXXXX") || exit 1
     trap 'rm -rf "$work"' EXIT
@@ -253,6 +256,47 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
         "$1" bench gpu "$2/db" --batch-size 64 --batches 100 --json "$3"
     ' bench "$bundle/bin/pertload" "$work/bench" "$out/bench_gpu.json" \
         "${GPU_CHECK_BENCH_SAMPLES:-8192}"
+    # 7. the CUDA backend's host side at 2 to 16 collating threads: the same
+    # database (4 KiB payload rows read with O_DIRECT from the disk), and one
+    # without payload (the collating threads alone)
+    # shellcheck disable=SC2016
+    step bench_threads 120 "$out/bench_gpu.txt" bash -c '
+        set -e
+        "$1" synth "$2/in0" --samples 8192 --seed 3 --quiet
+        "$1" build -o "$2/db0" $(cat "$2/in0/build-args.txt") >/dev/null
+        for db in db db0; do
+            for t in 2 4 8 16; do
+                [ "$t" -le "$(nproc)" ] || continue
+                echo "--- $db, threads $t"
+                "$1" bench gpu "$2/$db" --batch-size 64 --batches 200 --threads "$t"
+            done
+        done
+    ' bench "$bundle/bin/pertload" "$work/bench"
+    # 8. the one-layer model step: layouts by torch ops, by the kernels, and
+    # prefetched, beside the step alone (bench/model_layouts.py; the
+    # machine's torch_geometric); then DataLoader workers against the Loader
+    # shellcheck disable=SC2016
+    step model_step 180 "$out/figures.txt" bash -c '
+        set -e
+        cd "$3"
+        echo "--- physical + regulatory, batch 64"
+        "$1" model_layouts.py "$2/db" --device cuda --types physical,regulatory \
+            --batch-size 64 --batches 2 --epoch-batches "$4" --no-per-sample
+        echo "--- all nine types, batch 8"
+        "$1" model_layouts.py "$2/db" --device cuda --batch-size 8 --batches 2 \
+            --epoch-batches "$4" --no-per-sample
+    ' bench "$py" "$work/bench" "$bundle/bench" "${GPU_CHECK_EPOCH_BATCHES:-60}"
+    # shellcheck disable=SC2016
+    step workers 150 "$out/figures.txt" bash -c '
+        set -e
+        "$1" synth "$2/big" --samples 200000 --seed 3 --quiet
+        "$1" build -o "$2/bigdb" $(cat "$2/big/build-args.txt") >/dev/null
+        for w in 2 4; do
+            echo "--- $w workers"
+            "$3" "$4/keep_workers.py" "$2/bigdb" --rows 200000 --workers "$w" \
+                --only loader,dataset-0,dataset-W --rounds 2
+        done
+    ' bench "$bundle/bin/pertload" "$work/bench" "$py" "$bundle/bench"
     rm -rf "$work/bench"
 
     {

@@ -4,6 +4,8 @@
  *    waitid(WNOWAIT), not reaped) and when its start time is not the one
  *    given (a recycled pid); the start time is field 22 of /proc/PID/stat,
  *    read here by the test itself;
+ *  - a segment's liveness lock is held while a holder (another open, another
+ *    process) lives and free once every holder is gone, SIGKILLed or closed;
  *  - segments another user could use are refused with the reason (not a
  *    regular file, another owner, open to group or others), as are names
  *    too long, missing or holding "..", sizes over half the free space, and
@@ -114,6 +116,49 @@ Test(core_proc, a_zombie_and_a_recycled_pid_are_dead)
     cr_assert_eq(waitpid(kid, &st, 0), kid);
     kid = 0;
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+Test(core_proc, liveness_lock_is_held_while_a_holder_lives)
+{
+    int fd = pl__shm_create(seg_shm[2], seg_path[2], NULL);
+    cr_assert_geq(fd, 0);
+    int go[2], ready[2];
+    cr_assert_eq(pipe(go), 0);
+    cr_assert_eq(pipe(ready), 0);
+    kid = fork();
+    cr_assert_geq(kid, 0);
+    if (kid == 0) { /* a consumer: an open of its own, holding its byte */
+        char c;
+        int mine = open(seg_path[2], O_RDWR);
+        int rc = mine >= 0 ? pl__shm_hold(mine, PL__SHM_LOCK_PEER) : -1;
+        c = rc == 0 ? 'y' : 'n';
+        if (write(ready[1], &c, 1) != 1)
+            _exit(2);
+        _exit(read(go[0], &c, 1) == 1 ? 0 : 1); /* until the parent says */
+    }
+    char c = 0;
+    cr_assert_eq(read(ready[0], &c, 1), 1);
+    cr_assert_eq(c, 'y');
+    int other = open(seg_path[2], O_RDWR);
+    cr_assert_geq(other, 0);
+    cr_assert_eq(pl__shm_held(other, PL__SHM_LOCK_PEER + 1), 1, "the consumer's byte");
+    cr_assert_eq(pl__shm_held(fd, PL__SHM_LOCK_OWNER + 1), 0, "no owner holds byte 0");
+    cr_assert_eq(pl__shm_hold(fd, PL__SHM_LOCK_OWNER), 0, "a write lock of our own converts");
+    int ro = open(seg_path[2], O_RDONLY);
+    cr_assert_lt(pl__shm_held(ro, 2), 0, "a write lock needs a descriptor open for writing");
+    close(ro);
+    /* The holder's death (SIGKILL: no close of its own) frees its byte. */
+    kill(kid, SIGKILL);
+    cr_assert_eq(waitpid(kid, NULL, 0), kid);
+    kid = 0;
+    close(go[0]);
+    close(go[1]);
+    close(ready[0]);
+    close(ready[1]);
+    cr_assert_eq(pl__shm_held(other, PL__SHM_LOCK_PEER + 1), 1, "byte 0: ours, another open");
+    close(fd);
+    cr_assert_eq(pl__shm_held(other, PL__SHM_LOCK_PEER + 1), 0, "every holder is gone");
+    close(other);
 }
 
 Test(core_proc, owner_checks_give_the_reason)

@@ -156,7 +156,8 @@ Test(import_recipe, bad_keys)
                "unknown metabolism format 'cobra' (tsv, yeast-gem or sbml)");
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
                "metabolism: {format: sbml, gpr: g}\n", 6, 28,
-               "unknown key 'gpr' in 'metabolism' of format 'sbml' (format, file)");
+               "unknown key 'gpr' in 'metabolism' of format 'sbml' (format, file, "
+               "reaction_rule)");
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\n"
                "metabolism: {format: tsv, rules: r, reaction_rule: all}\n", 6, 52,
                "'reaction_rule' is any or gpr, not 'all'");
@@ -307,6 +308,7 @@ Test(import_recipe, metabolism_and_sample_keys)
     char want[4200];
     snprintf(want, sizeof want, "%s/m.xml.gz", dir);
     cr_assert_eq(r->metabolism.model, PL_METAB_SBML);
+    cr_assert_eq(r->metabolism.reaction_rule, PL_REACTION_DEFAULT);
     cr_assert_str_eq(r->metabolism.format, "sbml");
     cr_assert_str_eq(r->metabolism.file, want);
     cr_assert_eq(r->n_tables, 2);
@@ -326,11 +328,13 @@ Test(import_recipe, metabolism_and_sample_keys)
     cr_assert_str_eq(t->categories[0], "split");
     pl__recipe_free(r);
     free(p);
-    /* one mapping is one table; yeast-gem by name */
+    /* one mapping is one table; yeast-gem by name, with its reaction rule */
     p = pl_test_write(dir, "ms1.yaml", HEAD EDGE "metabolism:\n  format: yeast-gem\n  file: y.yml\n"
+                      "  reaction_rule: any\n"
                       "samples: {format: table, file: s.tsv, genes: mutant, gene_sep: '+'}\n");
     cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
     cr_assert_eq(r->metabolism.model, PL_METAB_YEASTGEM);
+    cr_assert_eq(r->metabolism.reaction_rule, PL_REACTION_ANY);
     cr_assert_eq(r->n_tables, 1);
     cr_assert_str_eq(r->tables[0].genes, "mutant");
     cr_assert_eq(r->tables[0].gene_sep, '+');
@@ -344,11 +348,14 @@ Test(import_recipe, bad_metabolism_and_samples)
                "unknown metabolism format 'cobra' (tsv, yeast-gem or sbml)");
     expect_bad(HEAD EDGE "metabolism: {format: sbml}\n", 6, 13, "'metabolism' without 'file'");
     expect_bad(HEAD EDGE "metabolism: {format: sbml, file: m, strict: true}\n", 6, 37,
-               "unknown key 'strict' in 'metabolism' of format 'sbml' (format, file)");
+               "unknown key 'strict' in 'metabolism' of format 'sbml' (format, file, "
+               "reaction_rule)");
+    expect_bad(HEAD EDGE "metabolism: {format: yeast-gem, file: m, reaction_rule: all}\n", 6,
+               57, "'reaction_rule' is any or gpr, not 'all'");
     expect_bad(HEAD EDGE "samples: {format: sga, file: s, sep: ','}\n", 6, 33,
                "key 'sep' does not apply to format 'sga'");
     expect_bad(HEAD EDGE "samples: [{format: csv, file: s}]\n", 6, 20,
-               "unknown sample format 'csv' (table or sga)");
+               "unknown sample format 'csv' (table, sga or dcell_samples)");
     expect_bad(HEAD EDGE "samples: [{format: table}]\n", 6, 11, "a sample table without 'file'");
     expect_bad(HEAD EDGE "samples: [{file: s}]\n", 6, 11, "a sample table without 'format'");
     expect_bad(HEAD EDGE "samples: {format: table, file: s, header: false, genes: g}\n", 6, 10,
@@ -642,6 +649,9 @@ Test(import_recipe, more_bad_recipes)
     expect_bad("version: 1\ngenes:\n  file: genes.txt\nedges: x\n", 4, 8,
                "'edges' must be a list of edge sources");
     expect_bad("version: 1\ngenes:\n  file: genes.txt\n", 1, 1,
+               "the recipe has no 'edges' (they may be left out, or empty, only with a "
+               "'metabolism' or an 'ontology')");
+    expect_bad("version: 1\ngenes:\n  file: genes.txt\nedges: []\n", 1, 1,
                "the recipe has no 'edges'");
     expect_bad(HEAD "  - {name: a, format: delim, file: x, sep: ab}\n", 5, 44,
                "'sep' must be one character, \"tab\" or \"space\"");

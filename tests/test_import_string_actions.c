@@ -220,6 +220,128 @@ Test(import_string_actions, recipe_keys)
     free(db);
 }
 
+/* The edge arrays of `db`'s types and its recipe's source lines with the
+ * file= part cut (both recipes name one file). */
+static void db_edges(const char *path, pl_test_text *t)
+{
+    pl_db *db;
+    pl_err err = {0};
+    cr_assert_eq(pl_db_open(path, &db, &err), 0, "%s", err.msg);
+    const pl_db_info *info = pl_db_info_get(db);
+    static int32_t buf[2 * 5000];
+    for (uint32_t k = 0; k < info->n_types; k++) {
+        int64_t n = pl_db_graph_array(db, (int)k, buf, sizeof buf, &err);
+        cr_assert_geq(n, 0, "%s", err.msg);
+        int64_t e = n / 8;
+        pl_test_tprintf(t, "%s:", info->type_names[k]);
+        for (int64_t i = 0; i < e; i++)
+            pl_test_tprintf(t, " %d-%d", buf[i], buf[e + i]);
+        pl_test_tprintf(t, "\n");
+    }
+    pl_test_tprintf(t, "%s", info->recipe_sources);
+    pl_db_close(db);
+}
+
+/* One source, one type per mode (`types: {MODE: TYPE}`): the same edge types,
+ * edges and counts as one source per mode (random files, modes, directed,
+ * min_score, pair policies); 'name' or 'modes' beside it, a mode twice or
+ * unknown, 'types' on another format are recipe errors. */
+Test(import_string_actions, types_per_mode_in_one_source)
+{
+    static row rows[400];
+    pl_test_text g = {0};
+    for (int i = 0; i < 20; i++)
+        pl_test_tprintf(&g, "Y%03d\n", i);
+    free(pl_test_put_text(dir, "genes.txt", &g));
+    free(pl_test_write(dir, "s.tsv", "genes\tfitness\nY000\t1\n"));
+    for (int it = 0; it < 6; it++) {
+        rng = 900 + (uint64_t)it;
+        char *p = write_actions(rows, 50 + (int)rnd(350), it % 3);
+        const char *file = strrchr(p, '/') + 1;
+        char opts[128] = "";
+        int n = snprintf(opts, sizeof opts, "%s", it % 2 ? ", directed: true" : "");
+        if (it % 3)
+            n += snprintf(opts + n, sizeof opts - (size_t)n, ", min_score: %u", 200 + rnd(600));
+        if (it == 4)
+            snprintf(opts + n, sizeof opts - (size_t)n, ", pairs: as_listed");
+        pl_test_text one = {0}, many = {0};
+        const char *head = "version: 1\ngenes: {file: genes.txt}\n"
+                           "samples: {format: tsv, file: s.tsv}\nedges:\n";
+        pl_test_tprintf(&one, "%s  - {format: string_actions, file: %s%s, types: {", head, file,
+                        opts);
+        pl_test_tprintf(&many, "%s", head);
+        int used[7] = {0}, k = 2 + (int)rnd(6);
+        for (int j = 0; j < k; j++) {
+            int m = (int)rnd(7);
+            while (used[m])
+                m = (m + 1) % 7;
+            used[m] = 1;
+            pl_test_tprintf(&one, "%s%s: t_%s", j ? ", " : "", modes[m], modes[m]);
+            pl_test_tprintf(&many, "  - {name: t_%s, format: string_actions, file: %s%s, "
+                                   "modes: [%s]}\n", modes[m], file, opts, modes[m]);
+        }
+        pl_test_tprintf(&one, "}}\n");
+        free(pl_test_put_text(dir, "one.yaml", &one));
+        free(pl_test_put_text(dir, "many.yaml", &many));
+        char *out;
+        pl_test_rmtree(pl_test_path(dir, "one.db")), pl_test_rmtree(pl_test_path(dir, "many.db"));
+        cr_assert_eq(run("build --recipe one.yaml -o one.db --quiet", &out), 0, "%s", out);
+        free(out);
+        cr_assert_eq(run("build --recipe many.yaml -o many.db --quiet", &out), 0, "%s", out);
+        free(out);
+        pl_test_text a = {0}, b = {0};
+        char *pa = pl_test_path(dir, "one.db"), *pb = pl_test_path(dir, "many.db");
+        db_edges(pa, &a);
+        db_edges(pb, &b);
+        cr_assert_str_eq(a.s, b.s, "iteration %d", it);
+        /* recipe check: the same counts */
+        char *oa, *ob;
+        cr_assert_eq(run("recipe check one.yaml", &oa), 0, "%s", oa);
+        cr_assert_eq(run("recipe check many.yaml", &ob), 0, "%s", ob);
+        /* line by line, up to the timing of each read */
+        for (const char *x = strstr(oa, "\nsource "), *y = strstr(ob, "\nsource "); x && y;
+             x = strstr(x + 1, "\nsource "), y = strstr(y + 1, "\nsource ")) {
+            size_t lx = strcspn(x, "("), ly = strcspn(y, "(");
+            cr_assert(lx == ly && !memcmp(x, y, lx), "%.*s\n%.*s", (int)lx, x, (int)ly, y);
+        }
+        free(oa), free(ob), free(a.s), free(b.s), free(pa), free(pb), free(p);
+    }
+    static const struct {
+        const char *src;
+        unsigned long col;
+        const char *why;
+    } bad[] = {
+        {"{name: x, format: string_actions, file: a, types: {binding: b}}", 5,
+         "an edge source with 'types' takes no 'name'"},
+        {"{format: string_actions, file: a, modes: [binding], types: {binding: b}}", 5,
+         "an edge source with 'types' takes no 'modes'"},
+        {"{format: string_actions, file: a, types: {binding: b, binding: c}}", 59,
+         "mode 'binding' given twice in 'types'"},
+        {"{format: string_actions, file: a, types: {bind: b}}", 47,
+         "'types': unknown STRING action mode 'bind'"},
+        {"{format: string_actions, file: a, types: {binding: a b}}", 5,
+         "edge-type name 'a b' must be"},
+        {"{format: string_actions, file: a, types: []}", 46,
+         "'types' must be a mapping {MODE: EDGE_TYPE}"},
+        {"{name: x, format: string, file: a, types: {binding: b}}", 40,
+         "key 'types' does not apply to format 'string'"},
+        {"{name: binding, format: string, file: a}\n  - {format: string_actions, file: a, "
+         "types: {binding: binding}}", 5, "edge type 'binding' named twice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "version: 1\ngenes: {file: genes.txt}\nedges:\n  - %s\n",
+                 bad[i].src);
+        char *p = pl_test_write(dir, "bad.yaml", text);
+        pl_recipe *r;
+        pl_err err = {0};
+        unsigned long line = strstr(bad[i].src, "\n") ? 5 : 4;
+        pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, line,
+                          bad[i].col, bad[i].why);
+        free(p);
+    }
+}
+
 /* ------------------------------------------------------------- aliases */
 
 static const char *const sources[] = {"Ensembl_UniProt_GN", "SGD_ID", "BLAST_UniProt_AC",

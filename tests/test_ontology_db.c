@@ -187,3 +187,47 @@ Test(ontology_db, schedule_refuses_bad_term_lists)
     cr_assert_eq(pl_schedule_affected(&m, terms, ptr, 1, &out, &err), PL_ERANGE);
     cr_assert_str_eq(err.msg, "term lists: sample 0 names term 1, outside 0..0");
 }
+
+/* A map inconsistent with its own sizes is refused before a write, naming
+ * the array: the wrapped output columns of widths of 2^62 (four of them sum
+ * to 0, so the caller's scatter room is one column), a slot past the terms,
+ * groups that do not end at the terms, the column limit. */
+Test(ontology_db, schedule_refuses_bad_maps)
+{
+    uint32_t term_slot[] = {0, 1, 2, 3}, group_ptr[] = {0, 4}, stratum_ptr[] = {0, 1};
+    uint64_t in_ptr[] = {0, 0, 0, 0, 0}, out_cols[5] = {3};
+    for (int s = 0; s < 4; s++)
+        out_cols[s + 1] = out_cols[s] + (1ull << 62); /* wraps at the fourth */
+    int64_t in = 0, ptrs[8][2], pos[2][4], cols[2][4], gather[2][1], sample_slots[1];
+    pl_schedule_map m = {4, 1, 1, term_slot, group_ptr, stratum_ptr, in_ptr, &in, out_cols};
+    pl_schedule_affected_out out = {
+        .group_ptr = ptrs[0], .positions = pos[0], .sample_ptr = ptrs[1],
+        .sample_slots = sample_slots, .gather_ptr = ptrs[2], .gather = gather[0],
+        .scatter_ptr = ptrs[3], .scatter = cols[0], .rest_group_ptr = ptrs[4],
+        .rest_positions = pos[1], .rest_gather_ptr = ptrs[5], .rest_gather = gather[1],
+        .rest_scatter_ptr = ptrs[6], .rest_scatter = cols[1]};
+    pl_err err = {0};
+    const int32_t terms[] = {0};
+    const int64_t ptr[] = {0, 1};
+    cr_assert_eq(pl_schedule_affected(&m, terms, ptr, 1, &out, &err), PL_EUSAGE);
+    cr_assert_str_eq(err.msg, "schedule map: slot_out[4] = 3 is below slot_out[3] = "
+                              "13835058055282163715");
+    for (int s = 0; s < 4; s++)
+        out_cols[s + 1] = out_cols[s] + 1;
+    cr_assert_eq(pl_schedule_affected(&m, terms, ptr, 1, &out, &err), 0, "%s", err.msg);
+    cr_assert(ptrs[0][1] == 1 && pos[0][0] == 0 && cols[0][0] == 3 && cols[1][2] == 6);
+    term_slot[2] = 4;
+    cr_assert_eq(pl_schedule_affected(&m, terms, ptr, 1, &out, &err), PL_EUSAGE);
+    cr_assert_str_eq(err.msg, "schedule map: term_slot[2] = 4, outside 0..3");
+    term_slot[2] = 2, group_ptr[1] = 5;
+    cr_assert_eq(pl_schedule_affected(&m, terms, ptr, 1, &out, &err), PL_EUSAGE);
+    cr_assert_str_eq(err.msg, "schedule map: group_ptr[1] is 5, not 4");
+    group_ptr[1] = 4;
+    for (int s = 0; s <= 4; s++)
+        out_cols[s] += PL_SCHEDULE_MAX_COLUMNS - 7;
+    cr_assert_eq(pl_schedule_affected(&m, terms, ptr, 1, &out, &err), 0, "%s", err.msg);
+    out_cols[4]++;
+    cr_assert_eq(pl_schedule_affected(&m, terms, ptr, 1, &out, &err), PL_EUSAGE);
+    cr_assert_str_eq(err.msg, "schedule map: 2147483648 state columns, more than the limit "
+                              "2147483647");
+}

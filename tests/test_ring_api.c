@@ -1,7 +1,8 @@
 /* The shared-memory ring between real processes, part two (test_ring.c has
  * round trips, ordering, back-pressure, peer deaths, stale segments, names,
  * modes, sizes and counters): listing, failure messages, attach timeouts and
- * malformed headers, the batch window, signals, pid liveness, `pertload top`
+ * malformed headers, the batch window, signals, pid liveness, liveness seen
+ * from another PID namespace, `pertload top`
  * and the consumer's leaving. The harness is ring_fx.c. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "pertload.h"
+#include "ring/reclaim.h"
 #include "ring/ring_layout.h"
 #include "ring_fx.h"
 #include "testutil.h"
@@ -446,6 +449,66 @@ Test(ring, pid_liveness)
     cr_assert(!pl__shm_pid_alive(z, 0), "a zombie is dead");
     reap(z, 1000);
     cr_assert(!pl__shm_pid_alive(z, 0));
+}
+
+/* pl__ring_reclaim() callback: counts the listed rings named `ctx`. */
+static void count_named(void *ctx, const char *name, uint64_t bytes, int removed,
+                        const char *dead)
+{
+    (void)bytes, (void)removed, (void)dead;
+    if (!strcmp(name, (const char *)ctx))
+        atomic_fetch_add(&B->count[0], 1);
+}
+
+/* In a new PID namespace, where this test's pids name nobody: rc[0] 1 when
+ * the test process is seen dead there, rc[1] pl_ring_create()'s code on the
+ * test's live ring `name`, rc[3] pl_ring_attach()'s (another consumer),
+ * count[0] how often a dry reclaim lists it. */
+static int other_namespace_main(const char *name)
+{
+    if (unshare(CLONE_NEWPID) < 0)
+        return 10; /* not root: the test says so */
+    pid_t g = fork();
+    if (g == 0) {
+        atomic_store(&B->rc[0], !pl__shm_pid_alive(atomic_load(&B->rc[2]), 0));
+        pl__ring_reclaim(1, count_named, (void *)name);
+        pl_ring *r = NULL;
+        pl_err err = {0};
+        atomic_store(&B->rc[1], pl_ring_create(name, 2, 4096, 0, &r, &err));
+        snprintf(B->msg, sizeof B->msg, "%s", err.msg);
+        pl_ring_destroy(r);
+        r = NULL;
+        atomic_store(&B->rc[3], pl_ring_attach(name, 1000, &r, NULL));
+        pl_ring_detach(r);
+        _exit(0);
+    }
+    int st = 0;
+    return g > 0 && waitpid(g, &st, 0) == g && WIFEXITED(st) ? WEXITSTATUS(st) : 11;
+}
+
+Test(ring, another_pid_namespace_sees_live_rings_by_their_lock)
+{
+    /* A live producer (this process) and a named consumer; in another PID
+     * namespace their pids name nobody, yet neither `clean` nor a new ring
+     * of the name may take the ring for a stale one, nor another consumer
+     * take it over. */
+    const char *name = ring_name("ns");
+    pl_ring *r, *c;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_create(name, 2, 4096, getpid(), &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl_ring_attach(name, 1000, &c, &err), 0, "%s", err.msg);
+    atomic_store(&B->rc[2], getpid());
+    pid_t k = spawn(other_namespace_main, name);
+    cr_assert_eq(reap(k, 30000), 0, "unshare(CLONE_NEWPID) needs root (as in CI)");
+    cr_assert_eq(atomic_load(&B->rc[0]), 1, "the test's pid is seen dead there");
+    cr_assert_eq(atomic_load(&B->count[0]), 0, "reclaim listed a live ring");
+    cr_assert_eq(atomic_load(&B->rc[1]), PL_EBUSY, "create: %s", B->msg);
+    cr_assert(strstr(B->msg, "in use by producer process"), "%s", B->msg);
+    cr_assert_eq(atomic_load(&B->rc[3]), PL_EBUSY, "a second consumer took the ring over");
+    cr_assert(exists(name));
+    pl_ring_detach(c);
+    pl_ring_destroy(r);
+    cr_assert(!exists(name));
 }
 
 /* Run `pertload ARGS`, capturing stdout. @return the exit status. */

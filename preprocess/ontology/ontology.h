@@ -74,7 +74,16 @@ typedef struct pl_onto_stats {
         namespace_rows;
     uint64_t removed_terms, duplicates;
     pl_unres unknown_genes; /**< gene names that did not resolve */
+    /** DCell topology files: children named again on one TERMS: line (one
+     *  link each); ROOT: counts that differ from the term's gene closure and,
+     *  for the first PL_ONTO_NOTES of them, one line each in count_notes
+     *  (`file:line: the ROOT: count of term 'T' is N where its gene closure
+     *  has M`, malloc'd, NULL when none) */
+    uint64_t repeated_children, count_mismatches;
+    char *count_notes;
 } pl_onto_stats;
+
+enum { PL_ONTO_NOTES = 20 };
 
 /** The built ontology; arrays malloc'd, freed by pl__onto_free(). */
 typedef struct pl_onto {
@@ -121,10 +130,14 @@ int pl__onto_read_dcell(pl_onto_raw *r, const char *path, pl_onto_resolve_fn res
 /** The rest of a DCell topology file (dcell_topo.c: blocks `ROOT: <term>
  *  <n>`, `GENES: <gene> ...`, `TERMS: <child> ...`) whose first line
  *  `line[0..len)` has just been read from `src`. Terms are defined in block
- *  order; a term's own annotations are the genes of its GENES: line that no
- *  child's GENES: line lists; edges are child -> term. Counts: terms_read
- *  (blocks), rows (names under GENES:), edges_read; unresolved genes as in
- *  pl__onto_read_dcell(). @return 0 or PL_EPARSE naming file:line. */
+ *  order; a term's annotations are the genes of its GENES: line (its direct
+ *  genes); edges are child -> term, a child repeated on one TERMS: line is
+ *  one edge (counted in repeated_children). n, the size of the term's gene
+ *  closure over the names as written, is checked: a mismatch is counted
+ *  (count_mismatches, count_notes), an error under `strict`. Counts:
+ *  terms_read (blocks), rows (names under GENES:), edges_read; unresolved
+ *  genes as in pl__onto_read_dcell(). @return 0 or PL_EPARSE naming
+ *  file:line. */
 int pl__onto_read_dcell_blocks(pl_onto_raw *r, struct pl_src *src, const char *line,
                                size_t len, pl_onto_resolve_fn resolve, void *ctx, int strict,
                                pl_onto_stats *st, pl_err *err);

@@ -106,6 +106,9 @@ void pl__onto_raw_free(pl_onto_raw *r)
 
 void pl__onto_stats_free(pl_onto_stats *st)
 {
-    if (st)
-        pl__unres_free(&st->unknown_genes);
+    if (!st)
+        return;
+    pl__unres_free(&st->unknown_genes);
+    free(st->count_notes);
+    st->count_notes = NULL;
 }

@@ -30,8 +30,26 @@ static int check_opts(const pl_build_opts *o, pl_err *err)
     return 0;
 }
 
+void pl__onto_warn(const pl_onto_stats *st, const char *src)
+{
+    if (st->count_notes) {
+        for (const char *p = st->count_notes; *p;) {
+            const char *nl = strchr(p, '\n');
+            fprintf(stderr, "warning: %.*s\n", (int)(nl - p), p);
+            p = nl + 1;
+        }
+        if (st->count_mismatches > PL_ONTO_NOTES)
+            fprintf(stderr, "warning: %s: %llu more ROOT: counts differ from their term's gene "
+                    "closure\n", src, (unsigned long long)(st->count_mismatches - PL_ONTO_NOTES));
+    }
+    if (st->repeated_children)
+        fprintf(stderr, "%s: %llu children named again on their TERMS: line (one link each)\n",
+                src, (unsigned long long)st->repeated_children);
+}
+
 static void report(const pl_onto_stats *st, const char *src)
 {
+    pl__onto_warn(st, src);
     const pl_unres *u = &st->unknown_genes;
     uint32_t d = pl__unres_distinct(u);
     if (!d)

@@ -26,6 +26,12 @@ typedef struct pl_onto_input {
 int pl__onto_read(const pl_onto_input *in, uint32_t n_genes, pl_onto *out, pl_onto_stats *st,
                   pl_err *err);
 
+/** On stderr: a warning for each ROOT: count of a DCell topology file that
+ *  differs from its term's gene closure (the notes of `st`, then how many
+ *  more), and how many children were named again on their TERMS: line;
+ *  `src` names the file. Nothing when there is none. */
+void pl__onto_warn(const pl_onto_stats *st, const char *src);
+
 /** Read and build the ontology of `o` (ontology + annotations, or
  *  ontology_dcell) over the gene list `genes` (exact names); `out` stays
  *  zeroed when the build has none. Unknown genes are counted (`*unknown`

@@ -107,6 +107,7 @@ class PlanOpts(ctypes.Structure):
         ("window_blocks", ctypes.c_uint32),
         ("budget", ctypes.c_uint64),
         ("rank_weights", ctypes.POINTER(ctypes.c_uint32)),
+        ("from_", ctypes.c_uint64),  # pl_plan_opts.from (a Python keyword)
     ]
 
 
@@ -209,6 +210,7 @@ _PROTOTYPES = {
                                       ctypes.POINTER(_vp), _err_p]),
     "pl_plan_n_batches": (ctypes.c_uint64, [_vp]),
     "pl_plan_n_samples": (ctypes.c_uint64, [_vp]),
+    "pl_plan_position": (ctypes.c_uint64, [_vp, ctypes.c_uint64]),
     "pl_plan_batch": (ctypes.c_uint32, [_vp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]),
     "pl_ring_attach": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(_vp), _err_p]),
     "pl_ring_next": (ctypes.c_int, [_vp, ctypes.c_uint64, ctypes.POINTER(_vp), _err_p]),
@@ -221,6 +223,20 @@ _PROTOTYPES = {
     "pl_slot_check": (ctypes.c_int, [_vp, ctypes.c_uint64, _err_p]),
     "pl_pyg_edges": (ctypes.c_int, [_vp, _vp, ctypes.c_uint64, _vp, _vp, ctypes.c_uint32,
                                     ctypes.c_int64, ctypes.c_int64, _vp, _vp, _vp, _err_p]),
+    "pl_layout_check": (ctypes.c_int, [_vp, ctypes.c_int, _vp, ctypes.c_uint32, ctypes.c_uint64,
+                                       ctypes.c_uint64, ctypes.c_int, _err_p]),
+    "pl_layout_cuda_built": (ctypes.c_int, []),
+    "pl_layout_union": (ctypes.c_int, [ctypes.c_int, _vp, _vp, _vp, _vp, ctypes.c_uint64, _vp,
+                                       _vp, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64,
+                                       ctypes.c_int64, _vp, _vp, _vp, _vp, _err_p]),
+    "pl_layout_tile": (ctypes.c_int, [ctypes.c_int, _vp, _vp, _vp, _vp, ctypes.c_uint64, _vp,
+                                      _vp, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64,
+                                      ctypes.c_int64, _vp, _vp, _vp, _vp, _err_p]),
+    "pl_layout_nodes": (ctypes.c_int, [ctypes.c_int, _vp, ctypes.c_uint64, _vp, _vp,
+                                       ctypes.c_uint32, ctypes.c_uint64, _vp, _vp, _vp, _vp,
+                                       _vp, _err_p]),
+    "pl_layout_rows": (ctypes.c_int, [ctypes.c_int, _vp, _vp, _vp, ctypes.c_uint32,
+                                      ctypes.c_uint64, ctypes.c_int64, _vp, _vp, _err_p]),
     "pl_ontology_load": (ctypes.c_int, [_vp, ctypes.POINTER(ctypes.POINTER(Ontology)), _err_p]),
     "pl_ontology_free": (None, [ctypes.POINTER(Ontology)]),
     "pl_schedule_affected": (ctypes.c_int, [ctypes.POINTER(ScheduleMap), _vp, _vp,
@@ -449,19 +465,16 @@ class Database:
             self.close()
 
 
-def plan_n_batches(n_samples, rank, world_size, batch_size, drop_last, database=None,
-                   budget=None, seed=0, epoch=0, shuffle=False, rank_weights=None):
-    """Batches of one rank's epoch (pl_plan_n_batches). Without a budget the
-    count does not depend on the seed, the epoch or shuffling; with budget =
-    ("removed" or "payload", N) it does, and `database` (an open Database)
-    gives the rows' costs (pl_plan_new_db)."""
+def _plan(n_samples, rank, world_size, batch_size, drop_last, database, budget, seed, epoch,
+          shuffle, rank_weights, start):
+    """A new pl_plan handle (pl_plan_free it) of these options."""
     # ctypes would keep only the low 32 bits of these (2**32 reads as 0).
     for key, v in (("rank", rank), ("world_size", world_size), ("batch_size", batch_size)):
         if v >= 1 << 32:
             raise LoaderError(f"epoch plan: {key} {v} does not fit in 32 bits")
     opts = PlanOpts(n_samples=n_samples, seed=seed, epoch=epoch, rank=rank,
                     world_size=world_size, batch_size=batch_size, shuffle=int(bool(shuffle)),
-                    drop_last=int(bool(drop_last)))
+                    drop_last=int(bool(drop_last)), from_=start)
     if rank_weights:
         weights = (ctypes.c_uint32 * world_size)(*rank_weights)
         opts.rank_weights = weights  # kept alive by `weights` through the call
@@ -474,7 +487,34 @@ def plan_n_batches(n_samples, rank, world_size, batch_size, drop_last, database=
     else:
         check(lib().pl_plan_new(ctypes.byref(opts), ctypes.byref(plan), ctypes.byref(err)),
               err, "epoch plan")
+    return plan
+
+
+def plan_n_batches(n_samples, rank, world_size, batch_size, drop_last, database=None,
+                   budget=None, seed=0, epoch=0, shuffle=False, rank_weights=None, start=0):
+    """Batches of one rank's epoch (pl_plan_n_batches). Without a budget the
+    count does not depend on the seed, the epoch or shuffling; with budget =
+    ("removed" or "payload", N) it does, and `database` (an open Database)
+    gives the rows' costs (pl_plan_new_db). start: the elastic resume
+    position (pl_plan_opts.from)."""
+    plan = _plan(n_samples, rank, world_size, batch_size, drop_last, database, budget, seed,
+                 epoch, shuffle, rank_weights, start)
     try:
         return lib().pl_plan_n_batches(plan)
+    finally:
+        lib().pl_plan_free(plan)
+
+
+def plan_position(n_samples, world_size, batch_size, drop_last, database=None, budget=None,
+                  seed=0, epoch=0, shuffle=False, rank_weights=None, start=0, steps=0):
+    """(position, steps of the epoch) of this world's plan: the entries of
+    the epoch's order that `steps` steps of every rank consume
+    (pl_plan_position; the same on every rank, and for the block order the
+    row order's, B * world_size entries a step), an elastic resume's
+    position, and the plan's batch count (pl_plan_n_batches)."""
+    plan = _plan(n_samples, 0, world_size, batch_size, drop_last, database, budget, seed,
+                 epoch, shuffle, rank_weights, start)
+    try:
+        return lib().pl_plan_position(plan, steps), lib().pl_plan_n_batches(plan)
     finally:
         lib().pl_plan_free(plan)

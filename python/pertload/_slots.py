@@ -21,11 +21,26 @@ taken out of the batch is still held. When the slot is handed back:
   size).
 
 Both happen before the producer may refill the slot, so the copy reads the
-batch the user saw."""
+batch the user saw. A copy that fails (no memory) hands nothing back: the
+loader ends its epoch with the error, the slot still the user's.
+
+Each kept copy is a mapping of its own, and a process has at most
+vm.max_map_count of them (65,530 by default); so is a batch a DataLoader
+worker sent in a shared tensor (packed.received counts those alive too).
+Once they hold half of that (_kept_limit()), deliveries are copied out of
+their slot (or tensor) at once, into chunks of _SLAB_BYTES shared by many
+batches (a mapping a chunk), and the slot goes back with nothing to copy;
+a warning says so once per process.
+Zero-copy delivery comes back when the kept copies fall below half the
+limit again."""
 
 import ctypes
+import logging
 import mmap
 import sys
+import weakref
+
+import numpy as np
 
 from ._lib import LoaderError
 
@@ -59,6 +74,18 @@ _OWN_REFS = 2
 _POOL = []
 _POOL_MAX = 4
 _POOL_BYTES = 64 << 20
+# Private copies alive (a mapping each); the most of them before deliveries
+# are copied (None: half of vm.max_map_count, read at first use); whether
+# deliveries are copied now; whether the switch was logged.
+_KEPT = [0]
+_KEPT_MAX = None
+_COPYING = [False]
+_SAID = []
+# Deliveries copied out of their slot are carved out of chunks of this size
+# (numpy arrays; a batch's views keep its chunk alive): [chunk, offset].
+_SLAB_BYTES = 4 << 20
+_SLAB = [None, 0]
+_ALIGN = 64
 
 
 def _private_pages(size):
@@ -98,6 +125,7 @@ class _Window:
     def __init__(self, fd, offset, length):
         self.offset = offset  # the slot's offset in the segment
         self.private = False  # True once privatize() made it a copy
+        self.addr = None      # None until mapped: nothing to unmap
         start = offset - offset % _PAGE
         self.size = (offset - start + length + _PAGE - 1) // _PAGE * _PAGE
         addr = _mmap(None, self.size, _PROT_RW, _MAP_SHARED | _MAP_POPULATE, fd, start)
@@ -126,16 +154,74 @@ class _Window:
             _munmap(base + size, self.size - size)
             self.size = size
         self.private = True
+        _KEPT[0] += 1
         return n
 
     def __del__(self):
-        if _munmap is None:  # interpreter shutdown
+        if _munmap is None or self.addr is None:  # interpreter shutdown; never mapped
             return
+        if self.private:
+            _KEPT[0] -= 1
         if (self.private and _POOL is not None and len(_POOL) < _POOL_MAX and
                 sum(s for _, s in _POOL) + self.size <= _POOL_BYTES):
             _POOL.append((self.base, self.size))
         else:
             _munmap(self.base, self.size)
+
+
+def _let_go():
+    _KEPT[0] -= 1
+
+
+def hold_mapping(obj):
+    """Count `obj` (the array over a received batch's shared tensor, a
+    mapping of its own) with the kept copies until it is collected."""
+    _KEPT[0] += 1
+    weakref.finalize(obj, _let_go)
+
+
+def _kept_limit():
+    """The most private copies alive before deliveries are copied: half of
+    vm.max_map_count (the rest is the process's own)."""
+    global _KEPT_MAX
+    if _KEPT_MAX is None:
+        try:
+            with open("/proc/sys/vm/max_map_count") as f:
+                _KEPT_MAX = max(int(f.read()) // 2, 1)
+        except (OSError, ValueError):
+            _KEPT_MAX = 65530 // 2
+    return _KEPT_MAX
+
+
+def copy_at_delivery():
+    """Whether the next delivery is to be copied out of its slot at once
+    (kept copies near the mapping limit; see the module doc)."""
+    limit = _kept_limit()
+    if _COPYING[0]:
+        _COPYING[0] = _KEPT[0] >= limit // 2
+    elif _KEPT[0] >= limit:
+        _COPYING[0] = True
+        if not _SAID:
+            _SAID.append(True)
+            logging.getLogger("pertload").warning(
+                "pertload: %d kept batches hold a memory mapping each (the limit for them "
+                "is %d, half of vm.max_map_count): batches are now copied at delivery, one "
+                "copy each, until fewer than %d remain", _KEPT[0], limit,
+                limit // 2)
+    return _COPYING[0]
+
+
+def delivery_copy(addr, nbytes):
+    """A uint8 numpy array holding a copy of the `nbytes` bytes at `addr`,
+    64-byte aligned, carved out of a chunk shared with other deliveries."""
+    chunk, off = _SLAB
+    if chunk is None or off + nbytes > len(chunk):
+        raw = np.empty(max(_SLAB_BYTES, nbytes) + _ALIGN, np.uint8)
+        chunk, off = raw[-raw.ctypes.data % _ALIGN:][:len(raw) - _ALIGN], 0
+    out = chunk[off:off + nbytes]
+    ctypes.memmove(out.ctypes.data, addr, nbytes)
+    _SLAB[:] = chunk, off + -(-nbytes // _ALIGN) * _ALIGN
+    return out
 
 
 class Windows:

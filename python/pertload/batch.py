@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-from . import _lib, lazy, packed, pyg
+from . import _lib, kernels, lazy, packed, pyg
 from ._lib import LoaderError
 from .graph import check_same_database
 
@@ -518,8 +518,12 @@ class Batch:
             # alone (wait_copies() does not wait for the ops after them).
             stream = _side_stream(torch, dev)
             current = torch.cuda.current_stream(dev)
+            slab = self._slab(torch, dev, stream, current, non_blocking)
 
             def up(a):
+                t = slab(a) if slab is not None else None
+                if t is not None:  # a view of the slot's one copy
+                    return t
                 with torch.cuda.stream(stream):
                     t = torch.from_numpy(a).to(dev, non_blocking=non_blocking, copy=True)
                 current.wait_stream(stream)
@@ -534,16 +538,17 @@ class Batch:
 
         out = {}
         for key, slot_name, n in self._kinds:
+            if edge_types is not None and isinstance(key, tuple) and key[1] not in edge_types:
+                continue  # an edge type the layout leaves out: its list stays on the host
             pos, ptr = self._lists[slot_name]
-            if cuda:  # checked in the slot, then copied from it
-                _check_positions(slot_name, pos, ptr, n)
+            if cuda:  # checked in the slot (one pass of the library), then copied from it
+                # (on the CPU pl_pyg_edges checks that they are sets)
+                kernels.check(slot_name, pos, ptr, n, sets=pyg_lists is not None)
             pos_t, ptr_t = up_long(pos), up(ptr)
             if not cuda:  # the copies are checked: the slot may change meanwhile
                 _check_ptr(slot_name, pos_t.numpy(), ptr_t.numpy())
                 _check_positions(slot_name, pos_t.numpy(), ptr_t.numpy(), n)
             if pyg_lists is not None:
-                if cuda:  # on the CPU pl_pyg_edges checks them
-                    _check_sets(torch, slot_name, pos_t, ptr_t)
                 pyg_lists[slot_name] = (pos_t, ptr_t)
                 continue
             if layout == "lists":
@@ -552,6 +557,9 @@ class Batch:
                 continue
             if key in self.dense:
                 mask = self._dense_mask(torch, up(_signed(self.dense[key])), n)
+            elif kernels.enabled(dev):  # one launch, nothing read back
+                mask = kernels.nodes(torch, n, B, dev, pos_t, ptr_t, store=False)["mask"]
+                mask = mask.view(B, n)
             else:
                 rows = torch.repeat_interleave(torch.arange(B, device=dev),
                                                ptr_t[1:] - ptr_t[:-1],
@@ -580,6 +588,31 @@ class Batch:
             self._copy_done = done
         return out if pyg_lists is None else pyg.finish(torch, out, B, layout, pyg_lists)
 
+    def _slab(self, torch, dev, stream, current, non_blocking):
+        """The slot's bytes in use copied to `dev` in one copy on the side
+        stream, as a function giving a slot array's device view (None for an
+        array outside the slot: a trimmed or merged batch's own); None when
+        the batch is not a ring slot's."""
+        used = int(self._head.get("used", 0)) if self._ring is not None else 0
+        if not self._slot_addr or used <= 0 or used > self._slot_bytes:
+            return None
+        host = np.ctypeslib.as_array((ctypes.c_uint8 * used).from_address(self._slot_addr))
+        with torch.cuda.stream(stream):
+            d = torch.from_numpy(host).to(dev, non_blocking=non_blocking, copy=True)
+        current.wait_stream(stream)
+        d.record_stream(current)  # allocated on the side stream, used on this
+        base = self._slot_addr
+
+        def view(a):
+            off = a.__array_interface__["data"][0] - base
+            if off < 0 or off + a.nbytes > used or not a.flags.c_contiguous:
+                return None
+            dt = _TORCH_DTYPES.get(a.dtype.str)
+            if dt is None or off % a.itemsize:
+                return None
+            return d[off:off + a.nbytes].view(dt).view(a.shape)
+        return view
+
     def _khop_torch(self, torch, out, up, up_long, cuda, dev):
         """The k-hop lists and their masks (True = in the neighbourhood)."""
         B = self._n
@@ -588,11 +621,15 @@ class Batch:
 
         def lists(name, pos, ptr, n):
             if cuda:
-                _check_positions(name, pos, ptr, n)
+                kernels.check(name, pos, ptr, n)
             pos_t, ptr_t = up_long(pos), up(ptr)
             if not cuda:
                 _check_ptr(name, pos_t.numpy(), ptr_t.numpy())
                 _check_positions(name, pos_t.numpy(), ptr_t.numpy(), n)
+            if kernels.enabled(dev):
+                mask = kernels.nodes(torch, n, B, dev, pos_t, ptr_t, store=False, kept=False,
+                                     removed=True)["pert_mask"]
+                return pos_t, ptr_t, mask.view(B, n)
             rows = torch.repeat_interleave(torch.arange(B, device=dev), ptr_t[1:] - ptr_t[:-1],
                                            output_size=len(pos))
             mask = torch.zeros(B * n, dtype=torch.bool, device=dev)
@@ -607,6 +644,8 @@ class Batch:
             slot_name = "edges/" + t
             if slot_name not in n_of:
                 raise LoaderError(f"slot: k-hop edges of an unknown type {t!r}")
+            if key_of[slot_name] not in out:
+                continue  # a type the layout leaves out (edge_types)
             e, ep, em = lists("khop/edges/" + t, pos, ptr, n_of[slot_name])
             out[key_of[slot_name]].update({"khop_mask": em, "khop_edges": e, "khop_ptr": ep})
 
@@ -650,6 +689,23 @@ for _name, _doc in (("arrays", "every array by slot name"),
 del _name, _doc
 
 
+class _TorchDtypes(dict):
+    """numpy dtype string -> torch dtype, filled at the first use (torch is
+    imported only by to_torch)."""
+
+    def get(self, key, default=None):
+        if not self:
+            import torch
+
+            self.update({"<i8": torch.int64, "<u8": torch.int64, "<i4": torch.int32,
+                         "<f4": torch.float32, "<f2": torch.float16, "|u1": torch.uint8,
+                         "|b1": torch.bool})
+        return dict.get(self, key, default)
+
+
+_TORCH_DTYPES = _TorchDtypes()
+
+
 def _check_ptr(kind, pos, ptr):
     """The ends of a ptr array (slicing with it is safe in numpy regardless)."""
     if pos.ndim != 1 or ptr.ndim != 1:
@@ -665,19 +721,6 @@ def _check_positions(kind, pos, ptr, n):
         raise LoaderError(f"slot: {kind} holds a position outside 0..{n - 1}")
     if np.any(ptr[1:] < ptr[:-1]):
         raise LoaderError(f"slot: {kind} ptr decreases")
-
-
-def _check_sets(torch, kind, pos, ptr):
-    """Each sample's positions strictly increasing (sets, as the engine
-    writes them): the PyG layout counts kept edges from their number."""
-    if len(pos) < 2:
-        return
-    bad = pos[1:] <= pos[:-1]
-    starts = ptr[1:-1]
-    starts = starts[(starts > 0) & (starts < len(pos))]
-    bad[starts - 1] = False  # a sample's first position follows another sample's
-    if bool(bad.any()):
-        raise LoaderError(f"slot: {kind} positions of a sample are not increasing")
 
 
 def _signed(a):

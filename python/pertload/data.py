@@ -12,6 +12,7 @@ from . import _lib, arena
 from .graph import categories
 from .loader import Loader, _rank_world, epoch_batches
 from .packed import GraphSource, features_token, graph_of
+from .prefetch import DevicePrefetch
 
 # The levels of a split column each DataModule loader takes, in the order
 # looked for: the first one the column has.
@@ -205,7 +206,7 @@ def _is_split(s):
 
 def _column_splits(db, column, named):
     """{"train": (column, level), ...} from the levels of the database's
-    category column `column` (SPLIT_LEVELS)."""
+    category column `column` (SPLIT_LEVELS), and the column's levels."""
     database = _lib.Database(db)
     try:
         levels = categories(database.info)
@@ -225,7 +226,7 @@ def _column_splits(db, column, named):
         raise ValueError(f"category column {column!r} of {db} has none of the levels "
                          f"{', '.join(lv for w in SPLIT_LEVELS.values() for lv in w)} "
                          f"(its levels: {', '.join(map(repr, levels[column]))})")
-    return splits
+    return splits, tuple(levels[column])
 
 
 class _EpochDataLoader(tud.DataLoader):
@@ -242,6 +243,28 @@ class _EpochDataLoader(tud.DataLoader):
         return super().__iter__()
 
 
+class _DeviceLoader:
+    """A DataLoader's batches laid out on a device ahead of the step
+    (DevicePrefetch), then transformed; len() is the DataLoader's."""
+
+    def __init__(self, dataloader, device, layout, edge_types, prefetch, transform):
+        self.dataloader = dataloader
+        self._args = (device, layout, edge_types, prefetch)
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.dataloader)
+
+    def __iter__(self):
+        device, layout, edge_types, depth = self._args
+        it = DevicePrefetch(self.dataloader, device, layout, edge_types, depth)
+        try:
+            for out in it:
+                yield self.transform(out) if self.transform is not None else out
+        finally:
+            it.close()
+
+
 class DataModule:
     """Train, validation and test DataLoaders over splits of one database,
     shaped like a LightningDataModule (no Lightning import): pass its
@@ -249,7 +272,8 @@ class DataModule:
 
     DataModule(db, splits=None, batch_size=64, num_workers=0, pin_memory=False,
                seed=0, layout="lists", edge_types=None, transform=None,
-               split_column=None, persistent_workers=False, **loader_options)
+               split_column=None, persistent_workers=False, device=None, prefetch=2,
+               **loader_options)
 
     The loaders yield what Dataset yields (default: pertload.Batch lists,
     expanded in the training step with batch.to_torch(device,
@@ -270,7 +294,11 @@ class DataModule:
     its level "train", val the first of "val", "validation", "valid" and
     "dev" it has, test "test" (SPLIT_LEVELS); a loader whose level the
     column lacks is not made. train_dataloader()
-    shuffles; every iteration of a loader it returns is the next epoch
+    shuffles; with device (e.g. "cuda") the loaders yield the batches as
+    batch.to_torch(device, layout=layout, edge_types=edge_types), built on
+    the device up to `prefetch` batches ahead of the step on a side stream
+    (pertload.prefetch; the workers then ship the lists, transform applies
+    to the device batch); every iteration of a loader it returns is the next epoch
     (from set_epoch()'s value, default 0), as Lightning iterates it once per
     epoch. rank and world_size come from torchrun's environment as for
     Loader, or from the options.
@@ -284,10 +312,12 @@ class DataModule:
 
     def __init__(self, db, splits=None, batch_size=64, num_workers=0, pin_memory=False, seed=0,
                  layout="lists", edge_types=None, transform=None, split_column=None,
-                 persistent_workers=False, **loader_options):
+                 persistent_workers=False, device=None, prefetch=2, **loader_options):
         column = "split" if split_column is None else split_column
+        self._levels = None  # the split column's levels when the splits come from it
         if splits is None:
-            splits = _column_splits(db, column, split_column is not None)
+            splits, self._levels = _column_splits(db, column, split_column is not None)
+        self._column = column
         unknown = set(splits) - {"train", "val", "test"}
         if unknown:
             raise ValueError(f"splits: unknown split {sorted(unknown)[0]!r} (train, val, test)")
@@ -295,6 +325,15 @@ class DataModule:
         self.db, self.splits, self.batch_size = db, splits, batch_size
         self.num_workers, self.pin_memory, self.seed = num_workers, pin_memory, seed
         self.layout, self.edge_types, self.transform = layout, edge_types, transform
+        self.device, self.prefetch = device, int(prefetch)
+        if device is not None:
+            if layout not in ("masks", "lists", "pyg", "lazy"):
+                raise ValueError(f"layout is 'masks', 'lists', 'pyg' or 'lazy', not {layout!r}")
+            if self.prefetch < 1:
+                raise ValueError(f"prefetch is at least 1, not {prefetch}")
+            # the workers (or the main process) serve the lists; the layout is
+            # built on the device, ahead of the step (pertload.prefetch)
+            layout, transform = "lists", None
         self.persistent_workers = bool(persistent_workers) and num_workers > 0
         self.loader_options = loader_options = dict(loader_options)
         train_pad = loader_options.pop("pad", True)
@@ -321,9 +360,23 @@ class DataModule:
         self.epoch = int(epoch)
 
     def _dataloader(self, name):
+        dl = self._plain_dataloader(name)
+        if self.device is None:
+            return dl
+        return _DeviceLoader(dl, self.device, self.layout, self.edge_types, self.prefetch,
+                             self.transform)
+
+    def _plain_dataloader(self, name):
         ds = self.datasets.get(name)
+        if ds is None and self._levels is not None:
+            raise ValueError(f"no {name!r} split: category column {self._column!r} of "
+                             f"{self.db} has none of the levels "
+                             f"{', '.join(map(repr, SPLIT_LEVELS[name]))} (its levels: "
+                             f"{', '.join(map(repr, self._levels))}); pass splits= or "
+                             f"split_column=")
         if ds is None:
-            raise ValueError(f"no {name!r} split was given")
+            raise ValueError(f"no {name!r} split was given (splits= names "
+                             f"{', '.join(map(repr, self.splits)) or 'none'})")
         if self.persistent_workers:
             # The same DataLoader (and its workers, each keeping its Loader)
             # for every epoch.

@@ -23,10 +23,14 @@ class OntologyGraph:
                       which a model runs as one batched matrix product
     annotation_index  int64 [2, n_annotations] (gene row, term row): the
                       ("gene", "annotated", "term") edges, in position order
+    fingerprints      (gene fingerprint, {type: edge fingerprint}, database
+                      fingerprint) of its database (Graph's), or None: a
+                      schedule's affected() checks its batches against them
     """
 
-    def __init__(self, o):
+    def __init__(self, o, fingerprints=None):
         i64 = np.int64
+        self.fingerprints = fingerprints
         self.term_names = o["term_names"]
         self.n_terms = len(self.term_names)
         self.children = (o["child_ptr"].astype(i64), o["child_idx"].astype(i64))
@@ -137,7 +141,8 @@ class Graph:
             self.rmr_stoich = db.graph_array(_lib.PL_ARRAY_RMR_STOICH,
                                              np.empty(self.n_rmr, np.float32))
         onto = db.ontology()
-        self.ontology = OntologyGraph(onto) if onto is not None else None
+        self.ontology = OntologyGraph(onto, (self.gene_fingerprint, self.edge_fingerprints,
+                                             self.db_fingerprint)) if onto is not None else None
         stored = ((node, db.features(node)) for node in self.node_counts())
         self.stored_features = {node: a for node, a in stored if a is not None}
         self.features = dict(self.stored_features)
@@ -177,7 +182,8 @@ class Graph:
         Layouts "pyg" and "lazy" then give each node store x [B * n_nodes,
         F], gathered by n_id on the device from the matrix uploaded once per
         device. A node type the graph lacks, another row count, another
-        dtype or another rank is a ValueError naming them."""
+        dtype or another rank, a NaN or an infinity is a ValueError naming
+        them."""
         counts = self.node_counts()
         checked = {}
         for node, a in features.items():
@@ -194,9 +200,17 @@ class Graph:
             if a.ndim != 2 or a.shape[0] != counts[node]:
                 raise ValueError(f"{what}: shape {a.shape}, [{counts[node]}, F] expected "
                                  f"({counts[node]} {node} nodes)")
+            bad = np.argwhere(~np.isfinite(a))
+            if len(bad):
+                r, c = (int(v) for v in bad[0])
+                v = float(a[r, c])
+                raise ValueError(f"{what}: row {r}, column {c} is "
+                                 f"{'NaN' if v != v else '-inf' if v < 0 else 'inf'}; "
+                                 "node features must be finite")
             checked[node] = a
         self.features = {**self.stored_features, **checked}
         self.__dict__.pop("_tensors", None)
+        self.__dict__.pop("_pyg", None)
 
     def tensors_on(self, device):
         """to_torch(device), made once per device and kept (the shared graph
@@ -236,6 +250,105 @@ class Graph:
                 "edge_index": up(self.ontology.annotation_index)}
         return out
 
+    def to_pyg(self, device="cpu"):
+        """The shared graph as a torch_geometric HeteroData on `device`, the
+        `cell_graph` TorchCell's models take beside the batch; made once per
+        device and kept (do not modify it; set_features makes it again).
+
+        Node stores (gene; with metabolism reaction and metabolite; with an
+        ontology term): num_nodes, node_ids (the names), x where the type
+        has features (Graph.features). Edge stores, each with num_edges:
+        ("gene", t, "gene") per edge type and ("gene", "annotated", "term")
+        with edge_index; ("gene", "gpr", "reaction") with hyperedge_index;
+        ("reaction", "rmr", "metabolite") with hyperedge_index and
+        stoichiometry (as layout="lazy" names them). The whole graph: no
+        batch, mask or pert_mask. Its tensors are those of
+        tensors_on(device). ImportError where torch_geometric does not
+        import (docs/python.md says how to install it)."""
+        cache = self.__dict__.setdefault("_pyg", {})
+        key = str(device)
+        if key not in cache:
+            cache[key] = self._hetero_data(device)
+        return cache[key]
+
+    def _hetero_data(self, device):
+        """to_pyg's HeteroData, made from tensors_on(device)."""
+        try:
+            from torch_geometric.data import HeteroData
+        except ImportError as e:
+            raise ImportError("Graph.to_pyg needs torch_geometric (pip install "
+                              "torch_geometric; docs/python.md)") from e
+        t = self.tensors_on(device)
+        names = {"gene": self.gene_names, "reaction": self.reaction_names,
+                 "metabolite": self.metabolite_names,
+                 "term": self.ontology.term_names if self.ontology is not None else []}
+        data = HeteroData()
+        for key, v in t.items():
+            store = data[key]
+            if not isinstance(key, tuple):
+                store.num_nodes = v["num_nodes"]
+                store.node_ids = list(names[key])
+                if "x" in v:
+                    store.x = v["x"]
+                continue
+            pairs = "hyperedge_index" if key[1] in ("gpr", "rmr") else "edge_index"
+            store[pairs] = v["edge_index"]
+            store.num_edges = int(v["edge_index"].shape[1])
+            if "stoichiometry" in v:
+                store.stoichiometry = v["stoichiometry"]
+        return data
+
+    def add_phenotypes(self, data, labels=None):
+        """TorchCell's label keys added to the gene store of a batch of
+        layout "pyg" or "lazy" (a Batch, or the mapping without PyG) from
+        its labels (y, or "labels": [B, L], NaN = missing), which stay:
+        phenotype_values float32, each sample's known labels in turn, in the
+        order of `labels` (names; default label_names); phenotype_type_indices
+        int64, each value's position in `labels`; phenotype_sample_indices
+        int64, 0 (a sample is one experiment; TorchCell counts a sample's
+        experiments there); phenotype_types, `labels` once per sample;
+        phenotype_values_ptr [B + 1] and phenotype_values_batch, each
+        value's sample (what PyG's follow_batch=["phenotype_values"] gives).
+        A sample with no known label gets one NaN of type 0, as TorchCell's
+        processor writes it. A Batch's get_example(i) gives sample i's.
+        Returns `data`; a name that is no label is a ValueError naming the
+        labels."""
+        import torch
+
+        labels = list(self.label_names if labels is None else labels)
+        unknown = [n for n in labels if n not in self.label_names]
+        if unknown or not labels:
+            what = f"no label {', '.join(map(repr, unknown))}" if unknown else "no label given"
+            raise ValueError(f"add_phenotypes: {what} (the database's labels: "
+                             f"{', '.join(self.label_names) or 'none'})")
+        batch = hasattr(data, "_slice_dict")
+        y = data.y if batch else data["labels"]
+        dev, B = y.device, y.shape[0]
+        cols = torch.tensor([self.label_names.index(n) for n in labels], device=dev)
+        v = y.index_select(1, cols)
+        known = ~torch.isnan(v)
+        known[:, 0] |= ~known.any(1)  # none known: one NaN of type 0
+        where = torch.nonzero(known)
+        ptr = torch.zeros(B + 1, dtype=torch.int64, device=dev)
+        torch.cumsum(known.sum(1), 0, out=ptr[1:])
+        new = {"phenotype_values": v[known].to(torch.float32),
+               "phenotype_type_indices": where[:, 1],
+               "phenotype_sample_indices": torch.zeros(len(where), dtype=torch.int64,
+                                                       device=dev)}
+        gene = data["gene"]
+        for k, x in new.items():
+            gene[k] = x
+        gene["phenotype_types"] = [list(labels) for _ in range(B)]
+        gene["phenotype_values_ptr"], gene["phenotype_values_batch"] = ptr, where[:, 0]
+        if batch:
+            sl, inc = data._slice_dict["gene"], data._inc_dict["gene"]
+            zeros = torch.zeros(B, dtype=torch.int64, device=dev)
+            for k in new:
+                sl[k], inc[k] = ptr, zeros
+            sl["phenotype_types"] = torch.arange(B + 1, device=dev)
+            inc["phenotype_types"] = None
+        return data
+
 
 def fingerprints(info):
     """(gene fingerprint, {edge type: fingerprint}, database fingerprint) of
@@ -260,32 +373,34 @@ def categories(info):
 label_levels = categories  # the earlier name
 
 
-def check_same_database(batch, graph):
+def check_same_database(batch, graph, what="the graph"):
     """Raise LoaderError unless `batch` and `graph` come from the same
     database: the same gene list, the same edge arrays and the same database
     fingerprint (metabolism, rules, ontology, samples): the batch's indices
-    and positions only mean something in its own database."""
+    and positions only mean something in its own database. `graph` is a
+    Graph or anything with its three fingerprint attributes (a Schedule),
+    `what` its name in the message."""
     bg, be = batch.gene_fingerprint, batch.edge_fingerprints
+    differ = f"the batch and {what} come from different databases"
     if bg != graph.gene_fingerprint:
         raise _lib.LoaderError(
-            "the batch and the graph come from different databases: different gene lists "
-            f"(gene fingerprint {bg:016x} of the batch's database, {graph.gene_fingerprint:016x} "
-            "of the graph's)")
+            f"{differ}: different gene lists (gene fingerprint {bg:016x} of the batch's "
+            f"database, {graph.gene_fingerprint:016x} of {what}'s)")
     if set(be) != set(graph.edge_fingerprints):
         raise _lib.LoaderError(
-            "the batch and the graph come from different databases: different edge types "
+            f"{differ}: different edge types "
             f"({', '.join(sorted(be))} vs {', '.join(sorted(graph.edge_fingerprints))})")
     for t, fp in be.items():
         if fp != graph.edge_fingerprints[t]:
             raise _lib.LoaderError(
-                "the batch and the graph come from different databases: edge type "
-                f"{t!r} differs (fingerprint {fp:016x} vs {graph.edge_fingerprints[t]:016x})")
+                f"{differ}: edge type {t!r} differs (fingerprint {fp:016x} vs "
+                f"{graph.edge_fingerprints[t]:016x})")
     bd, gd = getattr(batch, "db_fingerprint", None), getattr(graph, "db_fingerprint", None)
     if bd is not None and gd is not None and bd != gd:
         raise _lib.LoaderError(
-            "the batch and the graph come from different databases: the same genes and "
-            "edges, other contents (metabolism, rules, ontology or samples; database "
-            f"fingerprint {bd:016x} of the batch's, {gd:016x} of the graph's)")
+            f"{differ}: the same genes and edges, other contents (metabolism, rules, "
+            f"ontology or samples; database fingerprint {bd:016x} of the batch's, {gd:016x} "
+            f"of {what}'s)")
 
 
 def _check_rows(what, ei, bounds):

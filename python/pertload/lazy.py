@@ -13,11 +13,12 @@ of the removed lists at the same position. Gene-gene types carry
 sample (a list). Node stores are those of the pyg layout (pertload.pyg).
 
 It is built on the device from the shared graph already there and the
-batch's removed lists: one tiling and one indexed store per type, no loop
-over samples.
+batch's removed lists: one kernel launch per type (pertload.kernels) where
+the library has its CUDA kernels, else one tiling and one indexed store per
+type; no loop over samples, no synchronisation.
 """
 
-from . import pyg
+from . import kernels, pyg
 from ._lib import LoaderError
 
 # Edge kinds whose node pairs are hyperedges in TorchCell's graphs.
@@ -47,6 +48,7 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
     {"edge_index" or "hyperedge_index" [2, B * E], "mask" bool [B * E],
     "num_edges" [E] * B}, RMR with "stoichiometry" [B * E]."""
     out = pyg.node_stores(torch, lists, graph, B, dev)
+    fast = kernels.enabled(dev)
     for key, slot_name in pyg.chosen(kinds, edge_types):
         g = graph.get(key)
         if g is None:
@@ -54,6 +56,14 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
         pos, ptr = lists[slot_name]
         E = g["edge_index"].shape[1]
         name = "hyperedge_index" if key[1] in HYPEREDGES else "edge_index"
+        if fast:  # one launch: the tiled edges, their masks and attribute
+            st = g.get("stoichiometry")
+            ei, mask, st_out = kernels.tile(torch, g["edge_index"], pos, ptr, B,
+                                            *pyg.shifts(graph, key), attr=st)
+            out[key] = store = {name: ei, "mask": mask, "num_edges": [E] * B}
+            if st is not None:
+                store["stoichiometry"] = st_out.to(st.dtype)
+            continue
         store = {name: tile(torch, g["edge_index"], B, *pyg.shifts(graph, key)),
                  "mask": kept_mask(torch, pos, ptr, B, E, dev), "num_edges": [E] * B}
         if "stoichiometry" in g:

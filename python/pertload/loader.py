@@ -7,11 +7,14 @@ import re
 import shutil
 import weakref
 
-from . import _lib
+from . import _lib, _slots
+from ._epochs import Caller, copied_delivery
 from ._lib import LoaderError
 from ._service import _EINTR, _start_producer
 from .batch import HEADER, Batch, SlotBatch, list_kinds, merge_parts, parse_slot, slot_head
 from .graph import GraphOn, fingerprints
+from .prefetch import DevicePrefetch
+from .resume import check_state, plan_call
 from .subset import split_rows, split_spec, subset
 
 def _env_int(name, default):
@@ -108,6 +111,9 @@ class _Epoch:
         self._producer = None
         self._finalizer = None
         self._last = None    # persistent: the epoch's last delivery, once released
+        self.consumed = start  # the loader's batches taken so far
+        self.deferred = False
+        self._caller = Caller()  # the process and thread it is iterated in
         if n_batches > start:
             self._producer = p = loader._producer(start)
             self._finalizer = _lib.finalize(self, p.stop)
@@ -168,8 +174,12 @@ class _Epoch:
         self._i += 1
         try:
             m.check_size()
-            batch = self._unparsed(m, slot.value) if self._loader._unparsed else None
+            copy = _slots.copy_at_delivery()
+            batch = self._unparsed(m, slot.value) if self._loader._unparsed and not copy else None
             if batch is not None:
+                head = batch._head
+            elif copy:
+                batch = copied_delivery(self._loader, m, slot.value)
                 head = batch._head
             else:
                 buf = m.buffer(slot.value)
@@ -210,7 +220,11 @@ class _Epoch:
         m = self._producer.mapping
         self._check_size(m)  # the copy reads the slot; the release touches the header
         if self._i < self._end:
-            self._loader._hand_back(m, batch)
+            try:
+                self._loader._hand_back(m, batch)
+            except BaseException:  # a failed copy: the slot, still viewed, never goes back
+                self.close()
+                raise
         elif self._producer.more_epochs:
             self._last = batch  # handed back when serve is asked for another epoch
         _lib.lib().pl_ring_release(m.handle, self._i - 1, len(batch))
@@ -247,6 +261,7 @@ class _Epoch:
             head, batch = got
 
     def __next__(self):
+        self._caller.check()
         p = self._producer
         if p is None or p._stopped:
             raise StopIteration
@@ -273,7 +288,9 @@ class _Epoch:
         if head["n_parts"] == 1:
             self._prev, self._i_prev = batch, self._i - 1
         self._b += 1
-        self._loader._consumed = self._start + self._b
+        self.consumed = self._start + self._b
+        if not self.deferred:  # a DevicePrefetch counts deliveries itself
+            self._loader._consumed = self.consumed
         return batch
 
     def _skip_padding(self):
@@ -307,11 +324,14 @@ class _Epoch:
             raise
 
     def close(self, finish=False):
-        """Stop the producer and drop the ring (also on garbage collection)."""
-        p = self._producer
+        """Stop the producer and drop the ring (also on garbage collection);
+        in a forked child, only let go of the parent's."""
+        p, self._prev = self._producer, None
+        if os.getpid() != self._caller.pid:
+            self._producer = None
+            return
         if p is None or p._stopped:
             return
-        self._prev = None
         try:  # the final counters, for Loader.stats() after the epoch
             self._loader._last_stats = self.stats()
         except LoaderError:
@@ -338,7 +358,8 @@ class Loader:
            timeout=30.0, slots=None, max_ring_bytes=None, rows=None, khop=None,
            khop_types=None, khop_max_genes=None, order="rows", block_rows=None,
            block_window=None, budget=None, rank_weights=None, ontology=None,
-           split=None, pad=True, shared_table=True, persistent=True)
+           split=None, pad=True, shared_table=True, persistent=True,
+           device=None, layout="masks", edge_types=None, prefetch=2)
 
     pad: with pad=True (training) every rank runs the same number of steps:
     the plan pads the order by repeating its first samples (loader/plan.h
@@ -365,7 +386,8 @@ class Loader:
     `categories: [split]`; Graph.categories lists the levels). The rows
     are those of the level in ascending order, as if given as rows= (the
     same plan and state_dict); a level no row holds, an unknown column or
-    level, and a label that is no category are ValueErrors naming them.
+    level, a label that is no category and a database with no sample are
+    ValueErrors naming them.
 
     Each iteration runs one epoch (set_epoch() chooses it): it starts
     `pertload serve` on a ring of its own, yields Batch objects (numpy views of
@@ -432,8 +454,22 @@ class Loader:
     start a new one; an epoch left early stops it; close() or garbage
     collection ends it.
 
-    state_dict() saves the position in the epoch; load_state_dict() makes the
-    next iteration yield exactly the remaining batches. A producer failure or
+    device (e.g. "cuda"): the iteration yields batch.to_torch(device,
+    layout=layout, edge_types=edge_types) instead of the Batch, built up to
+    `prefetch` batches (default 2) ahead of the consumer on a thread and a
+    side stream of its own (pertload.prefetch.DevicePrefetch): the next
+    batch's copies and layout overlap the current step, the current stream
+    waits for them by an event, nothing is synchronised on the host.
+
+    state_dict() saves the position in the epoch (batches delivered, not
+    prefetched), the same on every rank but for "rank" (save one rank's);
+    load_state_dict() (one state, or a list of every rank's, refused unless
+    they agree) makes the next iteration yield exactly the remaining
+    batches. A state of another world size or other rank weights (this
+    loader's are the new world's) resumes elastically (loader/plan.h step
+    1e): the samples every old rank consumed are left out and the rest is
+    dealt to the new ranks, no sample twice (padding at its end aside), the
+    next epoch the new world's own (docs/ranks.md). A producer failure or
     death raises LoaderError.
 
     The serve process is sent SIGKILL if the thread that started the
@@ -450,8 +486,18 @@ class Loader:
                  max_ring_bytes=None, rows=None, khop=None, khop_types=None,
                  khop_max_genes=None, order="rows", block_rows=None, block_window=None,
                  budget=None, rank_weights=None, ontology=None,
-                 split=None, features=None, pad=True, shared_table=True, persistent=True):
+                 split=None, features=None, pad=True, shared_table=True, persistent=True,
+                 device=None, layout="masks", edge_types=None, prefetch=2):
         rank, world_size = _rank_world(rank, world_size)
+        if device is None and (layout != "masks" or edge_types is not None):
+            raise ValueError("layout and edge_types are options of device= (or of "
+                             "batch.to_torch())")
+        if device is not None and layout not in ("masks", "lists", "pyg", "lazy"):
+            raise ValueError(f"layout is 'masks', 'lists', 'pyg' or 'lazy', not {layout!r}")
+        if int(prefetch) < 1:
+            raise ValueError(f"prefetch is at least 1, not {prefetch}")
+        self.device, self.layout, self.edge_types = device, layout, edge_types
+        self.prefetch = int(prefetch)
         if not pad and order != "rows":
             raise ValueError("pad=False takes the row order, not order='block'")
         if budget is not None and rows is not None:
@@ -539,6 +585,8 @@ class Loader:
         self.pad = bool(pad) or bool(drop_last) or budget is not None or bool(rank_weights)
         self.epoch = 0
         self._start = 0      # batch the next iteration starts at
+        self._from = 0       # elastic resume: entries of the order consumed before
+        self._from_next = False  # the next iteration runs the plan from self._from
         self._consumed = 0   # batches of this epoch consumed
         self._epoch_it = None
         # What the batches expand against (not the loader: a batch kept past
@@ -550,6 +598,7 @@ class Loader:
         # Batches copied when their slot was handed back, as something taken
         # out of them was still held (DESIGN section 15), and their bytes.
         self.kept_batches = self.kept_bytes = 0
+        self.delivery_copies = 0  # copied at delivery, near the mapping limit (_slots)
         database = _lib.Database(self.db)
         try:
             self.db_samples = int(database.info.n_samples)
@@ -565,16 +614,19 @@ class Loader:
                 rows = split_rows(database, *self.split)
         finally:
             database.close()
+        if self.db_samples == 0:
+            raise ValueError(f"{self.db} holds no sample: a Loader over it would yield no batch")
         self._rows_spec, self._subset_digest, self.n_samples, self._rows_dir = subset(
             rows, self.db_samples, self.split)
         if self._rows_dir is not None:
             self._rows_cleanup = _lib.finalize(self, shutil.rmtree, self._rows_dir, True)
-        self._n_batches = self._count()
-        self._rank_samples = rank_samples(self.n_samples, self.rank, self.world_size)
+        self._replan()
 
     def _hand_back(self, mapping, batch):
         """Release `batch` and hand its slot back (a private copy of what the
         user still holds of it first), counting the copies."""
+        if batch._ring is None:
+            return  # copied at delivery (_epochs.copied_delivery): nothing on the slot
         _mark_released(batch)
         kept = mapping.hand_back(batch)
         if kept:
@@ -635,53 +687,65 @@ class Loader:
         """Batches of the epoch serve runs (the padded plan)."""
         if self.pad:
             return self._n_batches
-        return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
+        return _lib.plan_n_batches(self.n_samples - self._from, self.rank, self.world_size,
                                    self.batch_size, self.drop_last)
 
     def _count(self):
-        """Batches of the rank's epoch (with a budget: of this seed and epoch)."""
+        """Batches of the rank's epoch (with a budget: of this seed and epoch),
+        from the elastic resume position self._from on."""
         if not self.pad:
-            return epoch_batches(self.n_samples, self.rank, self.world_size,
+            return epoch_batches(self.n_samples - self._from, self.rank, self.world_size,
                                  self.batch_size, self.drop_last, pad=False)
-        if not self.budget:
-            return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
-                                       self.batch_size, self.drop_last,
-                                       rank_weights=self.rank_weights)
-        kind, _, value = self.budget.partition("=")
-        database = _lib.Database(self.db)
-        try:
-            return _lib.plan_n_batches(self.n_samples, self.rank, self.world_size,
-                                       self.batch_size, self.drop_last, database,
-                                       (kind, int(value)), self.seed, self.epoch,
-                                       self.shuffle)
-        finally:
-            database.close()
+        return plan_call(self, _lib.plan_n_batches, self.rank, self.world_size,
+                         self.rank_weights, self._from)
+
+    def _replan(self):
+        """The counts of the rank's plan from self._from on."""
+        self._n_batches = self._count()
+        self._rank_samples = rank_samples(self.n_samples - self._from, self.rank,
+                                          self.world_size)
 
     def __len__(self):
         return self._n_batches - self._start
 
     def __iter__(self):
         self._stop_epoch()
+        if not self._from_next and self._from:  # after an elastic resume's epoch
+            self._from = 0
+            self._replan()
+        self._from_next = False
         start, self._start = self._start, 0
         self._consumed = start
         it = _Epoch(self, start, self._n_batches, self._serve_count())
+        if self.device is not None:
+            it.deferred = True
+            it = DevicePrefetch(it, self.device, self.layout, self.edge_types, self.prefetch,
+                                on_delivery=self._delivered)
         self._epoch_it = weakref.ref(it)
         return it
+
+    def _delivered(self, consumed):
+        self._consumed = consumed
 
     def set_epoch(self, epoch):
         """Choose the epoch of the next iteration (its order depends on it)."""
         self._stop_epoch()
         self.epoch = int(epoch)
         self._start = self._consumed = 0
-        if self.budget:
-            self._n_batches = self._count()
+        self._from_next = False
+        if self.budget or self._from:
+            self._from = 0
+            self._replan()
 
     def state_dict(self):
+        """The position in the epoch: the same on every rank but for "rank"
+        (every rank runs the same steps), so a job saves one rank's."""
         return {"epoch": self.epoch, "seed": self.seed, "batches_consumed": self._consumed,
                 "batch_size": self.batch_size, "shuffle": self.shuffle,
                 "drop_last": self.drop_last, "rank": self.rank,
                 "world_size": self.world_size, "n_samples": self.n_samples,
-                "subset": self._subset_digest, **self._order_state()}
+                "subset": self._subset_digest, "database": "%016x" % self._fingerprints[2],
+                **self._order_state()}
 
     def _order_state(self):
         """The order's part of state_dict (none for the default row order)."""
@@ -693,41 +757,37 @@ class Loader:
                        block_window=self.block_window)
         if not self.pad:
             out["pad"] = False
+        if self._from:
+            out["from"] = self._from
         return out
 
     def load_state_dict(self, sd):
-        """Resume: the next iteration yields the batches of sd's epoch after the
-        sd["batches_consumed"] first. The plan parameters must match."""
-        mine = self.state_dict()
-        for key in ("batch_size", "shuffle", "drop_last", "rank", "world_size", "n_samples",
-                    "subset"):
-            if key in sd and sd[key] != mine[key]:
-                raise ValueError(f"state_dict has {key}={sd[key]!r}, this loader "
-                                 f"{mine[key]!r}")
-        for key in ("order", "block_rows", "block_window", "budget", "rank_weights"):
-            want = sd.get(key, "rows" if key == "order" else None)
-            if want != getattr(self, key):
-                raise ValueError(f"state_dict has {key}={want!r}, this loader "
-                                 f"{getattr(self, key)!r}")
-        if bool(sd.get("pad", True)) != self.pad:
-            raise ValueError(f"state_dict has pad={sd.get('pad', True)!r}, this loader "
-                             f"{self.pad!r}")
-        consumed = int(sd["batches_consumed"])
-        n_batches = self._n_batches
-        if self.budget and (int(sd["epoch"]), int(sd["seed"])) != (self.epoch, self.seed):
-            epoch, seed = self.epoch, self.seed
-            self.epoch, self.seed = int(sd["epoch"]), int(sd["seed"])
-            try:
-                n_batches = self._count()
-            finally:
-                self.epoch, self.seed = epoch, seed
+        """Resume: the next iteration yields the rest of sd's epoch (any world
+        size: see the class documentation), the later ones as usual."""
+        sd, world, weights, elastic = check_state(self, sd)
+        consumed, start = int(sd["batches_consumed"]), int(sd.get("from", 0))
+        epoch, seed, old = self.epoch, self.seed, self._from
+        self.epoch, self.seed, self._from = int(sd["epoch"]), int(sd["seed"]), start
+        # the plan sd was taken from: the position, or the count to resume in
+        # (the loader's own unless a budget's epoch or the position differ)
+        same = start == old and (not self.budget or (self.epoch, self.seed) == (epoch, seed))
+        try:
+            if elastic:
+                start, n_batches = plan_call(self, _lib.plan_position, world, weights, start,
+                                             steps=consumed)
+            else:
+                n_batches = self._n_batches if same else self._count()
+        finally:
+            self.epoch, self.seed, self._from = epoch, seed, old
         if not 0 <= consumed <= n_batches:
             raise ValueError(f"batches_consumed {consumed} is outside 0..{n_batches}")
         self._stop_epoch()
-        self._n_batches = n_batches
         self.epoch = int(sd["epoch"])
         self.seed = int(sd["seed"])
-        self._start = self._consumed = consumed
+        self._from, self._from_next = start, True
+        if elastic or not same:
+            self._replan()
+        self._start = self._consumed = 0 if elastic else consumed
 
     @property
     def graph(self):
@@ -773,6 +833,8 @@ class Loader:
             a += ["--slots", str(self.slots)]
         if self.max_ring_bytes:
             a += ["--max-ring-bytes", str(self.max_ring_bytes)]
+        if self._from:
+            a += ["--from", str(self._from)]
         if self._rows_spec:
             a += ["--rows", self._rows_spec]
         if self._no_ontology:

@@ -111,21 +111,43 @@ def pack(batch, graph_source=None, shared=True, pinned=False):
                   graph_source if graph_source is not None else batch._graph_source)
 
 
-def unpack(buf, table, head, kinds, fingerprints, graph_source):
+def unpack(buf, table, head, kinds, fingerprints, graph_source, held=False):
     """The Batch whose arrays are the views `table` describes of tensor (or
-    uint8 numpy array) `buf`."""
+    uint8 numpy array) `buf`. held=True: `buf` is a mapping of its own,
+    counted while a view of it lives (_slots.hold_mapping)."""
     from .batch import Batch
 
     flat = buf.numpy() if hasattr(buf, "numpy") else buf
+    if held:
+        from . import _slots
+
+        _slots.hold_mapping(flat)  # every view's base (not buf: numpy() makes an alias)
     arrays = {name: np.ndarray(shape, dtype, flat, off) for name, dtype, shape, off in table}
     b = Batch(arrays, dict(head), kinds, fingerprints=fingerprints, graph_source=graph_source)
     b._packed = (buf, table)
     return b
 
 
+def received(buf, table, head, kinds, fingerprints, graph_source):
+    """Unpickling a packed batch (reduce): unpack() of shared tensor `buf`,
+    which is one memory mapping for as long as a view of it is held. Past
+    the limit of mappings kept data may hold (_slots.copy_at_delivery) its
+    bytes are copied into a chunk shared with other batches instead and the
+    mapping goes at once (DESIGN section 20)."""
+    from . import _slots
+
+    if buf.numel() and _slots.copy_at_delivery():
+        import torch
+
+        flat = _slots.delivery_copy(buf.data_ptr(), buf.numel())
+        return unpack(torch.from_numpy(flat), table, head, kinds, fingerprints, graph_source)
+    return unpack(buf, table, head, kinds, fingerprints, graph_source, held=buf.numel() > 0)
+
+
 def reduce(batch):
     """Batch.__reduce__: the one buffer and its table (packed first unless
-    the batch already is; a graph source that does not pickle is dropped).
+    the batch already is in shared memory; a graph source that does not
+    pickle is dropped), unpickled by received().
     A worker's batch in its arena pickles as the arena's name and region
     (pertload.arena); one received from an arena is packed anew."""
     from . import arena
@@ -138,11 +160,12 @@ def reduce(batch):
         return arena.receive, (*shipped, batch._head, batch._kinds, fingerprints(batch),
                                source)
     packed = getattr(batch, "_packed", None)
-    if packed is None or getattr(batch, "_arena", None) is not None:
+    if (packed is None or getattr(batch, "_arena", None) is not None or
+            not packed[0].is_shared()):  # a region, or a copy made at receipt
         batch = pack(batch)
         packed = batch._packed
-    return unpack, (packed[0], packed[1], batch._head, batch._kinds, fingerprints(batch),
-                    source)
+    return received, (packed[0], packed[1], batch._head, batch._kinds, fingerprints(batch),
+                      source)
 
 
 def pin_memory(batch):

@@ -7,13 +7,15 @@ sample are concatenated in sample order, each sample's in the graph's edge
 order, as torch_geometric's Batch.from_data_list would; the layout is built
 from the shared graph already on the device and the batch's removed lists,
 with no loop over samples in Python: on the CPU one pass of the library's
-pl_pyg_edges per type (runs of kept edges copied and shifted), on a GPU a few
+pl_pyg_edges per type (runs of kept edges copied and shifted), on a GPU one
+launch of the library's kernels per edge and node type (pertload.kernels),
+with no synchronisation; where the library has no CUDA kernels, a few
 vectorised torch ops per type.
 """
 
 import ctypes
 
-from . import _lib
+from . import _lib, kernels
 from ._lib import LoaderError
 
 
@@ -135,6 +137,36 @@ def rows_of(torch, ptr, n, dev):
                                    output_size=n)
 
 
+def _nodes_kernels(torch, B, n, dev, graph_node, lists=None):
+    """_nodes by one kernel launch, the list's entries removed (mask False,
+    pert_mask True) in the same pass."""
+    pos, ptr = lists if lists is not None else (None, None)
+    store = kernels.nodes(torch, n, B, dev, pos, ptr)
+    if graph_node is not None and "x" in graph_node:
+        store["x"] = graph_node["x"].index_select(0, store["n_id"])
+    return store
+
+
+def _node_stores_kernels(torch, lists, graph, B, dev):
+    """node_stores by the kernels: one launch per node type and one for the
+    deleted genes' samples and batch indices ("perturbed", which
+    layout "pyg" keeps)."""
+    out = {}
+    n_genes = graph["gene"]["num_nodes"]
+    pert, pptr = lists["gene"]
+    gene = out["gene"] = _nodes_kernels(torch, B, n_genes, dev, graph["gene"], lists["gene"])
+    rows, perturbed = kernels.rows(torch, pert, pptr, B, n_genes, shifted=True)
+    gene.update(perturbation_indices=pert, perturbation_indices_ptr=pptr,
+                perturbation_indices_batch=rows)
+    for node, slot_name in (("reaction", "reaction"), ("metabolite", None),
+                            ("term", "ontology/term")):
+        if node not in graph or (slot_name is not None and slot_name not in lists):
+            continue
+        out[node] = _nodes_kernels(torch, B, graph[node]["num_nodes"], dev, graph[node],
+                                   lists[slot_name] if slot_name is not None else None)
+    return out, perturbed
+
+
 def node_stores(torch, lists, graph, B, dev):
     """The node stores of the pyg and lazy layouts (see _nodes): gene with
     the deleted genes (pert_mask True, mask False) and perturbation_indices
@@ -142,6 +174,8 @@ def node_stores(torch, lists, graph, B, dev):
     perturbation_indices_ptr [B + 1] and perturbation_indices_batch; with
     metabolism reaction (mask False: removed reaction) and metabolite; with
     an ontology term (mask False: affected term)."""
+    if kernels.enabled(dev):
+        return _node_stores_kernels(torch, lists, graph, B, dev)[0]
     out = {}
     n_genes = graph["gene"]["num_nodes"]
     gene = out["gene"] = _nodes(torch, B, n_genes, dev, graph["gene"])
@@ -185,14 +219,27 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
     mapping: node stores (node_stores) with, on gene, "perturbed" (the
     deleted genes' node indices in the batch); per edge type "edge_index"
     and "ptr" (each sample's first edge), RMR with "stoichiometry"."""
-    out = node_stores(torch, lists, graph, B, dev)
-    gene = out["gene"]
-    gene["perturbed"] = torch.nonzero(gene["pert_mask"]).squeeze(1)
+    fast = kernels.enabled(dev)
+    if fast:
+        out, perturbed = _node_stores_kernels(torch, lists, graph, B, dev)
+        out["gene"]["perturbed"] = perturbed
+    else:
+        out = node_stores(torch, lists, graph, B, dev)
+        gene = out["gene"]
+        gene["perturbed"] = torch.nonzero(gene["pert_mask"]).squeeze(1)
     for key, slot_name in chosen(kinds, edge_types):
         pos, ptr = lists[slot_name]
         g = graph.get(key)
         if g is None:
             raise LoaderError(f"layout='pyg': the graph has no {key!r}")
+        if fast:
+            attr = g["stoichiometry"] if slot_name == "rmr" else None
+            edge_index, eptr, st = kernels.union(torch, g["edge_index"], pos, ptr, B,
+                                                 *shifts(graph, key), attr=attr)
+            out[key] = {"edge_index": edge_index, "ptr": eptr}
+            if st is not None:
+                out[key]["stoichiometry"] = st.to(g["stoichiometry"].dtype)
+            continue
         edge_index, eptr = _union(torch, g["edge_index"], pos, ptr, B, *shifts(graph, key))
         store = {"edge_index": edge_index, "ptr": eptr}
         if slot_name == "rmr":
@@ -283,6 +330,18 @@ def as_batch(torch, out, B, edge_slices):
     dev = out["gene"]["batch"].device
     zeros = torch.zeros(B, dtype=torch.int64, device=dev)
     per_sample = torch.arange(B + 1, device=dev)
+    per_n, per_pair = {}, {}
+
+    def times(n):  # per_sample * n, made once per node count
+        if n not in per_n:
+            per_n[n] = per_sample * n
+        return per_n[n]
+
+    def increments(src, dst):  # [B, 2, 1]: each sample's (src, dst) node offsets
+        if (src, dst) not in per_pair:  # no torch.tensor(..., device): a blocking copy
+            ar = per_sample[:B]
+            per_pair[src, dst] = torch.stack((ar * src, ar * dst), 1).view(B, 2, 1)
+        return per_pair[src, dst]
     slices, incs = {}, {}
     for key, v in out.items():
         if isinstance(key, tuple) or not isinstance(v, dict):
@@ -296,7 +355,7 @@ def as_batch(torch, out, B, edge_slices):
             if attr in _DERIVED:
                 continue
             store[attr] = t
-            sl[attr] = v[attr + "_ptr"] if attr + "_ptr" in v else per_sample * n
+            sl[attr] = v[attr + "_ptr"] if attr + "_ptr" in v else times(n)
             inc[attr] = zeros
         store.batch, store.ptr = v["batch"], v["ptr"]
         for attr in ("perturbation_indices", "khop_genes"):
@@ -308,7 +367,6 @@ def as_batch(torch, out, B, edge_slices):
         store = b[key]
         sl, inc = slices[key], incs[key] = {}, {}
         src, dst = b[key[0]]._num_nodes[:1] or [0], b[key[2]]._num_nodes[:1] or [0]
-        step = torch.tensor([[src[0]], [dst[0]]], dtype=torch.int64, device=dev)
         for attr, t in v.items():
             if attr == "ptr":
                 continue
@@ -316,7 +374,7 @@ def as_batch(torch, out, B, edge_slices):
             sl[attr] = eptr
             inc[attr] = zeros
             if attr == index:
-                inc[attr] = torch.arange(B, device=dev).view(B, 1, 1) * step
+                inc[attr] = increments(src[0], dst[0])
             elif not isinstance(t, torch.Tensor):
                 sl[attr], inc[attr] = per_sample, None
     for key, attr in GLOBALS:

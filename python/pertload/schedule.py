@@ -25,6 +25,12 @@ import ctypes
 import numpy as np
 
 from . import _lib
+from .graph import check_same_database
+
+MAX_COLUMNS = 2**31 - 1
+"""The most columns a schedule's state may have (annotations and every
+term's output; pertload.h, PL_SCHEDULE_MAX_COLUMNS): wider widths are
+refused."""
 
 PAD = -1
 """Sentinel of the padded index arrays (child_rows, annotations) of a group
@@ -76,6 +82,8 @@ class Schedule:
     strata       list of Stratum; groups: every Group in schedule order
     roots        int64 term ids of the terms without a parent
     n_annotations  the annotation columns at the start of the state
+    fingerprints (gene_fingerprint, edge_fingerprints, db_fingerprint)
+                 those of its database (OntologyGraph.fingerprints), or None
 
     .to(device) gives the same schedule with every index array a torch
     tensor on `device`; .affected(batch) the batch's affected-term schedule.
@@ -86,6 +94,11 @@ class Schedule:
         T = onto.n_terms
         self.n_terms, self.n_annotations = T, onto.n_annotations
         self.term_names = onto.term_names
+        # the identity of the database of `onto` (OntologyGraph.fingerprints)
+        self.fingerprints = getattr(onto, "fingerprints", None)
+        if self.fingerprints is not None:
+            (self.gene_fingerprint, self.edge_fingerprints,
+             self.db_fingerprint) = self.fingerprints
         self.width = _widths(width, onto.n_term_genes, T)
         cptr, cidx = onto.children
         ann_term = onto.annotation_index[1]
@@ -102,9 +115,13 @@ class Schedule:
         self.term_slot = np.empty(T, i64)
         self.term_slot[order] = np.arange(T)
         self.term_offset = np.empty(T, i64)
+        self.state_size = int(self.n_annotations) + int(self.width.sum())
+        if self.state_size > MAX_COLUMNS:
+            raise ValueError(f"schedule: width: the state would have {self.state_size} columns "
+                             f"({self.n_annotations} annotations and the {T} terms' widths), "
+                             f"more than the limit {MAX_COLUMNS}")
         self.term_offset[order] = self.n_annotations + np.concatenate(
             ([0], np.cumsum(self.width[order])[:-1])).astype(i64) if T else 0
-        self.state_size = int(self.n_annotations + self.width.sum())
         has_parent = np.zeros(T, bool)
         has_parent[cidx] = True
         self.roots = np.flatnonzero(~has_parent).astype(i64)
@@ -186,10 +203,14 @@ class Schedule:
         ontology lists (batch.ontology["term"]: per sample the terms whose
         genes(T) meets the deleted set), built in C; its arrays are torch
         tensors on `device` (default: this schedule's device), or numpy
-        arrays when neither is given."""
+        arrays when neither is given. A batch of another database than the
+        schedule's is a LoaderError (check_same_database; not checked for a
+        batch that carries no fingerprints, one made outside a Loader)."""
         if getattr(batch, "ontology", None) is None:
             raise _lib.LoaderError("the batch carries no ontology lists (a database without an "
                                    "ontology, or Loader(ontology=False))")
+        if self.fingerprints is not None and getattr(batch, "gene_fingerprint", None) is not None:
+            check_same_database(batch, self, "the schedule")
         terms, ptr = batch.ontology["term"]
         return AffectedSchedule(self, terms, ptr, self.device if device is None else device)
 
@@ -221,8 +242,14 @@ class AffectedSchedule:
 
     def __init__(self, sched, terms, ptr, device=None):
         m = sched._map
-        terms = np.ascontiguousarray(terms, np.int32)
-        ptr = np.ascontiguousarray(ptr, np.int64)
+        terms = _index_array(terms, "terms", np.int32)
+        ptr = _index_array(ptr, "ptr", np.int64)
+        if not 1 <= len(ptr) <= 2**32:
+            raise ValueError(f"affected: ptr has {len(ptr)} entries; 1 to 2**32 (one more than "
+                             "the samples) expected")
+        if not 0 <= ptr[-1] <= len(terms):
+            raise ValueError(f"affected: ptr[-1] = {int(ptr[-1])} is outside 0..{len(terms)} "
+                             f"(terms has {len(terms)} entries)")
         n_samples = len(ptr) - 1
         i64, vp = np.int64, ctypes.c_void_p
         room = {"group_ptr": m.n_groups + 1, "positions": max(m.n_terms, 1),
@@ -303,23 +330,58 @@ class _CMap:
             slot_out=self.slot_out.ctypes.data_as(vp))
 
 
+def _is_int(v):
+    """An int or a numpy integer, not a bool (nor a float, a string...)."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _width_of(v, what):
+    """The width `v` as an int in 1..MAX_COLUMNS; TypeError or ValueError
+    naming `what` (the argument, or the function's result) otherwise."""
+    if not _is_int(v):
+        raise TypeError(f"schedule: {what} must be an int, not {type(v).__name__} {v!r}")
+    if not 1 <= v <= MAX_COLUMNS:
+        raise ValueError(f"schedule: {what} is {int(v)}; every width must be >= 1 and at most "
+                         f"{MAX_COLUMNS}")
+    return int(v)
+
+
 def _widths(width, n_term_genes, n_terms):
     """int64 [n_terms] widths from an int, a per-term array or a function of
-    |genes(T)| (called with each term's gene count, an int); each >= 1."""
+    |genes(T)| (called with each term's gene count, an int, and returning an
+    int); each in 1..MAX_COLUMNS, else TypeError or ValueError naming width."""
     if callable(width):
-        w = np.array([int(width(int(n))) for n in n_term_genes], np.int64)
+        w = np.array([_width_of(width(int(n)), f"width({int(n)}) (the function's result)")
+                      for n in n_term_genes], np.int64)
     elif np.ndim(width) == 0:
-        w = np.full(n_terms, int(width), np.int64)
+        w = np.full(n_terms, _width_of(width, "width"), np.int64)
     else:
         w = np.asarray(width)
         if w.shape != (n_terms,) or not np.issubdtype(w.dtype, np.integer):
-            raise ValueError(f"schedule: width must be an int, a function of |genes(T)| or "
-                             f"{n_terms} integers (one per term), not {w.dtype} {w.shape}")
+            error = ValueError if np.issubdtype(w.dtype, np.integer) else TypeError
+            raise error(f"schedule: width must be an int, a function of |genes(T)| or "
+                        f"{n_terms} integers (one per term), not {w.dtype} {w.shape}")
+        if n_terms and not (w.min() >= 1 and w.max() <= MAX_COLUMNS):
+            t = int(np.argmin(w)) if w.min() < 1 else int(np.argmax(w))
+            raise ValueError(f"schedule: width of term {t} is {int(w[t])}; every width must "
+                             f"be >= 1 and at most {MAX_COLUMNS}")
         w = w.astype(np.int64)
-    if n_terms and w.min() < 1:
-        t = int(np.argmin(w))
-        raise ValueError(f"schedule: term {t} has width {int(w[t])}; every width must be >= 1")
     return w
+
+
+def _index_array(a, what, dtype):
+    """`a` as a contiguous 1-D array of `dtype` (int32 or int64): TypeError
+    unless it is a 1-D integer array, ValueError when a value does not fit."""
+    a = np.asarray(a)
+    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"affected: {what} must be a 1-D integer array, not {a.dtype} "
+                        f"{a.shape}")
+    lim = np.iinfo(dtype)
+    if len(a) and (a.min() < lim.min or a.max() > lim.max):
+        bad = a.min() if a.min() < lim.min else a.max()
+        raise ValueError(f"affected: {what} holds {int(bad)}, outside the {np.dtype(dtype)} "
+                         "range")
+    return np.ascontiguousarray(a, dtype)
 
 
 def _padded(rows):

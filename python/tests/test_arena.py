@@ -187,7 +187,7 @@ def test_unparsed_slots_ship_as_the_ring_holds_them(medium):
 def test_a_retired_arena_is_let_go_once_every_batch_was_received():
     """A worker retires its arena for a larger one; a batch it put in the
     old one may reach the main process after the new arena's first."""
-    a = arena._Arena(1 << 16)  # this process plays the worker (alive)
+    a = arena._Arena(1 << 16, main=os.getpid())  # this process plays the worker (alive)
     m = arena._Mapped(a.path, a.region)  # maps it and removes its name
     assert not Path(a.path).exists()
     assert not m.finished()

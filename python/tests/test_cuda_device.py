@@ -129,3 +129,86 @@ def test_pyg_mapping_and_lazy_layouts_on_the_device(medium, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch_geometric", None)
     monkeypatch.setitem(sys.modules, "torch_geometric.data", None)
     _layouts_on_the_device(medium.db, len(medium.genes), len(medium.reactions))
+
+
+@needs_cuda
+@pytest.mark.parametrize("B,E,seed", [(1, 1, 0), (5, 17, 1), (64, 300, 2), (33, 100000, 3),
+                                      (0, 10, 4)])
+def test_layout_kernels_on_the_device_equal_the_host_twin(B, E, seed):
+    """Each kernel's output on the device, byte for byte, against the host
+    twin's on the same random lists (samples removing nothing or all)."""
+    assert torch.cuda.is_available(), "no CUDA device visible"
+    from pertload import kernels
+    from test_layout_kernels import random_lists
+
+    assert kernels.built(), "libpertload was built without its CUDA kernels"
+    rng = np.random.default_rng(seed)
+    ei = torch.from_numpy(rng.integers(0, 1000, (2, E)).astype(np.int64))
+    attr = torch.from_numpy(rng.standard_normal(E).astype(np.float32))
+    pos, ptr, _ = random_lists(rng, B, E, "mixed")
+    d = torch.device("cuda")
+    for name, host, dev in (
+            ("union", kernels.union(torch, ei, pos, ptr, B, 1000, 2000, attr=attr),
+             kernels.union(torch, ei.to(d), pos.to(d), ptr.to(d), B, 1000, 2000,
+                           attr=attr.to(d))),
+            ("tile", kernels.tile(torch, ei, pos, ptr, B, 1000, 2000, attr=attr),
+             kernels.tile(torch, ei.to(d), pos.to(d), ptr.to(d), B, 1000, 2000,
+                          attr=attr.to(d))),
+            ("nodes", tuple(kernels.nodes(torch, E, B, torch.device("cpu"), pos, ptr).values()),
+             tuple(kernels.nodes(torch, E, B, d, pos.to(d), ptr.to(d)).values())),
+            ("rows", kernels.rows(torch, pos, ptr, B, E, shifted=True),
+             kernels.rows(torch, pos.to(d), ptr.to(d), B, E, shifted=True))):
+        torch.cuda.synchronize()
+        for i, (h, g) in enumerate(zip(host, dev)):
+            if isinstance(h, torch.Tensor):
+                assert g.device.type == "cuda", (name, i)
+                assert h.dtype == g.dtype and h.shape == g.shape, (name, i)
+                assert bytes(h.numpy().tobytes()) == bytes(g.cpu().numpy().tobytes()), (name, i)
+            else:
+                assert h == g, (name, i)
+
+
+@needs_cuda
+@pytest.mark.parametrize("layout", ["masks", "pyg", "lazy"])
+def test_layouts_on_the_device_never_synchronise(medium, layout):
+    """torch's sync debug mode set to error: to_torch("cuda") of every layout
+    runs with no host synchronisation (no nonzero, item() or blocking copy)."""
+    assert torch.cuda.is_available(), "no CUDA device visible"
+    loader = pertload.Loader(medium.db, batch_size=40, shuffle=True)
+    it = iter(loader)
+    first = next(it)
+    first.to_torch("cuda", layout=layout)  # the graph's upload, once per device
+    torch.cuda.synchronize()
+    batch = next(it)
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        out = batch.to_torch("cuda", layout=layout)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    assert_same(out, batch.to_torch("cpu", layout=layout), "cuda")
+    loader.close()
+
+
+@needs_cuda
+@pytest.mark.parametrize("layout", ["pyg", "lazy"])
+def test_prefetched_batches_on_the_device_equal_unprefetched(medium, layout):
+    """Loader(device="cuda", prefetch=2): every batch equals the CPU layout
+    of the same batch, and a step's work on the current stream between
+    deliveries does not disturb the batches being prefetched."""
+    assert torch.cuda.is_available(), "no CUDA device visible"
+    plain = pertload.Loader(medium.db, batch_size=40, shuffle=True, seed=5)
+    want = [b.to_torch("cpu", layout=layout) for b in plain]
+    plain.close()
+    loader = pertload.Loader(medium.db, batch_size=40, shuffle=True, seed=5, device="cuda",
+                             layout=layout, prefetch=2)
+    n = 0
+    for got, w in zip(loader, want):
+        busy = torch.randn(2048, 2048, device="cuda")
+        for _ in range(4):  # a step's work, queued on the current stream
+            busy = busy @ busy
+            busy /= busy.norm()
+        assert_same(got, w, "cuda")
+        n += 1
+    assert n == len(want) == 50
+    loader.close()

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import pertload
-from pertload import _service, batch as batch_mod, pyg
+from pertload import _service, batch as batch_mod, kernels, pyg
 
 
 class Double:
@@ -53,10 +53,14 @@ class Double:
             self.side = None
             self.log.append(("exit", s.name))
 
-    def install(self, monkeypatch):
+    def install(self, monkeypatch, kernels_on=False):
+        """The CUDA branches on the CPU; kernels_on: the layouts by the
+        library's kernels (their host twin on CPU tensors), else by the
+        torch ops a library without CUDA takes."""
         d = self
         monkeypatch.setattr(batch_mod, "_on_cuda", lambda dev: True)
         monkeypatch.setattr(pyg, "_use_library", lambda ei: False)
+        monkeypatch.setattr(kernels, "enabled", lambda dev: kernels_on)
         monkeypatch.setattr(batch_mod, "_streams", {})
         monkeypatch.setattr(torch.cuda, "Stream", self.Stream)
         monkeypatch.setattr(torch.cuda, "Event", self.Event)
@@ -125,15 +129,17 @@ def cpu_results(db, layouts, **opts):
     return out
 
 
+@pytest.mark.parametrize("kernels_on", [False, True], ids=["torch-ops", "kernels"])
 @pytest.mark.parametrize("opts", [{}, {"dense": "bits"}, {"dense": "bool"},
                                   {"khop": 1}])
-def test_cuda_path_equals_cpu_path(medium, monkeypatch, opts):
+def test_cuda_path_equals_cpu_path(medium, monkeypatch, opts, kernels_on):
     """Every layout (pyg included: its plain ints must not reach
-    record_stream) gives through the CUDA branches what the CPU path gives."""
-    layouts = ("masks", "lists", "pyg") if "khop" not in opts else ("masks", "lists")
+    record_stream) gives through the CUDA branches what the CPU path gives,
+    built by the library's kernels (their host twin) or by torch ops."""
+    layouts = ("masks", "lists", "pyg", "lazy") if "khop" not in opts else ("masks", "lists")
     want = cpu_results(medium.db, layouts, **opts)
     d = Double()
-    d.install(monkeypatch)
+    d.install(monkeypatch, kernels_on)
     loader = pertload.Loader(medium.db, batch_size=40, shuffle=True, **opts)
     n = 0
     for i, batch in enumerate(itertools.islice(loader, BATCHES)):
@@ -146,7 +152,8 @@ def test_cuda_path_equals_cpu_path(medium, monkeypatch, opts):
     assert any(e[0] == "register" for e in d.log)
 
 
-def test_cuda_path_lazy_and_node_features_equal_cpu_path(medium, monkeypatch):
+@pytest.mark.parametrize("kernels_on", [False, True], ids=["torch-ops", "kernels"])
+def test_cuda_path_lazy_and_node_features_equal_cpu_path(medium, monkeypatch, kernels_on):
     """The lazy layout and both graph layouts' node features x (float16 and
     float32, gathered on the device) give through the CUDA branches what the
     CPU path gives."""
@@ -156,7 +163,7 @@ def test_cuda_path_lazy_and_node_features_equal_cpu_path(medium, monkeypatch):
     layouts = ("pyg", "lazy")
     want = cpu_results(medium.db, layouts, features=feats)
     d = Double()
-    d.install(monkeypatch)
+    d.install(monkeypatch, kernels_on)
     loader = pertload.Loader(medium.db, batch_size=40, shuffle=True, features=feats)
     n = 0
     for i, batch in enumerate(itertools.islice(loader, BATCHES)):

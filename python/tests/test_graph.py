@@ -101,7 +101,8 @@ def test_state_dict_checks_the_plan(small):
     sd = loader.state_dict()
     assert sd == {"epoch": 0, "seed": 0, "batches_consumed": 0, "batch_size": 32,
                   "shuffle": False, "drop_last": False, "rank": 0, "world_size": 1,
-                  "n_samples": 300, "subset": None}
+                  "n_samples": 300, "subset": None,
+                  "database": "%016x" % loader.graph.db_fingerprint}
     with pytest.raises(ValueError, match="batch_size"):
         pertload.Loader(small.db, batch_size=16).load_state_dict(sd)
     with pytest.raises(ValueError, match="batches_consumed"):

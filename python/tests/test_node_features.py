@@ -170,7 +170,31 @@ def malformed(d, n):
     put("one_d", np.ones(n, np.float32), r"1 dimension; a matrix \[%d, F\]" % n)
     put("truncated", raw[:-5], "does not match the shape in its header")
     put("no_columns", np.ones((n, 0), np.float32), "0 columns")
+    nan = good.copy()
+    nan[n - 1, 2] = np.nan
+    put("nan", nan, f"features of 'gene': row {n - 1}, column 2 is NaN; node features must "
+        "be finite")
+    inf = np.ones((n, 3), np.float16)
+    inf[4, 0] = np.inf
+    put("inf16", inf, "row 4, column 0 is inf; node features must be finite")
+    neg = good.copy()
+    neg[0, 1] = -np.inf
+    put("neginf", neg, "row 0, column 1 is -inf")
     return cases
+
+
+def test_user_features_must_be_finite(featured):
+    d, fg, fr = featured
+    g = db_graph(d / "db")
+    for dtype, value, what in ((np.float32, np.nan, "NaN"), (np.float16, -np.inf, "-inf")):
+        bad = fg.astype(dtype)
+        bad[3, 5] = value
+        with pytest.raises(ValueError, match=f"features of 'gene': row 3, column 5 is {what}; "
+                           "node features must be finite"):
+            g.set_features({"gene": bad})
+    np.save(d / "bad.npy", bad)
+    with pytest.raises(ValueError, match="bad.npy.*row 3, column 5 is -inf"):
+        pertload.Loader(d / "db", features={"gene": str(d / "bad.npy")})
 
 
 def test_malformed_files_name_file_and_reason(small, tmp_path):

@@ -1,7 +1,9 @@
 """`build --recipe` digests its inputs as they are read: a symbolic link, a
 FIFO and standard input ("-") are accepted as `recipe check` accepts them,
-and "-" is never taken for a file "./-". Names with control characters are
-refused, and the messages and lists that quote names escape them."""
+and "-" is never taken for a file "./-"; a STRING actions file split by mode
+is read once by `recipe check` as by the build. Names with control
+characters are refused, and the messages and lists that quote names escape
+them."""
 
 import os
 import re
@@ -80,3 +82,66 @@ def test_control_characters_refused_and_escaped(tmp_path):
     assert p.returncode == 1
     assert "unresolved gene name 'YAL\\x07\\x08X' (strict mode)" in err, err
     assert "\x07" not in err
+
+
+ACTIONS = [("YAL001C", "YAL002W", "binding", "f", 900),
+           ("YAL002W", "YAL003W", "activation", "t", 700),
+           ("YAL003W", "YAL004W", "binding", "f", 500),
+           ("YAL005C", "YAL007C", "catalysis", "t", 400),
+           ("YAL001C", "YAL007C", "activation", "t", 300),
+           ("YAL004W", "YAL005C", "ptmod", "f", 800)]
+
+
+def _served_once(fifo, data, args):
+    """Run the program with `args` while `fifo` serves `data` to one reader:
+    a second open of it for reading would wait for a writer that never
+    comes, so a program reading it twice does not end (killed after 60 s:
+    None). Else the completed process."""
+    def feed():
+        try:
+            with open(fifo, "wb") as f:
+                f.write(data)
+        except BrokenPipeError:  # the reader left early (a failed run)
+            pass
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        return subprocess.run([pertload_bin(), *map(str, args)], capture_output=True,
+                              text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        writer.join(timeout=1)
+        if writer.is_alive():  # never opened: unblock the writer
+            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+
+
+def test_actions_split_by_mode_read_once(tmp_path):
+    """A STRING actions file split by mode (`types: {MODE: TYPE}`) is read
+    once, in one pass, by `recipe check` as by `build --recipe`: served
+    through a FIFO that gives its bytes to a single reader. Both report the
+    counts of each type."""
+    d = write_inputs(tmp_path / "in")
+    text = "item_id_a\titem_id_b\tmode\taction\tis_directional\ta_is_acting\tscore\n" + "".join(
+        f"4932.{a}\t4932.{b}\t{m}\t\t{t}\t{t}\t{s}\n" for a, b, m, t, s in ACTIONS)
+    os.mkfifo(d / "actions.txt")
+    recipe = d / "actions.yaml"
+    recipe.write_text("version: 1\ngenes: {file: genes.txt}\nsamples: {format: tsv, file: "
+                      "samples.tsv}\nedges:\n  - {format: string_actions, file: actions.txt, "
+                      "types: {binding: bind, activation: act, catalysis: cat}}\n")
+    want = {"bind": 2, "act": 2, "cat": 1}
+    p = _served_once(d / "actions.txt", text.encode(), ["recipe", "check", recipe])
+    assert p is not None, "recipe check opened the actions file more than once"
+    assert p.returncode == 0, p.stderr
+    for name, n in want.items():
+        assert re.search(rf"^source {name} format=string_actions rows=6 filtered={6 - n} "
+                         rf"unresolved=0 .* kept={n} ", p.stdout, re.M), p.stdout
+    db = tmp_path / "db"
+    p = _served_once(d / "actions.txt", text.encode(),
+                     ["build", "--recipe", recipe, "-o", db, "--quiet"])
+    assert p is not None, "build --recipe opened the actions file more than once"
+    assert p.returncode == 0, p.stderr
+    g = pertload.Graph(pertload._lib.Database(db))
+    assert g.n_edges == want
+    assert _inputs(db)[str(d / "actions.txt")] == (len(text), xxh64(text.encode()))

@@ -15,7 +15,7 @@ import pytest
 from torch.utils.data import DataLoader
 
 import pertload
-from conftest import FOLD, SPLIT, N_SPLIT_ROWS as N, pertload_bin, plan_batches, unique
+from conftest import FOLD, SPLIT, N_SPLIT_ROWS as N, pertload_bin, plan_batches, run_cli, unique
 
 
 def epoch_rows(loader):
@@ -189,3 +189,57 @@ def test_split_rows_are_read_once_per_process(split_db, monkeypatch):
     assert len(calls) == 1
     assert np.array_equal(next(iter(subset._cache.values())),
                           split_db.rows["split", "test"])
+
+
+def test_datamodule_names_the_column_a_split_lacks(tmp_path):
+    # DCell's files as published: one per split, train and test only
+    (tmp_path / "genes.txt").write_text("G0\nG1\nG2\nG3\n")
+    (tmp_path / "topo").write_text("ROOT: R 4\nGENES: G3\nTERMS: L\n"
+                                   "ROOT: L 3\nGENES: G0 G1 G2\nTERMS:\n")
+    (tmp_path / "train.txt").write_text("2 G0 G1 0.25\n2 G2 G3 -0.5\n")
+    (tmp_path / "test.txt").write_text("2 G1 G3 0.125\n")
+    (tmp_path / "r.yaml").write_text(
+        "version: 1\ngenes: {file: genes.txt}\nontology: {format: dcell, file: topo}\n"
+        "samples:\n"
+        "  - {format: dcell_samples, file: train.txt, set: {split: train}}\n"
+        "  - {format: dcell_samples, file: test.txt, set: {split: test}}\n")
+    db = tmp_path / "db"
+    run_cli("build", "--recipe", tmp_path / "r.yaml", "-o", db, "--quiet")
+    dm = pertload.DataModule(db, batch_size=2, layout="lists")
+    assert sorted(dm.splits) == ["test", "train"]
+    assert sum(len(b.row) for b in dm.train_dataloader()) == 2
+    with pytest.raises(ValueError) as e:
+        dm.val_dataloader()
+    msg = str(e.value)
+    assert "was given" not in msg
+    assert "no 'val' split: category column 'split' of" in msg
+    assert "has none of the levels 'val', 'validation', 'valid', 'dev' (its levels: 'train', " \
+           "'test')" in msg, msg
+    # splits given without val: says what was given
+    dm = pertload.DataModule(db, {"train": "train"}, batch_size=2, layout="lists")
+    with pytest.raises(ValueError, match=r"no 'test' split was given \(splits= names 'train'\)"):
+        dm.test_dataloader()
+
+
+def test_loader_over_no_sample_raises(tmp_path):
+    # standard names against systematic ones: the build stops naming them,
+    # unless allow_empty takes the empty table; the Loader then refuses
+    (tmp_path / "genes.txt").write_text("YAL001C\nYBL002W\n")
+    (tmp_path / "e.txt").write_text("YAL001C YBL002W\n")
+    (tmp_path / "s.txt").write_text("2 TFC3 VPS8 0.1\n2 TFC3 ACT1 0.2\n")
+    part = "  - {format: dcell_samples, file: s.txt%s}\n"
+    recipe = ("version: 1\ngenes: {file: genes.txt}\nedges:\n  - {name: e, format: delim, "
+              "file: e.txt, sep: space, source: 1, target: 2}\nsamples:\n")
+    (tmp_path / "r.yaml").write_text(recipe + part % "")
+    db = tmp_path / "db"
+    r = subprocess.run([pertload_bin(), "build", "--recipe", tmp_path / "r.yaml", "-o", db,
+                        "--quiet"], capture_output=True, text=True)
+    assert r.returncode != 0 and not db.exists()
+    assert "s.txt: the sample table keeps no sample: 2 rows, 2 with an unresolved gene " \
+           "name; most frequent unresolved names: 'TFC3' (2), 'VPS8' (1), 'ACT1' (1)" \
+        in r.stderr, r.stderr
+    (tmp_path / "r.yaml").write_text(recipe + part % ", allow_empty: true")
+    run_cli("build", "--recipe", tmp_path / "r.yaml", "-o", db, "--quiet")
+    with pytest.raises(ValueError, match="holds no sample: a Loader over it would yield no "
+                                         "batch"):
+        pertload.Loader(db, batch_size=4)

@@ -1,5 +1,5 @@
 /* Segments under /dev/shm: naming, opening with the owner checks, sizing,
- * removal and the liveness of processes (rules in shm.h). */
+ * removal, the liveness locks of objects and of processes (rules in shm.h). */
 #include "shm.h"
 
 #include <errno.h>
@@ -75,6 +75,34 @@ int pl__shm_pid_alive(int32_t pid, uint64_t start)
     if (state == 'Z' || state == 'X' || state == 'x')
         return 0;                                      /* a zombie is dead */
     return !(start && t && t != start);                /* a recycled pid is not ours */
+}
+
+/* Set (`type`: F_RDLCK, F_WRLCK) an OFD lock on bytes first..first+len-1 of
+ * `fd`, waiting when `wait`. @return 0 or -errno (-EAGAIN: held by another). */
+static int ofd_lock(int fd, short type, unsigned first, unsigned len, int wait)
+{
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = first, .l_len = len};
+    int rc;
+    while ((rc = fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl)) < 0 && errno == EINTR) {
+    }
+    return rc < 0 ? (errno == EACCES ? -EAGAIN : -errno) : 0;
+}
+
+int pl__shm_hold(int fd, unsigned role)
+{
+    return ofd_lock(fd, F_RDLCK, role, 1, 1);
+}
+
+int pl__shm_held(int fd, unsigned roles)
+{
+    int rc = ofd_lock(fd, F_WRLCK, 0, roles, 0);
+    return rc == -EAGAIN ? 1 : rc;
+}
+
+int pl__shm_role_held(int fd, unsigned role)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = role, .l_len = 1};
+    return fcntl(fd, F_OFD_GETLK, &fl) < 0 ? -errno : fl.l_type != F_UNLCK;
 }
 
 void pl__shm_names(const char *base, char *shm, char *path, size_t cap)

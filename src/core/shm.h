@@ -9,8 +9,14 @@
  *     FIFO planted under a name cannot block the open;
  *   - a name is removed only while it still names the file inspected
  *     (st_dev/st_ino), never one a racing creator just made;
- *   - a process's liveness is its pid and its start time, so that a recycled
- *     pid does not pass for the original process. */
+ *   - an object's liveness is a lock on its file: each process that uses it
+ *     holds an OFD read lock on a byte of the file (its role's) for as long
+ *     as it uses it, which the kernel drops at its death; a reclaimer
+ *     removes the object only when it takes a write lock on those bytes
+ *     itself. Locks, unlike pids, hold across PID namespaces (containers
+ *     sharing /dev/shm); pids and start times stay for display and for
+ *     peers of one job, where a recycled pid must not pass for the
+ *     original process (pl__shm_pid_alive()). */
 #ifndef PL_CORE_SHM_H
 #define PL_CORE_SHM_H
 
@@ -33,6 +39,31 @@ int pl__shm_pid_alive(int32_t pid, uint64_t start);
 /** Start time of process `pid` (field 22 of /proc/PID/stat, clock ticks after
  *  boot). @return the start time, or 0 when it cannot be read. */
 uint64_t pl__shm_pid_start(int32_t pid);
+
+/* Liveness lock bytes (pl__shm_hold()): the creator of an object (a ring's
+ * producer, an arena's worker) holds byte 0, a ring's consumer byte 1. */
+#define PL__SHM_LOCK_OWNER 0u
+#define PL__SHM_LOCK_PEER 1u
+
+/** Hold byte `role` of segment `fd`'s liveness lock (an OFD read lock, which
+ *  any number of processes share) for as long as this open file lives: the
+ *  kernel drops it when its last descriptor is closed, at the latest when
+ *  the process dies, whatever its PID namespace. Waits while a reclaimer
+ *  holds the byte for a moment (pl__shm_held()). @return 0 or -errno. */
+int pl__shm_hold(int fd, unsigned role);
+
+/** Whether a process holds any of the first `roles` bytes of segment `fd`'s
+ *  liveness lock (`fd` open for writing). When none does, this takes a write
+ *  lock on them, kept until `fd` is closed, so that nobody starts to hold
+ *  the segment between this check and its removal.
+ *  @return 1 held (the object is live), 0 free (its users are dead), or
+ *  -errno when the lock cannot be tried. */
+int pl__shm_held(int fd, unsigned roles);
+
+/** Whether another open of segment `fd` (another process, or another open
+ *  in this one) holds byte `role` of its liveness lock; this open's own
+ *  lock does not count. Takes no lock. @return 1, 0, or -errno. */
+int pl__shm_role_held(int fd, unsigned role);
 
 /** The shm_open() name ("/BASE") and the file path ("/dev/shm/BASE") of
  *  segment BASE, each into a buffer of `cap` bytes. */

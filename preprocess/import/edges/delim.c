@@ -92,7 +92,7 @@ static int read_delim(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void 
         if ((rc = pl__imp_need(src, n, need, err)) < 0)
             break;
         st->rows++;
-        pl_imp_edge e = {f[c[0]], f[c[1]], NAN};
+        pl_imp_edge e = {f[c[0]], f[c[1]], NAN, 0};
         if ((rc = pl__imp_nonempty(src, &e.src, "source name", err)) < 0 ||
             (rc = pl__imp_nonempty(src, &e.dst, "target name", err)) < 0)
             break;

@@ -2,6 +2,7 @@
 #include "import.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "src/core/error.h"
@@ -60,5 +61,45 @@ int pl__imp_run(const pl_names *nm, const pl_imp_source *s, int strict, pl_imp_o
     run u = {.nm = nm, .s = s, .strict = strict, .out = out, .ctx = ctx, .r = r};
     int rc = pl__imp_read_file(s->fmt, s->file, &s->opts, on_edge, &u, &r->read, err);
     pl__pairset_free(&u.pairs);
+    return rc;
+}
+
+/* One pass for several sources: run j takes the edges of mode j. */
+typedef struct shared {
+    run *u;
+    uint64_t *emitted;
+} shared;
+
+static int on_shared_edge(void *ctx, const pl_imp_edge *e, const pl_src *src, pl_err *err)
+{
+    shared *g = ctx;
+    g->emitted[e->mode]++;
+    return on_edge(&g->u[e->mode], e, src, err);
+}
+
+int pl__imp_run_shared(const pl_names *nm, const pl_imp_source *s, uint32_t k, int strict,
+                       pl_imp_out out, void *const *ctxs, pl_imp_result *r, pl_err *err)
+{
+    memset(r, 0, k * sizeof *r);
+    shared g = {calloc(k ? k : 1, sizeof *g.u), calloc(k ? k : 1, sizeof *g.emitted)};
+    pl_imp_opts o = s[0].opts;
+    int rc = g.u && g.emitted ? 0 : pl__err(err, -ENOMEM, "%s: out of memory", s[0].file);
+    for (uint32_t j = 0; rc == 0 && j < k; j++) {
+        g.u[j] = (run){.nm = nm, .s = &s[j], .strict = strict, .out = out,
+                       .ctx = ctxs ? ctxs[j] : NULL, .r = &r[j]};
+        o.modes[j] = s[j].opts.modes[0];
+    }
+    o.n_modes = k;
+    pl_imp_stats st;
+    if (rc == 0)
+        rc = pl__imp_read_file(s[0].fmt, s[0].file, &o, on_shared_edge, &g, &st, err);
+    for (uint32_t j = 0; g.u && j < k; j++) {
+        if (rc == 0)
+            r[j].read = (pl_imp_stats){.rows = st.rows, .filtered = st.rows - g.emitted[j],
+                                       .emitted = g.emitted[j], .bytes = st.bytes};
+        pl__pairset_free(&g.u[j].pairs);
+    }
+    free(g.u);
+    free(g.emitted);
     return rc;
 }

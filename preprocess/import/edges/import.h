@@ -25,6 +25,10 @@ typedef struct pl_imp_source {
     uint64_t line;             /**< line of the recipe that starts it */
     double min_resolved;       /**< share of rows that must resolve (recipe default 0.5) */
     int allow_empty;           /**< 1: no resolution check (pl__imp_check_resolved) */
+    /** string_actions `types`: on the first of `shared` (> 1) sources that
+     *  differ only in name and their one mode, read in one pass
+     *  (pl__imp_run_shared()); 0 or 1: read alone */
+    uint32_t shared;
 } pl_imp_source;
 
 /** Counts of one run. */
@@ -44,6 +48,15 @@ typedef int (*pl_imp_out)(void *ctx, uint32_t src, uint32_t dst, double score, p
  *  @return 0 or a negative code. */
 int pl__imp_run(const pl_names *nm, const pl_imp_source *s, int strict, pl_imp_out out,
                 void *ctx, pl_imp_result *r, pl_err *err);
+
+/** Read the `k` sources `s[0..k)` (one file, the format's one-mode-each
+ *  split: pl_imp_source.shared) in one pass: each edge goes, through the
+ *  pair policy of its source, to `out(ctxs[j], ...)` of the source `j` of its
+ *  mode. `r[0..k)` are zeroed first: each source's counts as if read alone
+ *  (rows: the file's; filtered: the rows of other modes and the filters').
+ *  @return 0 or a negative code. */
+int pl__imp_run_shared(const pl_names *nm, const pl_imp_source *s, uint32_t k, int strict,
+                       pl_imp_out out, void *const *ctxs, pl_imp_result *r, pl_err *err);
 
 /** The resolution check of a run: PL_EPARSE naming the source, its file,
  *  the share of its rows (those the format's filters kept) whose names both

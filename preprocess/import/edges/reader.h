@@ -55,6 +55,7 @@
 typedef struct pl_imp_edge {
     pl__field src, dst;
     double score;
+    uint32_t mode; /**< string_actions: index of its mode in opts.modes (0: all kept) */
 } pl_imp_edge;
 
 /** Called for each kept edge; `src` is the source being read (for its path,

@@ -111,7 +111,7 @@ static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
             return pl__src_fail(src, f[col].col, err, "bad %s score '%.*s' (expected an "
                                 "integer 0..1000)", want, (int)(f[col].len > 40 ? 40 : f[col].len),
                                 f[col].s);
-        pl_imp_edge e = {f[0], f[1], (double)v};
+        pl_imp_edge e = {f[0], f[1], (double)v, 0};
         PL_TRY(pl__imp_strip_taxon(src, &e.src, &tx, err));
         PL_TRY(pl__imp_strip_taxon(src, &e.dst, &tx, err));
         if (!isnan(o->min_score) && e.score < o->min_score) {

@@ -32,13 +32,14 @@ static int check(const pl_imp_opts *o, pl_err *err)
     return 0;
 }
 
-static int wanted_mode(const pl_imp_opts *o, const pl__field *f)
+/* 1 + the index of mode `f` in o->modes (1 when every mode is kept), or 0. */
+static uint32_t wanted_mode(const pl_imp_opts *o, const pl__field *f)
 {
     if (o->n_modes == 0)
         return 1;
     for (uint32_t i = 0; i < o->n_modes; i++)
         if (strlen(o->modes[i]) == f->len && !memcmp(o->modes[i], f->s, f->len))
-            return 1;
+            return i + 1;
     return 0;
 }
 
@@ -86,14 +87,16 @@ static int read_actions(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, voi
         int directional = 0, acting = 0;
         PL_TRY(flag(src, &f[col[DIRECTIONAL]], "is_directional", &directional, err));
         PL_TRY(flag(src, &f[col[ACTING]], "a_is_acting", &acting, err));
-        pl_imp_edge e = {f[col[A]], f[col[B]], (double)v};
+        pl_imp_edge e = {f[col[A]], f[col[B]], (double)v, 0};
         PL_TRY(pl__imp_strip_taxon(src, &e.src, &tx, err));
         PL_TRY(pl__imp_strip_taxon(src, &e.dst, &tx, err));
-        if (!wanted_mode(o, m) || (!isnan(o->min_score) && e.score < o->min_score) ||
+        uint32_t want = wanted_mode(o, m);
+        if (!want || (!isnan(o->min_score) && e.score < o->min_score) ||
             (o->directed && !(directional && acting))) {
             st->filtered++;
             continue;
         }
+        e.mode = want - 1;
         st->emitted++;
         PL_TRY(emit(ctx, &e, src, err));
     }

@@ -71,7 +71,7 @@ static int read_tflink(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
                 continue;
             }
         }
-        pl_imp_edge e = {f[ctf], f[ctg], NAN};
+        pl_imp_edge e = {f[ctf], f[ctg], NAN, 0};
         PL_TRY(pl__imp_nonempty(src, &e.src, ids[id].tf, err));
         PL_TRY(pl__imp_nonempty(src, &e.dst, ids[id].target, err));
         st->emitted++;

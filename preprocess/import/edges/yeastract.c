@@ -22,7 +22,7 @@ static int read_yeastract(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, v
             return pl__src_fail(src, 0, err, "expected 'TF;target' (two names and one ';'), "
                                 "found %d field%s", n, n == 1 ? "" : "s");
         st->rows++;
-        pl_imp_edge e = {f[0], f[1], NAN};
+        pl_imp_edge e = {f[0], f[1], NAN, 0};
         PL_TRY(pl__imp_nonempty(src, &e.src, "TF name", err));
         PL_TRY(pl__imp_nonempty(src, &e.dst, "target name", err));
         if (memchr(line, '\t', len))

@@ -5,6 +5,7 @@
 #include "names.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -391,4 +392,38 @@ void pl__pairset_free(pl_pairset *p)
 {
     free(p->slots);
     memset(p, 0, sizeof *p);
+}
+
+enum { TOP = 10 };
+
+void pl__unres_top(const pl_unres *u, char *buf, size_t cap)
+{
+    uint32_t n = pl__unres_distinct(u), best[TOP];
+    uint64_t cnt[TOP];
+    int k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t c, line;
+        pl__unres_name(u, i, &c, &line);
+        int at = k;
+        while (at > 0 && cnt[at - 1] < c)
+            at--;
+        if (at >= TOP)
+            continue;
+        int last = k < TOP ? k : TOP - 1;
+        for (int j = last; j > at; j--)
+            best[j] = best[j - 1], cnt[j] = cnt[j - 1];
+        best[at] = i, cnt[at] = c;
+        if (k < TOP)
+            k++;
+    }
+    size_t h = 0;
+    buf[0] = 0;
+    for (int j = 0; j < k && h < cap; j++) {
+        uint64_t c, line;
+        const char *s = pl__unres_name(u, best[j], &c, &line);
+        h += (size_t)snprintf(buf + h, cap - h, "%s'%.60s' (%llu)", j ? ", " : "", s,
+                              (unsigned long long)c);
+    }
+    if (k == 0)
+        snprintf(buf, cap, "none");
 }

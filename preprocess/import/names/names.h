@@ -121,6 +121,10 @@ uint32_t pl__unres_distinct(const pl_unres *u);
 /** The i-th distinct name (first-seen order), its count and first line. */
 const char *pl__unres_name(const pl_unres *u, uint32_t i, uint64_t *count, uint64_t *line);
 
+/** "'A' (12), 'B' (3), ..." : the 10 most frequent names of `u` (ties in
+ *  first-seen order, each cut at 60 bytes) into buf[0..cap), or "none". */
+void pl__unres_top(const pl_unres *u, char *buf, size_t cap);
+
 void pl__unres_free(pl_unres *u);
 
 /** A set of unordered gene pairs {a, b} (the undirected policy).

@@ -118,6 +118,7 @@ typedef struct src_ctx {
     pl_imp_source *s;
     int pairs_set;
     yaml_node_t *format_node;
+    yaml_node_t *types; /* string_actions: {mode: edge type} */
 } src_ctx;
 
 #define OPT(key, kind, field) {key, PL_RY_##kind, offsetof(pl_imp_opts, field), 0}
@@ -194,6 +195,15 @@ static int source_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
             return pl__ry_fail(l, v, "'min_resolved' must be a share 0..1");
         return 0;
     }
+    if (!strcmp(key, "types")) {
+        if (s->fmt != &pl__imp_string_actions)
+            return pl__ry_fail(l, k, "key 'types' does not apply to format '%s'", s->fmt->name);
+        if (v->type != YAML_MAPPING_NODE ||
+            v->data.mapping.pairs.top == v->data.mapping.pairs.start)
+            return pl__ry_fail(l, v, "'types' must be a mapping {MODE: EDGE_TYPE}");
+        c->types = v;
+        return 0;
+    }
     for (size_t i = 0; i < sizeof fkeys / sizeof fkeys[0]; i++) {
         if (strcmp(fkeys[i].key, key))
             continue;
@@ -216,6 +226,43 @@ static int valid_name(const char *s)
     return 1;
 }
 
+/* A string_actions source with `types: {MODE: TYPE, ...}`: the source `s`
+ * (the last of r->sources) becomes one source per pair, named TYPE and
+ * keeping MODE, read in one pass (shared: build_recipe.c). */
+static int expand_types(pl__ry *l, yaml_node_t *m, const src_ctx *c)
+{
+    pl_recipe *r = l->r;
+    pl_imp_source *s = &r->sources[r->n_sources - 1];
+    if (s->name)
+        return pl__ry_fail(l, m, "an edge source with 'types' takes no 'name' (each type is "
+                           "named in 'types')");
+    if (s->opts.n_modes)
+        return pl__ry_fail(l, m, "an edge source with 'types' takes no 'modes' (the modes are "
+                           "the keys of 'types')");
+    const pl_imp_source base = *s;
+    uint32_t first = r->n_sources - 1, k = 0;
+    for (yaml_node_pair_t *p = c->types->data.mapping.pairs.start;
+         p < c->types->data.mapping.pairs.top; p++, k++) {
+        yaml_node_t *mode = pl__ry_node(l, p->key), *type = pl__ry_node(l, p->value);
+        if (first + k >= PL_MAX_TYPES)
+            return pl__ry_fail(l, type, "more than %d edge types", PL_MAX_TYPES);
+        pl_imp_source *t = &r->sources[first + k];
+        *t = base;
+        PL_TRY(pl__ry_string(l, mode, "types", &t->opts.modes[0]));
+        t->opts.n_modes = 1;
+        PL_TRY(pl__ry_string(l, type, "types", (const char **)&t->name));
+        if (base.fmt->check(&t->opts, l->err) < 0)
+            return pl__ry_wrap(l, mode, "'types'");
+        for (uint32_t j = first; j < first + k; j++)
+            if (!strcmp(r->sources[j].opts.modes[0], t->opts.modes[0]))
+                return pl__ry_fail(l, mode, "mode '%s' given twice in 'types'",
+                                   t->opts.modes[0]);
+    }
+    r->n_sources = first + k;
+    r->sources[first].shared = k;
+    return 0;
+}
+
 static int source(pl__ry *l, yaml_node_t *m)
 {
     pl_recipe *r = l->r;
@@ -236,25 +283,32 @@ static int source(pl__ry *l, yaml_node_t *m)
     pl__imp_opts_init(&s->opts);
     src_ctx c = {.s = s};
     PL_TRY(pl__ry_pairs(l, m, "an edge source", source_pair, &c));
-    if (!s->name)
-        return pl__ry_fail(l, m, "an edge source without 'name'");
-    if (!valid_name(s->name))
-        return pl__ry_fail(l, m, "edge-type name '%s' must be 1-100 letters, digits, '_', '-' "
-                           "or '.'", s->name);
-    if (!s->file)
-        return pl__ry_fail(l, m, "edge source '%s' without 'file'", s->name);
-    for (uint32_t i = 0; i + 1 < r->n_sources; i++)
-        if (!strcmp(r->sources[i].name, s->name))
-            return pl__ry_fail(l, m, "edge type '%s' named twice (first on line %llu)", s->name,
-                               (unsigned long long)r->sources[i].line);
+    uint32_t first = r->n_sources - 1;
+    if (c.types)
+        PL_TRY(expand_types(l, m, &c));
+    for (uint32_t t = first; t < r->n_sources; t++) {
+        const char *name = r->sources[t].name;
+        if (!name)
+            return pl__ry_fail(l, m, "an edge source without 'name'");
+        if (!valid_name(name))
+            return pl__ry_fail(l, m, "edge-type name '%s' must be 1-100 letters, digits, '_', "
+                               "'-' or '.'", name);
+        if (!r->sources[t].file)
+            return pl__ry_fail(l, m, "edge source '%s' without 'file'", name);
+        for (uint32_t i = 0; i < t; i++)
+            if (!strcmp(r->sources[i].name, name))
+                return pl__ry_fail(l, m, "edge type '%s' named twice (first on line %llu)",
+                                   name, (unsigned long long)r->sources[i].line);
+    }
     if (f->check && f->check(&s->opts, l->err) < 0) {
         char what[160];
         snprintf(what, sizeof what, "edge source '%s'", s->name);
         return pl__ry_wrap(l, m, what);
     }
     /* directed actions keep their direction unless pairs says otherwise */
-    if (s->opts.directed && !c.pairs_set)
-        s->undirected = 0;
+    for (uint32_t t = first; t < r->n_sources; t++)
+        if (r->sources[t].opts.directed && !c.pairs_set)
+            r->sources[t].undirected = 0;
     if (f == &pl__imp_dango && !s->opts.gene_list)
         return pl__ry_fail(l, m, "edge source '%s': the dango format needs 'gene_list'", s->name);
     return 0;
@@ -311,7 +365,8 @@ static int top_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, 
         if (n > PL_MAX_TYPES)
             return pl__ry_fail(l, v, "%zu edge sources; a database holds at most %d edge types", n,
                                PL_MAX_TYPES);
-        r->sources = calloc(n ? n : 1, sizeof *r->sources);
+        /* room for every type: a source with `types` makes several */
+        r->sources = calloc(PL_MAX_TYPES, sizeof *r->sources);
         if (!r->sources)
             return pl__err(l->err, -ENOMEM, "%s: out of memory", r->path);
         for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
@@ -479,8 +534,11 @@ static int load(pl__ry *l, const char *path, const char *root_override)
     PL_TRY(pl__ry_pairs(l, top, "the recipe", top_pair, NULL));
     if (!r->genes)
         return pl__ry_fail(l, top, "the recipe has no 'genes' with a 'file'");
-    if (!r->n_sources)
-        return pl__ry_fail(l, top, "the recipe has no 'edges'");
+    /* as `build` takes --edges: left out (or none) only with a metabolism
+     * or an ontology */
+    if (!r->n_sources && !r->metabolism.format && !r->ontology.format)
+        return pl__ry_fail(l, top, "the recipe has no 'edges' (they may be left out, or empty, "
+                           "only with a 'metabolism' or an 'ontology')");
     return 0;
 }
 

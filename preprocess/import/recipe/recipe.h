@@ -26,6 +26,9 @@
  *                                 #   small_scale modes directed
  *       min_resolved: 0.5   # optional: share of rows that must resolve
  *       allow_empty: false  # optional: true accepts any share, no edge
+ *     - format: string_actions  # no name: one edge type per mode, one read
+ *       file: 4932.protein.actions.v11.0.txt.gz
+ *       types: {activation: activation, inhibition: inhibition}
  *   metabolism:             # optional: a metabolic model (metab.h)
  *     format: yeast-gem     # yeast-gem (COBRApy YAML) or sbml
  *     file: yeast-GEM.yml.gz
@@ -35,7 +38,9 @@
  *     - format: table             #   comment genes gene_sep gene_columns
  *       file: screen.tsv          #   id labels categories
  *       categories: [split]
- *       set: {batch: b1}    # both formats: a constant category column
+ *       set: {batch: b1}    # every format: a constant category column,
+ *       min_resolved: 0.5   #   the resolution rule of edge sources
+ *     - {format: dcell_samples, file: train.txt}  # DCell's `2 g1 g2 score`
  *
  *   metabolism:             # or format tsv: pertload's own text files
  *     format: tsv           #   (plain files, as `build --reactions ...` reads)

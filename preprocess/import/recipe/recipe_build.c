@@ -10,6 +10,7 @@
 
 #include "preprocess/build_input.h"
 #include "preprocess/import/samples/provider.h"
+#include "preprocess/ontology/store.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
 #include "src/core/vec.h"
@@ -145,20 +146,29 @@ static int model_part(const pl_recipe *r, const pl_names *nm, int strict, pl_met
 }
 
 /* The recipe's ontology, built for the builder; its counts as a line of
- * the sources text. */
-static int ontology_part(const pl_recipe *r, const pl_names *nm, int strict, pl_onto *on,
-                         uint64_t *unknown, text *sources, pl_err *err)
+ * the sources text (a DCell topology's repeated children and count
+ * mismatches when there are any, also on stderr unless `quiet`). */
+static int ontology_part(const pl_recipe *r, const pl_names *nm, int strict, int quiet,
+                         pl_onto *on, uint64_t *unknown, text *sources, pl_err *err)
 {
     pl_onto_stats st = {0};
     int rc = pl__recipe_ontology(r, nm, strict, on, &st, err);
     *unknown = st.unknown_genes.total;
     const pl_recipe_ontology *o = &r->ontology;
+    if (rc == 0 && !quiet)
+        pl__onto_warn(&st, o->file);
+    char more[96] = "";
+    if (st.repeated_children || st.count_mismatches)
+        snprintf(more, sizeof more, " repeated_children=%llu count_mismatches=%llu",
+                 (unsigned long long)st.repeated_children,
+                 (unsigned long long)st.count_mismatches);
     if (rc == 0)
         rc = add(sources, err, "ontology format=%s terms=%u annotations=%llu strata=%u "
-                 "rows=%llu unresolved=%llu file=%s%s%s\n", o->format, on->n_terms,
+                 "rows=%llu unresolved=%llu file=%s%s%s%s\n", o->format, on->n_terms,
                  (unsigned long long)on->n_ann, on->n_strata, (unsigned long long)st.rows,
                  (unsigned long long)st.unknown_genes.total, o->file,
-                 o->annotations ? " annotation_file=" : "", o->annotations ? o->annotations : "");
+                 o->annotations ? " annotation_file=" : "", o->annotations ? o->annotations : "",
+                 more);
     pl__onto_stats_free(&st);
     return rc;
 }
@@ -184,9 +194,19 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
         rc = digest_inputs(r, NULL, err); /* a missing file named with its recipe line */
     if (rc == 0)
         rc = pl__recipe_names(r, &nm, ast, err);
+    uint32_t read_to = 0; /* the sources below it are read (string_actions types: together) */
     for (uint32_t i = 0; rc == 0 && i < r->n_sources; i++) {
         const pl_imp_source *s = &r->sources[i];
-        rc = pl__imp_run(nm, s, strict, push, &e[i], &res[i], err);
+        if (i >= read_to && s->shared > 1) {
+            void *ctxs[PL_MAX_TYPES];
+            for (uint32_t j = 0; j < s->shared; j++)
+                ctxs[j] = &e[i + j];
+            rc = pl__imp_run_shared(nm, s, s->shared, strict, push, ctxs, &res[i], err);
+            read_to = i + s->shared;
+        } else if (i >= read_to) {
+            rc = pl__imp_run(nm, s, strict, push, &e[i], &res[i], err);
+            read_to = i + 1;
+        }
         be[i] = (pl__build_edges){s->name, e[i].src, e[i].dst, e[i].n};
         if (rc == 0)
             rc = pl__imp_check_resolved(s, &res[i], err);
@@ -205,10 +225,16 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
     for (uint32_t g = 0; rc == 0 && g < ng; g++)
         genes[g] = pl__names_gene(nm, g);
     int model = r->metabolism.model != PL_METAB_NONE;
+    int rule = o->reaction_rule != PL_REACTION_DEFAULT ? o->reaction_rule
+                                                       : r->metabolism.reaction_rule;
     if (rc == 0 && model)
         rc = model_part(r, nm, strict, &mm, &bm, &sources, err);
+    if (rc == 0 && model && rule == PL_REACTION_GPR && mm.n_rules == 0)
+        rc = pl__err(err, PL_EPARSE, "%s:%llu: reaction rule gpr: %s has no gene-reaction "
+                     "rule", r->path, (unsigned long long)r->metabolism.line,
+                     r->metabolism.file);
     if (rc == 0 && r->ontology.format)
-        rc = ontology_part(r, nm, strict, &on, &onto_unknown, &sources, err);
+        rc = ontology_part(r, nm, strict, o->progress == 0, &on, &onto_unknown, &sources, err);
     /* After the inputs read above, before the sample tables the build reads. */
     if (rc == 0)
         rc = digest_inputs(r, &inputs, err);
@@ -219,7 +245,7 @@ int pl__recipe_build(const pl_recipe *r, const pl_build_opts *o, int strict,
         pl_build_opts bo = {.out = o->out, .progress = o->progress, .params = o->params,
                             .drop_unknown_genes = !strict, .reactions = m->reactions,
                             .gpr = m->gpr, .rules = m->rules, .rmr = m->rmr,
-                            .reaction_rule = m->reaction_rule, .samples = r->samples.file,
+                            .reaction_rule = rule, .samples = r->samples.file,
                             .payload = r->samples.payload,
                             .n_node_features = r->n_features,
                             .feature_types = r->feature_types,

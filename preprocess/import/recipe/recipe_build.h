@@ -17,10 +17,11 @@
 #include "pertload.h"
 #include "recipe.h"
 
-/** Build the database `o->out` from recipe `r`. Of `o`, only out, progress
- *  and params are used; the rest comes from the recipe. Not `strict`: rows
- *  with unresolved names are dropped and counted (edge sources), samples and
- *  GPR records naming a gene outside the list likewise (drop_unknown_genes);
+/** Build the database `o->out` from recipe `r`. Of `o`, only out, progress,
+ *  params and reaction_rule (PL_REACTION_DEFAULT: the recipe's
+ *  `reaction_rule`, of any metabolism format) are used; the rest comes from
+ *  the recipe. Not `strict`: rows with unresolved names are dropped and
+ *  counted (edge sources), samples and GPR records naming a gene outside the list likewise (drop_unknown_genes);
  *  `strict`: any of them is an error naming file:line:col.
  *  @param res [r->n_sources], zeroed and filled per source read (their
  *  unresolved names too, even on failure: pl__unres_free() each).

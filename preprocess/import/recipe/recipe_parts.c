@@ -18,11 +18,18 @@ static int metabolism_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node
     pl_recipe_metabolism *m = &l->r->metabolism;
     if (!strcmp(key, "format"))
         return 0; /* read first, by pl__ry_metabolism() */
+    if (!strcmp(key, "reaction_rule")) { /* every format */
+        PL_TRY(pl__ry_scalar(l, v, key));
+        if (strcmp(pl__ry_str(v), "any") && strcmp(pl__ry_str(v), "gpr"))
+            return pl__ry_fail(l, v, "'reaction_rule' is any or gpr, not '%s'", pl__ry_str(v));
+        m->reaction_rule = !strcmp(pl__ry_str(v), "gpr") ? PL_REACTION_GPR : PL_REACTION_ANY;
+        return 0;
+    }
     if (m->model != PL_METAB_NONE) {
         if (!strcmp(key, "file"))
             return pl__ry_path(l, v, key, &m->file);
-        return pl__ry_fail(l, k, "unknown key '%s' in 'metabolism' of format '%s' (format, file)",
-                           key, m->format);
+        return pl__ry_fail(l, k, "unknown key '%s' in 'metabolism' of format '%s' (format, file, "
+                           "reaction_rule)", key, m->format);
     }
     static const pl__ry_field keys[] = {
         {"reactions", PL_RY_PATH, offsetof(pl_recipe_metabolism, reactions), 0},
@@ -32,13 +39,6 @@ static int metabolism_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node
     int rc = pl__ry_key(l, keys, 4, key, v, m);
     if (rc <= 0)
         return rc;
-    if (!strcmp(key, "reaction_rule")) {
-        PL_TRY(pl__ry_scalar(l, v, key));
-        if (strcmp(pl__ry_str(v), "any") && strcmp(pl__ry_str(v), "gpr"))
-            return pl__ry_fail(l, v, "'reaction_rule' is any or gpr, not '%s'", pl__ry_str(v));
-        m->reaction_rule = !strcmp(pl__ry_str(v), "gpr") ? PL_REACTION_GPR : PL_REACTION_ANY;
-        return 0;
-    }
     return pl__ry_fail(l, k, "unknown key '%s' in 'metabolism' (format, reactions, gpr, rules, "
                        "rmr, reaction_rule)", key);
 }
@@ -90,6 +90,22 @@ static int samples_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t 
     return pl__ry_fail(l, k, "unknown key '%s' in 'samples' (format, file, payload)", key);
 }
 
+/* One column name (`column` NULL) or value of `set`: a string, not empty,
+ * without a tab or a line break (names and values become category columns
+ * and levels), refused at its own line and column. */
+static int set_string(pl__ry *l, yaml_node_t *n, const char *column, const char **out)
+{
+    PL_TRY(pl__ry_scalar(l, n, "set"));
+    if (n->data.scalar.length == 0)
+        return column ? pl__ry_fail(l, n, "'set' value of '%s' is empty", column)
+                      : pl__ry_fail(l, n, "'set' has an empty column name");
+    if (strpbrk(pl__ry_str(n), "\t\n\r"))
+        return column ? pl__ry_fail(l, n, "'set' value of '%s' holds a tab or a line break",
+                                    column)
+                      : pl__ry_fail(l, n, "'set' column name holds a tab or a line break");
+    return pl__ry_string(l, n, "set", out);
+}
+
 static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v, void *ctx)
 {
     pl_smp_spec *s = ctx;
@@ -104,15 +120,24 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
              p++) {
             if (s->n_set == PL_IMP_MAX_LIST)
                 return pl__ry_fail(l, v, "more than %d columns in 'set'", PL_IMP_MAX_LIST);
-            PL_TRY(pl__ry_string(l, pl__ry_node(l, p->key), key, &s->set_names[s->n_set]));
-            PL_TRY(pl__ry_string(l, pl__ry_node(l, p->value), key, &s->set_values[s->n_set]));
+            PL_TRY(set_string(l, pl__ry_node(l, p->key), NULL, &s->set_names[s->n_set]));
+            PL_TRY(set_string(l, pl__ry_node(l, p->value), s->set_names[s->n_set],
+                              &s->set_values[s->n_set]));
             s->n_set++;
         }
         return 0;
     }
+    if (!strcmp(key, "allow_empty"))
+        return pl__ry_bool(l, v, key, &s->allow_empty);
+    if (!strcmp(key, "min_resolved")) {
+        PL_TRY(pl__ry_double(l, v, key, &s->min_resolved));
+        if (!(s->min_resolved >= 0 && s->min_resolved <= 1))
+            return pl__ry_fail(l, v, "'min_resolved' must be a share 0..1");
+        return 0;
+    }
     if (s->format == PL_SMP_SGA)
-        return pl__ry_fail(l, k, "key '%s' does not apply to format 'sga' (format, file, set)",
-                           key);
+        return pl__ry_fail(l, k, "key '%s' does not apply to format 'sga' (format, file, set, "
+                           "min_resolved, allow_empty)", key);
 #define COL(key, kind, field, n) {key, PL_RY_##kind, offsetof(pl_smp_spec, field), n}
     static const pl__ry_field keys[] = {
         COL("sep", SEP, sep, 0), COL("header", BOOL, header, 0),
@@ -126,8 +151,19 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
     if (rc <= 0)
         return rc;
     return pl__ry_fail(l, k, "unknown key '%s' in a sample table (format, file, sep, header, "
-                       "comment, genes, gene_sep, gene_columns, id, labels, categories, set)",
-                       key);
+                       "comment, genes, gene_sep, gene_columns, id, labels, categories, set, "
+                       "min_resolved, allow_empty)", key);
+}
+
+/* format dcell_samples: its layout is fixed; file and set only. */
+static int dcell_sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v,
+                             void *ctx)
+{
+    if (strcmp(key, "file") && strcmp(key, "format") && strcmp(key, "set") &&
+        strcmp(key, "min_resolved") && strcmp(key, "allow_empty"))
+        return pl__ry_fail(l, k, "key '%s' does not apply to format 'dcell_samples' (format, "
+                           "file, set, min_resolved, allow_empty)", key);
+    return sample_pair(l, key, k, v, ctx);
 }
 
 static int samples_one(pl__ry *l, yaml_node_t *m)
@@ -140,12 +176,22 @@ static int samples_one(pl__ry *l, yaml_node_t *m)
     pl_smp_spec *s = &r->tables[r->n_tables++];
     pl__smp_spec_init(s);
     yaml_node_t *fmt;
-    PL_TRY(pl__ry_format(l, m, "a sample table", "table or sga", &fmt));
-    if (!strcmp(pl__ry_str(fmt), "sga"))
+    PL_TRY(pl__ry_format(l, m, "a sample table", "table, sga or dcell_samples", &fmt));
+    if (!strcmp(pl__ry_str(fmt), "sga")) {
         s->format = PL_SMP_SGA;
-    else if (strcmp(pl__ry_str(fmt), "table"))
-        return pl__ry_fail(l, fmt, "unknown sample format '%s' (table or sga)", pl__ry_str(fmt));
-    PL_TRY(pl__ry_pairs(l, m, "a sample table", sample_pair, s));
+    } else if (!strcmp(pl__ry_str(fmt), "dcell_samples")) {
+        /* DCell's data files as published: `2 <gene> <gene> <score>`,
+         * space-separated, no header */
+        s->sep = ' ';
+        s->header = 0;
+        s->gene_columns[0] = "2", s->gene_columns[1] = "3", s->n_gene_columns = 2;
+        s->labels[0] = "4", s->n_labels = 1;
+    } else if (strcmp(pl__ry_str(fmt), "table")) {
+        return pl__ry_fail(l, fmt, "unknown sample format '%s' (table, sga or dcell_samples)",
+                           pl__ry_str(fmt));
+    }
+    PL_TRY(pl__ry_pairs(l, m, "a sample table", s->n_gene_columns ? dcell_sample_pair
+                                                                   : sample_pair, s));
     if (!s->file)
         return pl__ry_fail(l, m, "a sample table without 'file'");
     return pl__smp_check(s, l->err) < 0 ? pl__ry_wrap(l, m, "sample table") : 0;

@@ -44,6 +44,7 @@ static int provider_next(void *ctx, pl__sample_row *row, pl_err *err)
         if (!p->rd) {
             if (p->next == p->n_specs)
                 return p->res.n_categories ? levels_text(p, err) : 0;
+            p->rows0 = p->res.rows, p->kept0 = p->res.kept;
             PL_TRY(pl__smp_open(&p->specs[p->next++], p->nm, p->strict, &p->res, &p->rd, err));
         }
         const pl_smp_row *x;
@@ -53,6 +54,8 @@ static int provider_next(void *ctx, pl__sample_row *row, pl_err *err)
         if (rc == 0) {
             pl__smp_close(p->rd);
             p->rd = NULL;
+            PL_TRY(pl__smp_check_resolved(&p->specs[p->next - 1], p->res.rows - p->rows0,
+                                          p->res.kept - p->kept0, &p->res.names, err));
             continue;
         }
         *row = (pl__sample_row){x->id, x->genes, x->n_genes, x->labels, x->dropped, x->cats};

@@ -16,6 +16,7 @@ typedef struct pl_smp_provider {
     pl_smp_result res;
     pl_smp_rd *rd;
     uint32_t next;       /* the table to open next */
+    uint64_t rows0, kept0; /* res.rows and res.kept when the open table began */
     pl__build_samples *bs;
     char *levels;
     uint64_t levels_len, levels_cap;
@@ -24,7 +25,9 @@ typedef struct pl_smp_provider {
 /** Open the first of the `n` (>= 1) tables `specs` (borrowed, like `nm`,
  *  until pl__smp_provider_close()) and fill `*bs` to read them all; rows
  *  naming an unresolved gene are marked dropped unless `strict` makes them
- *  an error. @return 0 or a negative code (err names file:line). */
+ *  an error. At the end of each table, its resolution is checked as its
+ *  spec says (min_resolved, allow_empty: samples.h). @return 0 or a
+ *  negative code (err names file:line, or the file). */
 int pl__smp_provider_open(pl_smp_provider *p, const pl_smp_spec *specs, uint32_t n,
                           const pl_names *nm, int strict, pl__build_samples *bs, pl_err *err);
 

@@ -138,6 +138,11 @@ int pl__smp_label(pl_smp_rd *d, const pl__field *f, uint32_t l)
         return pl__src_fail(d->src, f->col, d->err, "label '%.*s' in column '%s' is out of "
                             "the float32 range", (int)(f->len > 40 ? 40 : f->len), f->s,
                             pl__smp_label_name(d, l));
+    if (pr < 0 && d->first_row) /* a header read as data */
+        return pl__src_fail(d->src, f->col, d->err, "bad number '%.*s' in label column '%s' "
+                            "of the first row, read as data (header: false): did you mean "
+                            "header: true?", (int)(f->len > 40 ? 40 : f->len), f->s,
+                            pl__smp_label_name(d, l));
     if (pr < 0)
         return pl__src_fail(d->src, f->col, d->err, "bad number '%.*s' in label column '%s' "
                             "(a text column is kept with 'categories')",

@@ -74,9 +74,15 @@ typedef struct pl_smp_spec {
      *  split by file: `set: {split: train}`) */
     const char *set_names[PL_IMP_MAX_LIST], *set_values[PL_IMP_MAX_LIST];
     uint32_t n_set;
+    /** both formats, as an edge source's: a file that keeps no sample
+     *  (unless min_resolved is 0), or whose rows resolve on a share under
+     *  min_resolved (default 0.5), is an error naming the file and its most
+     *  frequent unresolved names; allow_empty accepts anything */
+    double min_resolved;
+    int allow_empty;
 } pl_smp_spec;
 
-/** Fill `s` with the defaults (table, header, tab). */
+/** Fill `s` with the defaults (table, header, tab, min_resolved 0.5). */
 void pl__smp_spec_init(pl_smp_spec *s);
 
 /** One kept sample, valid during the `emit` call only. */
@@ -121,6 +127,13 @@ int pl__smp_read(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_em
                  void *ctx, pl_smp_result *r, pl_err *err);
 
 void pl__smp_result_free(pl_smp_result *r);
+
+/** The resolution rule of `s` (min_resolved, allow_empty) over one table
+ *  read: `rows` data rows, `kept` samples kept, `unres` the unresolved names
+ *  (their ten most frequent are named). @return 0, or PL_EPARSE naming
+ *  s->file: it keeps no sample, or too small a share of its rows. */
+int pl__smp_check_resolved(const pl_smp_spec *s, uint64_t rows, uint64_t kept,
+                           const pl_unres *unres, pl_err *err);
 
 /** A sample table being read row by row (the builder's row provider). */
 typedef struct pl_smp_rd pl_smp_rd;

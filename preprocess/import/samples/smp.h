@@ -22,6 +22,7 @@ struct pl_smp_rd {
     char **lnames, **cnames; /* this file's label and category names */
     uint32_t nl, nc;
     int names_moved;      /* the names went to the result (the first file) */
+    int first_row;        /* a headerless table's first row is being read */
     pl_smp_row out;       /* the row handed out */
     void *state;          /* the format's own (freed by pl__smp_close()) */
 };

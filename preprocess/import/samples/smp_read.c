@@ -3,6 +3,7 @@
 #include "samples.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,32 @@ void pl__smp_spec_init(pl_smp_spec *s)
 {
     memset(s, 0, sizeof *s);
     s->header = 1;
+    s->min_resolved = 0.5;
+}
+
+int pl__smp_check_resolved(const pl_smp_spec *s, uint64_t rows, uint64_t kept,
+                           const pl_unres *unres, pl_err *err)
+{
+    if (s->allow_empty)
+        return 0;
+    double share = rows ? (double)kept / (double)rows : 0.0;
+    char names[1024];
+    if (kept == 0 && s->min_resolved > 0) {
+        pl__unres_top(unres, names, sizeof names);
+        return pl__err(err, PL_EPARSE, "%s: the sample table keeps no sample: %llu rows, %llu "
+                       "with an unresolved gene name; most frequent unresolved names: %s (an "
+                       "alias table for them, or allow_empty: true, accepts it)", s->file,
+                       (unsigned long long)rows, (unsigned long long)(rows - kept), names);
+    }
+    if (rows > 0 && share < s->min_resolved) {
+        pl__unres_top(unres, names, sizeof names);
+        return pl__err(err, PL_EPARSE, "%s: only %llu of the sample table's %llu rows resolve "
+                       "(share %.3f, under min_resolved %g); most frequent unresolved names: %s "
+                       "(a lower min_resolved, or allow_empty: true, accepts it)", s->file,
+                       (unsigned long long)kept, (unsigned long long)rows, share,
+                       s->min_resolved, names);
+    }
+    return 0;
 }
 
 /* A constant category named like a category of the file, or twice. */
@@ -28,6 +55,8 @@ static int check_set(const pl_smp_spec *s, pl_err *err)
         for (uint32_t j = 0; j < i; j++)
             PL_FAIL_IF(!strcmp(n, s->set_names[j]), err, PL_EUSAGE,
                        "'set' names '%s' twice", n);
+        PL_FAIL_IF(strpbrk(n, "\t\n\r"), err, PL_EUSAGE,
+                   "'set' column name '%s' holds a tab or a line break", n);
         PL_FAIL_IF(strpbrk(s->set_values[i], "\t\n\r"), err, PL_EUSAGE,
                    "'set' value of '%s' holds a tab or a line break", n);
         PL_FAIL_IF(!*s->set_values[i], err, PL_EUSAGE, "'set' value of '%s' is empty", n);

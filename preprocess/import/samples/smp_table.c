@@ -45,6 +45,32 @@ static int col_name(pl_smp_rd *d, const pl__field *f, int k, char **slot)
     return pl__smp_name(d, slot, buf, strlen(buf));
 }
 
+/* A header that is a row of data (header: false forgotten): a field that
+ * parses as a number, or a gene column's field that is a gene of the list. */
+static int header_is_data(pl_smp_rd *d, const pl__field *f, int n, const layout *L)
+{
+    static const char hint[] = "the first row looks like data: did you mean header: false?";
+    for (int k = 0; k < n; k++) {
+        float x;
+        if (!pl__field_missing(&f[k]) && pl__parse_float(&f[k], &x) != -1)
+            return pl__src_fail(d->src, f[k].col, d->err, "header field '%.*s' is a number; %s",
+                                (int)(f[k].len > 40 ? 40 : f[k].len), f[k].s, hint);
+    }
+    int cols[PL_IMP_MAX_LIST + 1], nc = 0;
+    if (L->genes >= 0)
+        cols[nc++] = L->genes;
+    for (uint32_t i = 0; i < d->s->n_gene_columns; i++)
+        cols[nc++] = L->gene_col[i];
+    for (int i = 0; i < nc; i++) {
+        const pl__field *g = &f[cols[i]];
+        if (g->len && pl__names_resolve(d->nm, g->s, g->len) >= 0)
+            return pl__src_fail(d->src, g->col, d->err, "header field '%.*s' of a gene column "
+                                "is a gene of the list; %s", (int)(g->len > 40 ? 40 : g->len),
+                                g->s, hint);
+    }
+    return 0;
+}
+
 /* The roles of the columns from the first line (the header, or the first
  * row). */
 static int plan(pl_smp_rd *d, const pl__field *f, int n, layout *L)
@@ -61,6 +87,8 @@ static int plan(pl_smp_rd *d, const pl__field *f, int n, layout *L)
         PL_TRY(find(d, f, n, s->gene_columns[i], &L->gene_col[i]));
         role[L->gene_col[i]] = R_GENE1;
     }
+    if (s->header)
+        PL_TRY(header_is_data(d, f, n, L));
     if (s->id && !(s->id_optional && pl__imp_col(f, n, s->id) < 0)) {
         PL_TRY(find(d, f, n, s->id, &L->id));
         role[L->id] = R_ID;
@@ -220,11 +248,14 @@ int pl__smp_table_next(pl_smp_rd *d)
     int n = t->n_pending;
     if (!t->pending && (n = next_line(d, t, &len)) <= 0)
         return n;
+    d->first_row = t->pending;
     t->pending = 0;
     if (n != t->L.n)
         return pl__src_fail(d->src, n > t->L.n ? t->f[t->L.n].col : (uint32_t)len + 1, d->err,
                             "expected %d columns as in the %s, found %d", t->L.n,
                             d->s->header ? "header" : "first row", n);
-    PL_TRY(row(d, &t->L, t->f));
+    int rc = row(d, &t->L, t->f);
+    d->first_row = 0;
+    PL_TRY(rc);
     return 1;
 }
