@@ -208,6 +208,7 @@ def test_datamodule_names_the_column_a_split_lacks(tmp_path):
     dm = pertload.DataModule(db, batch_size=2, layout="lists")
     assert sorted(dm.splits) == ["test", "train"]
     assert sum(len(b.row) for b in dm.train_dataloader()) == 2
+    dm.teardown("fit")  # the train loader's kept serve (the exception below holds dm)
     with pytest.raises(ValueError) as e:
         dm.val_dataloader()
     msg = str(e.value)
