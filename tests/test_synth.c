@@ -35,7 +35,7 @@ static const struct {
 
 static int synth(const char *out, uint64_t seed)
 {
-    pl_synth_opts o = {out, 400, SAMPLES, seed, SCALE, 4, 0};
+    pl_synth_opts o = {out, 400, SAMPLES, seed, SCALE, 4, 0, NULL, 0, 0};
     pl_err err = {0};
     int rc = pl__synth(&o, &err);
     cr_assert_eq(rc, 0, "pl__synth(%s): %s", out, err.msg);
@@ -269,7 +269,7 @@ Test(synth, output_directories)
     char *file = pl_test_write(dir, "plain", "x\n");
     char *under = pl_test_path(dir, "plain/out"), *deep = pl_test_path(dir, "p/q//"),
          *genes = pl_test_path(dir, "p/q/genes.txt");
-    pl_synth_opts o = {under, 50, 10, 1, 0.01, 0, 0};
+    pl_synth_opts o = {under, 50, 10, 1, 0.01, 0, 0, NULL, 0, 0};
     pl_err err = {0};
     cr_assert_eq(pl__synth(&o, &err), -ENOTDIR, "%s", err.msg);
     char want[4300];
@@ -326,7 +326,7 @@ Test(synth, full_file_system, .timeout = 120)
             r.setup_errno = pl_test_small_fs(mnt, sizes[i], &what);
             snprintf(r.what, sizeof r.what, "%s", what);
             if (!r.setup_errno) {
-                pl_synth_opts o = {out, 2000, 20000, 3, 0.05, 4, 0};
+                pl_synth_opts o = {out, 2000, 20000, 3, 0.05, 4, 0, NULL, 0, 0};
                 pl_err err = {0};
                 r.rc = pl__synth(&o, &err);
                 snprintf(r.msg, sizeof r.msg, "%.1000s", err.msg);
