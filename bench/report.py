@@ -61,17 +61,39 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+# Runs a program as its child and writes the child's peak RSS (KiB) to a file:
+# the peak of a child forked by this process would count this process's own
+# memory (torch included: about 250 MiB), which the child holds until its exec
+# and which Linux keeps in its ru_maxrss; this bare interpreter holds ~10 MiB.
+_PEAK = ("import os, sys\n"
+         "pid = os.fork()\n"
+         "if pid == 0:\n"
+         "    os.execv(sys.argv[2], sys.argv[2:])\n"
+         "_, status, ru = os.wait4(pid, 0)\n"
+         "open(sys.argv[1], 'w').write(str(ru.ru_maxrss))\n"
+         "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
 def pertload(*args, rusage=False):
     """Run `pertload ARGS`; its output goes to our stderr (the log). With
-    rusage, return (wall seconds, peak RSS bytes) of the process."""
+    rusage, return (wall seconds, peak RSS bytes) of the process, measured
+    through _PEAK."""
+    cmd = [PERTLOAD, *map(str, args)]
+    if rusage:
+        fd, peak = tempfile.mkstemp(prefix="pertload-peak-")
+        os.close(fd)
+        cmd = [sys.executable, "-I", "-S", "-c", _PEAK, peak] + cmd
     t0 = time.perf_counter()
-    p = subprocess.Popen([PERTLOAD, *map(str, args)], stdout=sys.stderr)
-    _, status, ru = os.wait4(p.pid, 0)
+    p = subprocess.run(cmd, stdout=sys.stderr)
     dt = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise SystemExit(f"pertload {' '.join(map(str, args))}: exit status {p.returncode}")
-    return (dt, ru.ru_maxrss * 1024) if rusage else None
+    if not rusage:
+        return None
+    with open(peak) as f:
+        kib = int(f.read())
+    os.unlink(peak)
+    return dt, kib * 1024
 
 
 def bench(name, *args, work):
