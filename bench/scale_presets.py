@@ -10,6 +10,7 @@ over the first --ring-samples samples. Per-sample costs are also divided by the
 removed positions, the figure the targets compare: human within 2x of yeast.
 """
 import os
+import shutil
 import time
 
 TARGET_BUILD_S, TARGET_PEAK = 300.0, 8 * 2**30
@@ -46,17 +47,17 @@ def run(dataset, bench, work, samples, ring_samples, scale, log):
     """Figures of both presets; dataset() and bench() are report.py's."""
     r = {"load_before": os.getloadavg()}
     for preset in ("yeast", "human"):
-        db, b = dataset(work, preset, samples.get(preset), scale, preset=preset)
-        m = bench("masks", db, "--samples", min(samples.get(preset) or 0, 200000) or 200000,
+        n = samples.get(preset)  # None: the preset's
+        db, b = dataset(work, preset, n, scale, preset=preset)
+        m = bench("masks", db, "--samples", min(n, 200000) if n else 200000,
                   "--peer-samples", 0, work=work)
         log(f"\n$ ring into Python, {preset}: {ring_samples:,} samples")
         start, rate, rm = ring(db, ring_samples)
-        r[preset] = {"build": b, "edges": m["edges"], "genes": m.get("genes"),
+        r[preset] = {"build": b, "edges": m["edges"],
                      "engine_samples_per_s": m["engine_samples_per_s"],
                      "removed_per_sample": m["removed_per_sample"],
                      "ring_start_seconds": start, "ring_samples_per_s": rate,
                      "ring_removed_per_sample": rm, "load": os.getloadavg()}
-        import shutil
         shutil.rmtree(db)
     return r
 
