@@ -15,7 +15,7 @@ static const struct {
     int (*run)(int, char **);
     const char *help;
 } cmds[] = {
-    {"synth", pl_cmd_synth, "generate synthetic yeast-scale input files"},
+    {"synth", pl_cmd_synth, "generate synthetic input files (yeast or human scale)"},
     {"build", pl_cmd_build, "build a database from input files"},
     {"masks", pl_cmd_masks, "print the masks of one deletion set as JSON"},
     {"inspect", pl_cmd_inspect, "summarise a database"},
