@@ -3,7 +3,9 @@
  * real segments in /dev/shm.
  *   - 16 ranks (world size 16) cover every row exactly once, and their
  *     proportional set sizes hold one table between them, far below 16
- *     private tables (--no-shared-table, measured in the same run);
+ *     private tables (--no-shared-table, measured in the same run), and one
+ *     graph: beyond the segment, a rank costs at most 16 MiB (the graph's
+ *     lists alone are 23 MB a process at yeast scale);
  *   - a creator stopped and then killed halfway leaves no rank hanging: the
  *     waiting ones rebuild and serve every row;
  *   - a segment of another user under the table's name is refused;
@@ -305,6 +307,12 @@ Test(table_shared, sixteen_ranks_hold_one_table)
     /* ... and at least 12 of the 16 private tables saved. */
     cr_assert_lt(shared + 12 * table_kb, priv, "shared %llu kB, private %llu kB",
                  (unsigned long long)shared, (unsigned long long)priv);
+    /* The graph's lists are in the segment: what a rank holds beyond it (its
+     * ring, plan, scratch; its share of the database's pages and libraries)
+     * is far below a graph of its own. */
+    uint64_t per_rank = (shared - tab_shared) / RANKS;
+    cr_assert_lt(per_rank, 16 * 1024, "%llu kB a rank beyond the segment",
+                 (unsigned long long)per_rank);
     free(db);
 }
 
