@@ -267,17 +267,22 @@ PL_API int pl_graph_load(pl_db *db, pl_graph **out, pl_err *err)
     return 0;
 }
 
+/* Free the lists g owns (not an adopted image's). */
+static void free_lists(pl_graph *g)
+{
+    free(g->off);
+    free(g->vals);
+    free(g->rmr_off);
+    free(g->rmr_vals);
+    free(g->rmr_len);
+}
+
 PL_API void pl_graph_free(pl_graph *g)
 {
     if (!g)
         return;
-    if (!g->lists_shared) {
-        free(g->off);
-        free(g->vals);
-        free(g->rmr_off);
-        free(g->rmr_vals);
-        free(g->rmr_len);
-    }
+    if (!g->lists_shared)
+        free_lists(g);
     free(g->rules_buf);
     free(g);
 }
@@ -347,11 +352,7 @@ int pl__graph_image_adopt(pl_graph *g, const void *src, uint64_t bytes)
         if (len[i] && memcmp(s + at[i], part[i], len[i]) != 0)
             return 0;
     int metab = g->n_lists > g->n_types;
-    free(g->off);
-    free(g->vals);
-    free(g->rmr_off);
-    free(g->rmr_vals);
-    free(g->rmr_len);
+    free_lists(g);
     g->off = (uint64_t *)(s + at[0]);
     g->vals = (uint32_t *)(s + at[1]);
     g->rmr_off = metab ? (uint32_t *)(s + at[2]) : NULL;
