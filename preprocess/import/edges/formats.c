@@ -93,10 +93,3 @@ int pl__imp_row(pl_src *src, pl__field *f, int max, int ncols, pl_err *err)
     }
     return rc;
 }
-
-int pl__imp_nonempty(const pl_src *src, const pl__field *f, const char *what, pl_err *err)
-{
-    if (f->len == 0)
-        return pl__src_fail(src, f->col, err, "empty %s", what);
-    return 0;
-}

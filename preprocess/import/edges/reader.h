@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "preprocess/import/source/fields.h"
 #include "preprocess/import/source/source.h"
 
 /** One edge as read: the names are views into the current line (valid during
@@ -168,20 +169,5 @@ int pl__imp_header(pl_src *src, pl__field *f, int max, const char *expected, pl_
  *  row without exactly `ncols` fields fails naming file:line and both counts.
  *  @return 1 a row, 0 at the end, or a negative code. */
 int pl__imp_row(pl_src *src, pl__field *f, int max, int ncols, pl_err *err);
-
-/** The taxon of STRING ids, as first seen (lines do not outlive their call). */
-typedef struct pl_imp_taxon {
-    char s[24];
-    size_t len;
-} pl_imp_taxon;
-
-/** Strip the "TAXON." prefix of a STRING id in place ("4932.YAL001C" ->
- *  "YAL001C"); the taxon must be the same on every row (`tx` remembers the
- *  first; zero it before the first row). Fails at file:line:col when the id
- *  is not TAXON.NAME or the taxon differs (string.c). */
-int pl__imp_strip_taxon(const pl_src *src, pl__field *f, pl_imp_taxon *tx, pl_err *err);
-
-/** Fail with "file:line:col: empty <what>" when the field is empty. */
-int pl__imp_nonempty(const pl_src *src, const pl__field *f, const char *what, pl_err *err);
 
 #endif
