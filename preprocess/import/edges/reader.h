@@ -158,6 +158,12 @@ int pl__imp_score(const pl_src *src, const pl__field *f, const char *what, doubl
 /** Fail with "file:line: expected N fields, found M" unless n >= need. */
 int pl__imp_need(const pl_src *src, int n, int need, pl_err *err);
 
+/** The first line of a file with a header into *line, *len; an empty file
+ *  fails with "file:1: empty file (expected <expected>)".
+ *  @return 1, or a negative code. */
+int pl__imp_first_line(pl_src *src, const char **line, size_t *len, const char *expected,
+                       pl_err *err);
+
 /** Read the header line of a tab-separated table with named columns into
  *  f[0..max] (room for max + 1 fields); an empty file fails with
  *  "file:1: empty file (expected <expected>)".
@@ -169,5 +175,9 @@ int pl__imp_header(pl_src *src, pl__field *f, int max, const char *expected, pl_
  *  row without exactly `ncols` fields fails naming file:line and both counts.
  *  @return 1 a row, 0 at the end, or a negative code. */
 int pl__imp_row(pl_src *src, pl__field *f, int max, int ncols, pl_err *err);
+
+/** pl__imp_row() of a table whose fields `sep` separates (STRING's links:
+ *  ' '); the count error says "tab-separated" for '\t' only. */
+int pl__imp_row_sep(pl_src *src, char sep, pl__field *f, int max, int ncols, pl_err *err);
 
 #endif

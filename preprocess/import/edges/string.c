@@ -42,12 +42,10 @@ static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
     const char *line;
     size_t len;
     pl__field f[MAX_COLS + 1];
-    int rc = pl__src_line(src, &line, &len, err);
+    int rc = pl__imp_first_line(src, &line, &len, "a STRING header 'protein1 protein2 ...'",
+                                err);
     if (rc < 0)
         return rc;
-    if (rc == 0)
-        return pl__err(err, PL_EPARSE, "%s:1: empty file (expected a STRING header "
-                       "'protein1 protein2 ...')", pl__src_path(src));
     int ncols = pl__src_split(line, len, ' ', f, MAX_COLS + 1);
     if (ncols < 3 || ncols > MAX_COLS || pl__imp_col(f, 2, "protein1") != 0 ||
         pl__imp_col(f, 2, "protein2") != 1)
@@ -75,13 +73,7 @@ static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
                             "%s)", want, have);
     }
     pl_imp_taxon tx = {0};
-    while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
-        if (len == 0)
-            continue;
-        int n = pl__src_split(line, len, ' ', f, MAX_COLS + 1);
-        if (n != ncols)
-            return pl__src_fail(src, 0, err, "expected %d fields as in the header, found %d%s",
-                                ncols, n, n < ncols ? " (missing column)" : "");
+    while ((rc = pl__imp_row_sep(src, ' ', f, MAX_COLS, ncols, err)) > 0) {
         st->rows++;
         uint64_t v;
         if (pl__parse_u64(&f[col], &v) < 0 || v > 1000)
