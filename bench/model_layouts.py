@@ -34,7 +34,6 @@ usage: model_layouts.py DB [--batch-size 64] [--batches 3] [--types T1,T2]
                            [--no-per-sample]
 Needs torch_geometric importable (e.g. PyG 2.4.0 unpacked on PYTHONPATH).
 """
-import argparse
 import sys
 import time
 
@@ -45,7 +44,7 @@ from torch_geometric.nn import HeteroConv, SAGEConv, global_mean_pool
 from torch_geometric.utils import subgraph
 
 import pertload
-from pyg_layout import best, out_bytes  # the sibling bench
+from pyg_layout import best, first_batches, options, out_bytes  # the sibling bench
 
 
 def per_sample_pyg(batch, graph, ei, types):
@@ -190,12 +189,7 @@ def model_only(db, types, batch_size, n_batches, device):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("db")
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--batches", type=int, default=3,
-                    help="batches timed per pipeline (0: the epoch alone)")
-    ap.add_argument("--types", help="edge types (default: all)")
+    ap = options(__doc__, 3, "batches timed per pipeline (0: the epoch alone)")
     ap.add_argument("--epoch-batches", type=int, default=10)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--no-per-sample", action="store_true",
@@ -203,18 +197,9 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     dev = torch.device(a.device)
-    loader = pertload.Loader(a.db, batch_size=a.batch_size, shuffle=True, seed=1)
-    graph = loader.graph
-    types = a.types.split(",") if a.types else graph.type_names
-    g = graph.to_torch("cpu")
+    graph, types, g, batches = first_batches(a)
     ei = {t: g[("gene", t, "gene")]["edge_index"] for t in types}
     inc = {t: incidence(ei[t], graph.n_genes) for t in types}
-    batches = []
-    for batch in loader:
-        if len(batches) == a.batches:
-            break
-        batches.append(batch.copy())
-    loader.close()
     gd = graph.to_torch(dev) if dev.type != "cpu" else g
 
     def timed(f):  # the call, with what it queued on the device

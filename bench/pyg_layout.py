@@ -55,25 +55,40 @@ def best(f, reps):
     return min(times)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def options(doc, batches, batches_help=None):
+    """The options of the layout benches (this one, model_layouts.py): DB,
+    --batch-size, --batches (default `batches`), --types; the caller adds
+    its own."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("db")
     ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--batches", type=int, default=5)
+    ap.add_argument("--batches", type=int, default=batches, help=batches_help)
     ap.add_argument("--types", help="edge types (default: all)")
-    ap.add_argument("--python-batches", type=int, default=1)
-    a = ap.parse_args()
-    torch.set_num_threads(1)
+    return ap
+
+
+def first_batches(a):
+    """(graph, its edge types chosen by --types, its tensors on the CPU,
+    copies of the first --batches batches of a shuffled epoch, seed 1)."""
     loader = pertload.Loader(a.db, batch_size=a.batch_size, shuffle=True, seed=1)
     graph = loader.graph
     types = a.types.split(",") if a.types else graph.type_names
-    g = loader.graph.to_torch("cpu")
+    g = graph.to_torch("cpu")
     batches = []
     for batch in loader:
-        batches.append(batch.copy())
         if len(batches) == a.batches:
             break
+        batches.append(batch.copy())
     loader.close()
+    return graph, types, g, batches
+
+
+def main():
+    ap = options(__doc__, 5)
+    ap.add_argument("--python-batches", type=int, default=1)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    graph, types, g, batches = first_batches(a)
     tp = tm = tpy = 0.0
     nbytes = samples = edges = 0
     for k, b in enumerate(batches):

@@ -27,7 +27,13 @@ report.json (every figure) and the figures as PNG files (bench/plots.py:
 scaling.png, ranks.png, step-spread.png) into --out, and prints the
 markdown.
 
+With --preset human it measures instead the human-scale preset beside the
+yeast one, in the same run (bench/scale_presets.py): build time and peak
+memory, database size, the masks engine on one core, the ring into Python
+and the serve's start.
+
 usage: pertload bench [--db DB] [--samples N] [--out DIR] [--quick] [--work DIR]
+                      [--preset yeast|human] [--ring-samples N]
 """
 import argparse
 import datetime
@@ -46,6 +52,7 @@ sys.path.insert(0, HERE)
 import peers  # noqa: E402  (beside this file)
 import plots  # noqa: E402
 import ranks  # noqa: E402
+import scale_presets  # noqa: E402
 
 PERTLOAD = os.environ.get("PERTLOAD_BIN") or shutil.which("pertload") or "pertload"
 
@@ -54,17 +61,39 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+# Runs a program as its child and writes the child's peak RSS (KiB) to a file:
+# the peak of a child forked by this process would count this process's own
+# memory (torch included: about 250 MiB), which the child holds until its exec
+# and which Linux keeps in its ru_maxrss; this bare interpreter holds ~10 MiB.
+_PEAK = ("import os, sys\n"
+         "pid = os.fork()\n"
+         "if pid == 0:\n"
+         "    os.execv(sys.argv[2], sys.argv[2:])\n"
+         "_, status, ru = os.wait4(pid, 0)\n"
+         "open(sys.argv[1], 'w').write(str(ru.ru_maxrss))\n"
+         "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
 def pertload(*args, rusage=False):
     """Run `pertload ARGS`; its output goes to our stderr (the log). With
-    rusage, return (wall seconds, peak RSS bytes) of the process."""
+    rusage, return (wall seconds, peak RSS bytes) of the process, measured
+    through _PEAK."""
+    cmd = [PERTLOAD, *map(str, args)]
+    if rusage:
+        fd, peak = tempfile.mkstemp(prefix="pertload-peak-")
+        os.close(fd)
+        cmd = [sys.executable, "-I", "-S", "-c", _PEAK, peak] + cmd
     t0 = time.perf_counter()
-    p = subprocess.Popen([PERTLOAD, *map(str, args)], stdout=sys.stderr)
-    _, status, ru = os.wait4(p.pid, 0)
+    p = subprocess.run(cmd, stdout=sys.stderr)
     dt = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise SystemExit(f"pertload {' '.join(map(str, args))}: exit status {p.returncode}")
-    return (dt, ru.ru_maxrss * 1024) if rusage else None
+    if not rusage:
+        return None
+    with open(peak) as f:
+        kib = int(f.read())
+    os.unlink(peak)
+    return dt, kib * 1024
 
 
 def bench(name, *args, work):
@@ -81,13 +110,16 @@ def bench(name, *args, work):
     return res
 
 
-def dataset(work, name, samples, scale=1.0, payload_dim=0, seed=1, rewrite=None):
-    """Synthesize and build a dataset; (db path, build figures). rewrite(src)
-    may change the synthesized inputs in directory src before the build."""
+def dataset(work, name, samples, scale=1.0, payload_dim=0, seed=1, rewrite=None, preset=None):
+    """Synthesize and build a dataset (`pertload synth --preset`; samples None:
+    the preset's); (db path, build figures). rewrite(src) may change the
+    synthesized inputs in directory src before the build."""
     src, db = os.path.join(work, name + "-in"), os.path.join(work, name + "-db")
     if os.path.exists(db):
         shutil.rmtree(db)
-    args = ["synth", src, "--samples", samples, "--scale", scale, "--seed", seed, "--quiet"]
+    args = ["synth", src, "--scale", scale, "--seed", seed, "--quiet"]
+    args += ["--samples", samples] if samples is not None else []
+    args += ["--preset", preset] if preset else []
     if payload_dim:
         args += ["--payload-dim", payload_dim]
     log(f"\n$ pertload {' '.join(map(str, args))}")
@@ -99,10 +131,12 @@ def dataset(work, name, samples, scale=1.0, payload_dim=0, seed=1, rewrite=None)
     build_args = [a for a in build_args if a]
     log(f"$ pertload build -o {db} ...")
     secs, rss = pertload("build", "-o", db, "--quiet", *build_args, rusage=True)
-    shutil.rmtree(src)  # the inputs are not needed any more (payload.npy is large)
     size = {f: os.path.getsize(os.path.join(db, f)) for f in os.listdir(db)
             if os.path.isfile(os.path.join(db, f))}
-    return db, {"build_seconds": secs, "build_peak_rss_bytes": rss, "files": size}
+    with open(os.path.join(src, "samples.tsv")) as f:
+        n = sum(1 for _ in f) - 1
+    shutil.rmtree(src)  # the inputs are not needed any more (payload.npy is large)
+    return db, {"build_seconds": secs, "build_peak_rss_bytes": rss, "files": size, "samples": n}
 
 
 def machine():
@@ -296,8 +330,15 @@ def main():
     ap.add_argument("--work", help="directory for the datasets [a temporary one, removed]")
     ap.add_argument("--quick", action="store_true", help="small data everywhere: checks "
                     "that every part runs, in about a minute; its figures mean little")
+    ap.add_argument("--preset", choices=("yeast", "human"), default="yeast",
+                    help="human: the human-scale preset beside the yeast one (build, "
+                    "database, masks engine, ring, serve start) instead of the whole report")
+    ap.add_argument("--ring-samples", type=int, help="with --preset human: samples "
+                    "through the ring for each preset [200,000; --quick: 5,000]")
     a = ap.parse_args()
     quick = a.quick
+    if a.preset == "human":
+        return human_scale(a)
     n = a.samples or (20000 if quick else 1000000)
     work = a.work or tempfile.mkdtemp(prefix="pertload-bench-")
     os.makedirs(work, exist_ok=True)
@@ -378,6 +419,30 @@ def main():
     print(md, end="")
     log(f"\nwritten: {os.path.join(a.out, 'report.md')}, {os.path.join(a.out, 'report.json')}, "
         f"{', '.join(os.path.join(a.out, f) for f in r['figures'])}")
+    return 0
+
+
+def human_scale(a):
+    """`pertload bench --preset human`: report.md and report.json of the two
+    presets (bench/scale_presets.py)."""
+    n = a.samples or (20000 if a.quick else None)
+    work = a.work or tempfile.mkdtemp(prefix="pertload-bench-")
+    os.makedirs(work, exist_ok=True)
+    os.makedirs(a.out, exist_ok=True)
+    r = {"command": " ".join(sys.argv[1:]), "machine": machine(), "quick": a.quick}
+    try:
+        r["presets"] = scale_presets.run(
+            dataset, bench, work, {"yeast": n, "human": n},
+            a.ring_samples or (5000 if a.quick else 200000), 0.1 if a.quick else 1.0, log)
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
+    md = scale_presets.markdown(r["presets"], r["machine"], r["command"])
+    with open(os.path.join(a.out, "report.json"), "w") as f:
+        json.dump(r, f, indent=2)
+    with open(os.path.join(a.out, "report.md"), "w") as f:
+        f.write(md)
+    print(md, end="")
     return 0
 
 

@@ -16,6 +16,7 @@
 
 static const char usage[] =
     "[--db DB] [--samples N] [--out DIR] [--quick]   (the whole report)\n"
+    "       pertload bench --preset human [--samples N] [--ring-samples N] [--out DIR] [--quick]\n"
     "       pertload bench masks DB [--samples N] [--peer-samples M] [--genes K] [--json F]\n"
     "       pertload bench collate DB [--batch-size B] [--samples N] [--outputs LIST] "
     "[--no-ontology] [--json F]\n"

@@ -1,4 +1,4 @@
-/* pertload synth: generate synthetic yeast-scale input files. */
+/* pertload synth: generate synthetic input files, yeast or human scale. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,14 +7,16 @@
 
 #include "cli.h"
 #include "preprocess/synth.h"
+#include "preprocess/synth_preset.h"
 
-static const char usage[] = "OUT [--genes N] [--samples S] [--seed X] [--scale F] "
-                            "[--payload-dim D] [--quiet]";
+static const char usage[] = "OUT [--preset yeast|human] [--genes N] [--samples S] [--seed X] "
+                            "[--scale F] [--payload-dim D] [--payload-cells C] "
+                            "[--payload-dtype float32|float16] [--quiet]";
 
 static void help(void)
 {
     printf("usage: pertload synth %s\n\n"
-           "Write a synthetic yeast-scale data set into directory OUT (created if absent):\n"
+           "Write a synthetic data set into directory OUT (created if absent):\n"
            "genes.txt, edges/<type>.tsv for the nine yeast edge types, reactions.txt,\n"
            "rules.tsv (gene-reaction rules), gpr.tsv (their gene-reaction pairs),\n"
            "rmr.tsv, samples.tsv, payload.npy (with --payload-dim) and\n"
@@ -22,19 +24,23 @@ static void help(void)
            "per line:  xargs -d '\\n' -a OUT/build-args.txt pertload build -o DB\n"
            "The same options give byte-identical files.\n\n"
            "options:\n"
-           "  --genes N        number of genes (default 6607)\n"
-           "  --samples S      number of samples (default 1000000)\n"
+           "  --preset P       yeast (default): 6,607 genes, 2.5M edges, 1M samples;\n"
+           "                   human: 20,000 genes, 12M edges, 2M samples\n"
+           "  --genes N        number of genes (default: the preset's)\n"
+           "  --samples S      number of samples (default: the preset's)\n"
            "  --seed X         random seed (default 1)\n"
            "  --scale F        multiply edge, reaction and metabolite counts (default 1.0)\n"
-           "  --payload-dim D  write payload.npy, float32 [S, D] (default 0: none)\n"
+           "  --payload-dim D  write payload.npy, [S, D] (default 0: none)\n"
+           "  --payload-cells C  a sample's payload is a cell set: [S, C, D]\n"
+           "  --payload-dtype T  float32 (default) or float16\n"
            "  --quiet          no progress and no summary\n",
            usage);
 }
 
 int pl_cmd_synth(int argc, char **argv)
 {
-    pl_synth_opts o = {.n_genes = 6607, .n_samples = 1000000, .seed = 1, .scale = 1.0,
-                       .progress = -1};
+    pl_synth_opts o = {.seed = 1, .scale = 1.0, .progress = -1};
+    int have_genes = 0, have_samples = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -67,21 +73,36 @@ int pl_cmd_synth(int argc, char **argv)
         else
             return pl_cli_usage("synth", usage, "%s needs a value", opt);
         unsigned long long u;
-        if (!strcmp(opt, "--scale")) {
+        if (!strcmp(opt, "--preset")) {
+            if (!pl__synth_preset(v))
+                return pl_cli_usage("synth", usage, "--preset: no preset '%s' (there are: %s)",
+                                    v, pl__synth_preset_names());
+            o.preset = v;
+        } else if (!strcmp(opt, "--payload-dtype")) {
+            if (strcmp(v, "float32") && strcmp(v, "float16"))
+                return pl_cli_usage("synth", usage,
+                                    "--payload-dtype: '%s' is not float32 or float16", v);
+            o.payload_f16 = !strcmp(v, "float16");
+        } else if (!strcmp(opt, "--scale")) {
             if (pl_cli_f64(v, &o.scale) < 0 || !isfinite(o.scale) || o.scale < 0)
                 return pl_cli_usage("synth", usage, "--scale: '%s' is not a number >= 0", v);
         } else if (!strcmp(opt, "--genes") || !strcmp(opt, "--samples") ||
-                   !strcmp(opt, "--seed") || !strcmp(opt, "--payload-dim")) {
+                   !strcmp(opt, "--seed") || !strcmp(opt, "--payload-dim") ||
+                   !strcmp(opt, "--payload-cells")) {
             if (pl_cli_u64("synth", opt, v, &u) < 0)
                 return 2;
-            if (!strcmp(opt, "--genes"))
+            if (!strcmp(opt, "--genes")) {
                 o.n_genes = u;
-            else if (!strcmp(opt, "--samples"))
+                have_genes = 1;
+            } else if (!strcmp(opt, "--samples")) {
                 o.n_samples = u;
-            else if (!strcmp(opt, "--seed"))
+                have_samples = 1;
+            } else if (!strcmp(opt, "--seed"))
                 o.seed = u;
             else if (u > UINT32_MAX)
-                return pl_cli_usage("synth", usage, "--payload-dim: %llu is too large", u);
+                return pl_cli_usage("synth", usage, "%s: %llu is too large", opt, u);
+            else if (!strcmp(opt, "--payload-cells"))
+                o.payload_cells = (uint32_t)u;
             else
                 o.payload_dim = (uint32_t)u;
         } else {
@@ -90,6 +111,11 @@ int pl_cmd_synth(int argc, char **argv)
     }
     if (!o.out)
         return pl_cli_usage("synth", usage, "missing OUT");
+    const pl_synth_preset *ps = pl__synth_preset(o.preset);
+    if (!have_genes)
+        o.n_genes = ps->n_genes;
+    if (!have_samples)
+        o.n_samples = ps->n_samples;
 
     pl_err err = {0};
     int rc = pl__synth(&o, &err);

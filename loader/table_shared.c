@@ -3,7 +3,11 @@
  *
  * Segment layout: a 4096-byte header (struct shared_hdr), then ids [n],
  * gptr [n+1], genes [refs], labels [n*n_labels], weight [n], each at a
- * 64-aligned offset; total_bytes is the file size. */
+ * 64-aligned offset, then at a page the image of the graph's lists
+ * (pl__graph_image_write(), graph_bytes); total_bytes is the file size.
+ * Each rank serves the graph from the image when it equals the lists it
+ * loaded itself (pl__graph_image_adopt()), so the ranks of a node hold one
+ * graph. */
 #include "table_shared.h"
 
 #include <dirent.h>
@@ -21,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "masks/masks.h"
 #include "src/core/checksum.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
@@ -28,7 +33,7 @@
 #include "src/core/shm.h"
 
 #define MAGIC "PLTABL01" /* 8 bytes, no NUL stored */
-#define VERSION 1u
+#define VERSION 2u
 #define PAGE 4096u
 #define PREFIX "pertload-table-"
 #define WHAT "sample table"
@@ -49,6 +54,7 @@ typedef struct shared_hdr {
     identity id;
     uint64_t n, refs;
     uint64_t off_ids, off_gptr, off_genes, off_labels, off_weight;
+    uint64_t off_graph, graph_bytes;   /* the image of the graph's lists */
     uint64_t max_bound, max_kind_bound;
     uint32_t max_genes, reserved;
     uint64_t data_checksum;            /* XXH64 of bytes header_bytes..total_bytes */
@@ -87,8 +93,9 @@ static void seg_base(const identity *id, char *buf, size_t cap)
              (unsigned long long)pl__xxh64(id, sizeof *id, 0));
 }
 
-/* The layout of a table of `n` samples, `refs` references, `L` labels. */
-static void layout(shared_hdr *h, uint64_t n, uint64_t refs, uint32_t L)
+/* The layout of a table of `n` samples, `refs` references, `L` labels and a
+ * graph image of `graph` bytes. */
+static void layout(shared_hdr *h, uint64_t n, uint64_t refs, uint32_t L, uint64_t graph)
 {
     h->header_bytes = PAGE;
     h->n = n;
@@ -99,7 +106,9 @@ static void layout(shared_hdr *h, uint64_t n, uint64_t refs, uint32_t L)
     h->off_genes = align64(h->off_gptr + 8 * (n + 1));
     h->off_labels = align64(h->off_genes + 4 * refs);
     h->off_weight = align64(h->off_labels + 4 * n * L);
-    h->total_bytes = (h->off_weight + 4 * n + PAGE - 1) / PAGE * PAGE;
+    h->off_graph = (h->off_weight + 4 * n + PAGE - 1) / PAGE * PAGE;
+    h->graph_bytes = graph;
+    h->total_bytes = (h->off_graph + graph + PAGE - 1) / PAGE * PAGE;
 }
 
 static void point(pl__table *t, const shared_hdr *h, unsigned char *base)
@@ -123,7 +132,7 @@ static int check_header(const shared_hdr *h, uint64_t file_bytes, const identity
 {
     memcpy(out, h, offsetof(shared_hdr, init));
     shared_hdr want = {0};
-    layout(&want, out->n, out->refs, out->n_labels);
+    layout(&want, out->n, out->refs, out->n_labels, out->graph_bytes);
     *why = NULL;
     if (memcmp(out->magic, MAGIC, 8) != 0)
         *why = "magic is not " MAGIC;
@@ -134,8 +143,9 @@ static int check_header(const shared_hdr *h, uint64_t file_bytes, const identity
     else if (memcmp(&out->id, id, sizeof *id) != 0)
         *why = "made for another database";
     else if (out->n > (1ull << 40) || out->refs > (1ull << 44) || out->n_labels > (1u << 20) ||
+             out->graph_bytes > (1ull << 44) ||
              memcmp(&want.header_bytes, &out->header_bytes, 2 * sizeof(uint64_t)) != 0 ||
-             memcmp(&want.off_ids, &out->off_ids, 5 * sizeof(uint64_t)) != 0)
+             memcmp(&want.off_ids, &out->off_ids, 7 * sizeof(uint64_t)) != 0)
         *why = "layout inconsistent with its counts";
     else if (out->total_bytes != file_bytes)
         *why = "size differs from the segment's (truncated or grown)";
@@ -145,7 +155,8 @@ static int check_header(const shared_hdr *h, uint64_t file_bytes, const identity
 /* Attach the complete segment `base` of identity `id`.
  * @return 0 attached; 1 no such segment; 2 it went stale or was replaced
  * (try again); or < 0. */
-static int try_attach(const char *base, const identity *id, pl__table *t, pl_err *err)
+static int try_attach(const char *base, const identity *id, pl_graph *g, pl__table *t,
+                      pl_err *err)
 {
     char shm[128], path[128];
     pl__shm_names(base, shm, path, sizeof shm);
@@ -210,6 +221,7 @@ static int try_attach(const char *base, const identity *id, pl__table *t, pl_err
                        "(altered after it was built)", path);
     }
     point(t, &hd, map);
+    pl__graph_image_adopt(g, (unsigned char *)map + hd.off_graph, hd.graph_bytes);
     t->shm_base = map;
     t->release = pl__table_shared_release;
     t->shm_bytes = hd.total_bytes;
@@ -253,11 +265,12 @@ static void clear_unused(void)
  * @return 0 built (t filled), -EEXIST (another process linked the name
  * first: attach it), -EAGAIN (the temporary name was removed before it
  * was linked: try again), or < 0. */
-static int create(pl_db *db, const pl_graph *g, int io_mode, const char *base,
-                  const identity *id, pl__table *t, pl_err *err)
+static int create(pl_db *db, pl_graph *g, int io_mode, const char *base, const identity *id,
+                  pl__table *t, pl_err *err)
 {
     shared_hdr lay = {0};
-    layout(&lay, db->meta.n_samples, pl__table_refs(db), db->meta.n_labels);
+    layout(&lay, db->meta.n_samples, pl__table_refs(db), db->meta.n_labels,
+           pl__graph_image_bytes(g));
     char shm[128], path[128], tshm[160], tpath[160], tmp[160];
     pl__shm_names(base, shm, path, sizeof shm);
     uint64_t rnd;
@@ -314,6 +327,7 @@ static int create(pl_db *db, const pl_graph *g, int io_mode, const char *base,
     h->max_genes = t->max_genes;
     h->max_bound = t->max_bound;
     h->max_kind_bound = t->max_kind_bound;
+    pl__graph_image_write(g, map + lay.off_graph);
     h->data_checksum = pl__xxh64(map + PAGE, lay.total_bytes - PAGE, 0);
     h->hdr_checksum = pl__xxh64(h, offsetof(shared_hdr, hdr_checksum), 0);
     /* release: the table and the header are visible to whoever loads init == 1 */
@@ -321,6 +335,7 @@ static int create(pl_db *db, const pl_graph *g, int io_mode, const char *base,
     mprotect(map, lay.total_bytes, PROT_READ);
     fchmod(fd, 0400);
     flock(fd, LOCK_SH); /* waiters attach now */
+    pl__graph_image_adopt(g, map + lay.off_graph, lay.graph_bytes);
     t->shm_base = map;
     t->release = pl__table_shared_release;
     t->shm_bytes = lay.total_bytes;
@@ -330,8 +345,7 @@ static int create(pl_db *db, const pl_graph *g, int io_mode, const char *base,
     return 0;
 }
 
-int pl__table_load_shared(pl_db *db, const pl_graph *g, int io_mode, pl__table *t,
-                          pl_err *err)
+int pl__table_load_shared(pl_db *db, pl_graph *g, int io_mode, pl__table *t, pl_err *err)
 {
     memset(t, 0, sizeof *t);
     identity id;
@@ -339,7 +353,7 @@ int pl__table_load_shared(pl_db *db, const pl_graph *g, int io_mode, pl__table *
     char base[96];
     seg_base(&id, base, sizeof base);
     for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-        int rc = try_attach(base, &id, t, err);
+        int rc = try_attach(base, &id, g, t, err);
         if (rc <= 0)
             return rc;
         if (rc == 2)

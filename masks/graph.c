@@ -17,6 +17,9 @@
  * reaction.
  */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -30,6 +33,17 @@
 #define HUGE_PAGE ((size_t)2 << 20)
 
 static const char *const meta_names[3] = {"gpr", "reaction", "rmr"};
+
+/* Give the heap's free pages back to the system. The per-kind arrays of a
+ * load grow by realloc past glibc's mmap threshold, which then rises, so the
+ * next ones come from the heap and stay resident once freed (16 MiB a
+ * process at yeast scale): every serve rank would hold them. */
+static void trim_heap(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
 
 /* One kind as read from the database: gene g's positions are
  * vals[off[g] .. off[g+1]), without sentinels. */
@@ -241,6 +255,7 @@ PL_API int pl_graph_load(pl_db *db, pl_graph **out, pl_err *err)
         free(t[k].vals);
     }
     free(t);
+    trim_heap();
     if (rc < 0) {
         pl_graph_free(g);
         return rc;
@@ -252,15 +267,22 @@ PL_API int pl_graph_load(pl_db *db, pl_graph **out, pl_err *err)
     return 0;
 }
 
-PL_API void pl_graph_free(pl_graph *g)
+/* Free the lists g owns (not an adopted image's). */
+static void free_lists(pl_graph *g)
 {
-    if (!g)
-        return;
     free(g->off);
     free(g->vals);
     free(g->rmr_off);
     free(g->rmr_vals);
     free(g->rmr_len);
+}
+
+PL_API void pl_graph_free(pl_graph *g)
+{
+    if (!g)
+        return;
+    if (!g->lists_shared)
+        free_lists(g);
     free(g->rules_buf);
     free(g);
 }
@@ -274,4 +296,69 @@ PL_API const char *pl_graph_list_name(const pl_graph *g, uint32_t k)
     if (k < g->n_lists)
         return meta_names[k - g->n_types];
     return NULL;
+}
+
+/* The parts of the image of g's lists: their bytes and 64-aligned offsets;
+ * returns the image's size. Parts: off, vals, then with metabolism rmr_off,
+ * rmr_vals, rmr_len. */
+static uint64_t image_parts(const pl_graph *g, const void *part[5], uint64_t at[5],
+                            uint64_t len[5])
+{
+    uint64_t rows = (uint64_t)g->n_genes * g->n_gene_lists;
+    int metab = g->n_lists > g->n_types;
+    uint64_t n_rx = metab ? g->kind[g->n_types + PL_LIST_REACTION].count : 0;
+    uint64_t n_rmr = metab ? g->kind[g->n_types + PL_LIST_RMR].count : 0;
+    const void *p[5] = {g->off, g->vals, g->rmr_off, g->rmr_vals, g->rmr_len};
+    uint64_t l[5] = {(rows + 1) * sizeof *g->off, g->off[rows] * sizeof *g->vals,
+                     metab ? (n_rx + 1) * sizeof *g->rmr_off : 0,
+                     metab ? (n_rmr + PL__MASKS_PAD) * sizeof *g->rmr_vals : 0,
+                     metab ? (uint64_t)g->n_genes * sizeof *g->rmr_len : 0};
+    uint64_t pos = 0;
+    for (int i = 0; i < 5; i++) {
+        part[i] = p[i];
+        at[i] = pos;
+        len[i] = l[i];
+        pos = (pos + l[i] + 63) & ~(uint64_t)63;
+    }
+    return pos;
+}
+
+uint64_t pl__graph_image_bytes(const pl_graph *g)
+{
+    const void *part[5];
+    uint64_t at[5], len[5];
+    return image_parts(g, part, at, len);
+}
+
+void pl__graph_image_write(const pl_graph *g, void *dst)
+{
+    const void *part[5];
+    uint64_t at[5], len[5];
+    uint64_t bytes = image_parts(g, part, at, len);
+    memset(dst, 0, bytes);
+    for (int i = 0; i < 5; i++)
+        if (len[i])
+            memcpy((unsigned char *)dst + at[i], part[i], len[i]);
+}
+
+int pl__graph_image_adopt(pl_graph *g, const void *src, uint64_t bytes)
+{
+    const void *part[5];
+    uint64_t at[5], len[5];
+    if (g->lists_shared || image_parts(g, part, at, len) != bytes)
+        return 0;
+    const unsigned char *s = src;
+    for (int i = 0; i < 5; i++)
+        if (len[i] && memcmp(s + at[i], part[i], len[i]) != 0)
+            return 0;
+    int metab = g->n_lists > g->n_types;
+    free_lists(g);
+    g->off = (uint64_t *)(s + at[0]);
+    g->vals = (uint32_t *)(s + at[1]);
+    g->rmr_off = metab ? (uint32_t *)(s + at[2]) : NULL;
+    g->rmr_vals = metab ? (uint32_t *)(s + at[3]) : NULL;
+    g->rmr_len = metab ? (uint32_t *)(s + at[4]) : NULL;
+    g->lists_shared = 1;
+    trim_heap();
+    return 1;
 }

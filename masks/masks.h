@@ -68,7 +68,27 @@ struct pl_graph {
     const uint32_t *rule_off;      /**< [n_reactions + 1] into rule_code (GPR only) */
     const uint32_t *rule_code;     /**< the programs of src/core/rule.h */
     void *rules_buf;               /**< owns rule_off and rule_code */
+    int lists_shared;              /**< 1: off, vals and the rmr_ arrays lie in a
+                                        mapping another owner releases
+                                        (pl__graph_image_adopt()) */
 };
+
+/** Bytes of the image of `g`'s lists (pl__graph_image_write()). */
+uint64_t pl__graph_image_bytes(const pl_graph *g);
+
+/** Write the image of `g`'s lists to `dst` (pl__graph_image_bytes() bytes,
+ *  64-aligned): off, vals and, with metabolism, rmr_off, rmr_vals and
+ *  rmr_len, each at a 64-aligned offset, so that processes loading the same
+ *  database can share one copy (the shared sample table holds it). */
+void pl__graph_image_write(const pl_graph *g, void *dst);
+
+/** Serve `g`'s lists from the image at `src` (`bytes` long, 64-aligned,
+ *  read-only) when it is byte for byte the image of `g`'s own lists: the
+ *  private copies are freed and `g` reads the image from then on, which must
+ *  stay mapped until pl_graph_free(g). A different image leaves `g` as it
+ *  was, so masks are exactly those of the database either way.
+ *  @return 1 adopted, 0 the image differs (or `g` shares one already). */
+int pl__graph_image_adopt(pl_graph *g, const void *src, uint64_t bytes);
 
 /** Gene `gene`'s list of kind `kind` (< n_gene_lists), followed by
  *  PL__MASKS_PAD sentinels.

@@ -1,12 +1,12 @@
-/* Synthetic yeast-scale input files (see synth.h).
+/* Synthetic input files, yeast or human scale (see synth.h; the presets: synth_preset.c).
  *
  * Every component draws from its own xoshiro256** stream, seeded from (seed, component),
  * so that changing --samples leaves the graph as it was and vice versa; gene names depend
  * on --genes only. Degrees are heavy-tailed: an endpoint is drawn with weight
  * 1/(rank + r0)^ALPHA over a random ranking of the genes, one ranking per edge type; the
- * offset r0 (about 34 for 6,607 genes) keeps the biggest hubs at thousands of edges
- * rather than a tenth of the type. Types under SMALL_TYPE_EDGES draw from a random half
- * of the genes, so the other half is isolated there. Pairs are kept unique by a hash set
+ * offset r0 (about 34 for 6,607 genes, 101 for 20,000) keeps the biggest hubs at
+ * thousands of edges rather than a tenth of the type. The small yeast types
+ * (pl__synth_type_half) draw from a random half of the genes, so the other half is isolated there. Pairs are kept unique by a hash set
  * (otherwise hub pairs repeat by the hundred); duplicates and self-loops are then added
  * on purpose at P_DUP and P_SELF. */
 #include "synth.h"
@@ -23,30 +23,11 @@
 #include "src/core/error.h"
 #include "src/core/npy.h"
 #include "src/core/progress.h"
+#include "synth_preset.h"
 #include "synth_util.h"
 
-/* The yeast figures of DESIGN section 1 and of yeast-GEM 9.0.2. */
-static const struct {
-    const char *name;
-    uint64_t edges;
-} edge_types[] = {
-    {"physical", 144211},
-    {"regulatory", 44310},
-    {"tflink", 207250},
-    {"string12_0_neighborhood", 153320},
-    {"string12_0_fusion", 18394},
-    {"string12_0_cooccurence", 17692},
-    {"string12_0_coexpression", 1002806},
-    {"string12_0_experimental", 828701},
-    {"string12_0_database", 79224},
-};
-#define N_TYPES (sizeof edge_types / sizeof edge_types[0])
-#define YEAST_GENES 6607.0
-#define YEAST_REACTIONS 4131.0
-#define YEAST_METABOLITES 2806.0
-#define YEAST_METABOLIC_GENES 1161.0
+#define N_TYPES PL_SYNTH_TYPES
 
-#define SMALL_TYPE_EDGES 100000  /* smaller types use half the genes */
 #define P_SELF 0.001             /* self-loops */
 #define P_DUP 0.005              /* exact duplicates of an earlier edge */
 #define P_SINGLE (5694.0 / 13525071.0)
@@ -65,6 +46,7 @@ enum { S_NAMES = 1, S_FITNESS, S_METAB, S_SAMPLES, S_PAYLOAD, S_IDS, S_SCORES, S
 
 typedef struct synth {
     const pl_synth_opts *o;
+    const pl_synth_preset *ps;  /* the preset */
     uint32_t n;                 /* genes */
     char (*name)[NAME_CAP];     /* [n] gene names */
     uint8_t *name_len;          /* [n] */
@@ -182,7 +164,7 @@ static int set_add(uint64_t *set, uint64_t mask, uint64_t key)
 static int write_edges(synth *s, uint32_t t, pl__progress *pg, uint64_t *done, pl_err *err)
 {
     const uint64_t E = s->n_edges[t];
-    const int scored = !strncmp(edge_types[t].name, "string", 6);
+    const int scored = !strncmp(pl__synth_type_name(t), "string", 6);
     char path[PATH_MAX], file[128], line[2 * NAME_CAP + 16];
     uint64_t mask = 15, *edge = NULL, *set = NULL, *deg = NULL;
     plaw pw = {0};
@@ -192,10 +174,10 @@ static int write_edges(synth *s, uint32_t t, pl__progress *pg, uint64_t *done, p
 
     while (mask + 1 < 2 * E)
         mask = mask * 2 + 1;
-    snprintf(file, sizeof file, "edges/%s.tsv", edge_types[t].name);
+    snprintf(file, sizeof file, "edges/%s.tsv", pl__synth_type_name(t));
     PL_TRY(out_path(s, path, file, err));
     rng_seed(&r, s->o->seed, S_EDGES + t);
-    uint32_t n_act = edge_types[t].edges < SMALL_TYPE_EDGES ? (s->n + 1) / 2 : s->n;
+    uint32_t n_act = pl__synth_type_half(t) ? (s->n + 1) / 2 : s->n;
     PL_TRY(pl__plaw_init(&pw, &r, s->n, n_act, err));
     edge = malloc((E ? E : 1) * sizeof *edge);
     set = calloc(mask + 1, sizeof *set);
@@ -318,7 +300,7 @@ static int write_metabolism(synth *s, pl_err *err)
 
     rng_seed(&r, s->o->seed, S_METAB);
     rng_seed(&rr, s->o->seed, S_RULES);
-    double mg = floor(YEAST_METABOLIC_GENES * s->n / YEAST_GENES + 0.5);
+    double mg = floor(s->ps->metabolic_genes * s->n / (double)s->ps->n_genes + 0.5);
     uint32_t n_mg = mg < 1 ? 1 : mg > s->n ? s->n : (uint32_t)mg;
     if ((rc = pl__plaw_init(&genes, &r, s->n, n_mg, err)) < 0 ||
         (rc = pl__plaw_init(&mets, &r, (uint32_t)s->n_met, (uint32_t)s->n_met, err)) < 0)
@@ -531,13 +513,27 @@ out:
     return rc;
 }
 
-/* payload.npy: NumPy 1.0, '<f4', shape (S, D), values k/2^24 in [-0.5, 0.5). */
+/* The float16 bits of v, exact for the values write_payload draws for float16: 0, or
+ * m / 2^11 with 1 <= |m| <= 1024 (normal numbers with at most 11 significant bits). */
+static uint16_t f16_bits(float v)
+{
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    uint32_t sign = (b >> 16) & 0x8000u, exp = (b >> 23) & 0xffu;
+    if (!exp)
+        return (uint16_t)sign;
+    return (uint16_t)(sign | (exp - 127 + 15) << 10 | (b & 0x7fffffu) >> 13);
+}
+
+/* payload.npy: NumPy 1.0, '<f4' or '<f2', shape (S, D) or (S, C, D); float32 values
+ * k/2^24 in [-0.5, 0.5), float16 values k/2^11 in [-0.5, 0.5) (exact in float16). */
 static int write_payload(synth *s, pl_err *err)
 {
-    const uint64_t S = s->o->n_samples, D = s->o->payload_dim;
+    const uint64_t S = s->o->n_samples, C = s->o->payload_cells, D = s->o->payload_dim;
+    const uint64_t V = (C ? C : 1) * D, width = s->o->payload_f16 ? 2 : 4;
     char path[PATH_MAX], hdr[256];
-    const uint64_t shape[2] = {S, D};
-    uint8_t *row = malloc(D * 4);
+    const uint64_t shape[3] = {S, C ? C : D, D};
+    uint8_t *row = malloc(V * width);
     pl__progress pg;
     wfile w;
     rng r;
@@ -545,7 +541,8 @@ static int write_payload(synth *s, pl_err *err)
 
     if (!row)
         return pl__err(err, -ENOMEM, "out of memory");
-    size_t n = pl__npy_header(hdr, sizeof hdr, "<f4", shape, 2, 64); /* 128 bytes at most */
+    size_t n = pl__npy_header(hdr, sizeof hdr, width == 2 ? "<f2" : "<f4", shape, C ? 3 : 2,
+                              64); /* 128 bytes at most */
     if ((rc = out_path(s, path, "payload.npy", err)) < 0 || (rc = pl__w_open(&w, path, err)) < 0)
         goto out;
     if ((rc = pl__w_put(&w, hdr, n, err)) < 0)
@@ -553,14 +550,20 @@ static int write_payload(synth *s, pl_err *err)
     rng_seed(&r, s->o->seed, S_PAYLOAD);
     pl__progress_start(&pg, s->o->progress, "payload", S);
     for (uint64_t i = 0; i < S; i++) {
-        for (uint64_t d = 0; d < D; d++) {
+        for (uint64_t d = 0; d < V; d++) {
+            if (width == 2) {
+                uint16_t h = f16_bits((float)((double)(rng_next(&r) >> 53) * 0x1p-11 - 0.5));
+                row[2 * d] = (uint8_t)h; /* little-endian on any host */
+                row[2 * d + 1] = (uint8_t)(h >> 8);
+                continue;
+            }
             float v = (float)((double)(rng_next(&r) >> 40) * 0x1p-24 - 0.5);
             uint32_t b;
             memcpy(&b, &v, 4);
             for (int k = 0; k < 4; k++)
-                row[4 * d + k] = (uint8_t)(b >> 8 * k); /* little-endian on any host */
+                row[4 * d + k] = (uint8_t)(b >> 8 * k);
         }
-        if ((rc = pl__w_put(&w, row, D * 4, err)) < 0)
+        if ((rc = pl__w_put(&w, row, V * width, err)) < 0)
             goto fail;
         if ((i & 0xffff) == 0)
             pl__progress_update(&pg, i, -1);
@@ -595,10 +598,10 @@ static int write_build_args(synth *s, pl_err *err)
         goto fail;
     for (uint32_t t = 0; t < N_TYPES; t++) {
         char file[128];
-        snprintf(file, sizeof file, "edges/%s.tsv", edge_types[t].name);
+        snprintf(file, sizeof file, "edges/%s.tsv", pl__synth_type_name(t));
         if ((rc = out_path(s, path, file, err)) < 0)
             goto fail;
-        n = snprintf(line, sizeof line, "--edges\n%s=%s\n", edge_types[t].name, path);
+        n = snprintf(line, sizeof line, "--edges\n%s=%s\n", pl__synth_type_name(t), path);
         if ((rc = pl__w_put(&w, line, (size_t)n, err)) < 0)
             goto fail;
     }
@@ -623,15 +626,15 @@ static void print_summary(const synth *s, double seconds)
     uint64_t total = 0;
     for (uint32_t t = 0; t < N_TYPES; t++)
         total += s->n_edges[t];
-    printf("pertload synth: wrote %s in %.2f s (seed %llu)\n", o->out, seconds,
-           (unsigned long long)o->seed);
+    printf("pertload synth: wrote %s in %.2f s (preset %s, seed %llu)\n", o->out, seconds,
+           s->ps->name, (unsigned long long)o->seed);
     printf("  genes.txt       %u genes\n", s->n);
-    printf("  edges/*.tsv     %llu edges in %zu types (%llu self-loops, %llu duplicates)\n",
+    printf("  edges/*.tsv     %llu edges in %d types (%llu self-loops, %llu duplicates)\n",
            (unsigned long long)total, N_TYPES, (unsigned long long)s->n_self,
            (unsigned long long)s->n_dup);
     for (uint32_t t = 0; t < N_TYPES; t++)
         printf("    %-24s %8llu edges, max degree %6llu, %5u isolated genes\n",
-               edge_types[t].name, (unsigned long long)s->n_edges[t],
+               pl__synth_type_name(t), (unsigned long long)s->n_edges[t],
                (unsigned long long)s->max_degree[t], s->n_isolated[t]);
     printf("  reactions.txt   %llu reactions (%llu without genes)\n",
            (unsigned long long)s->n_react, (unsigned long long)s->n_no_gpr);
@@ -645,9 +648,12 @@ static void print_summary(const synth *s, double seconds)
     printf("  samples.tsv     %llu samples (%llu single, %llu double, %llu triple)\n",
            (unsigned long long)o->n_samples, (unsigned long long)s->n_by_k[1],
            (unsigned long long)s->n_by_k[2], (unsigned long long)s->n_by_k[3]);
-    if (o->payload_dim)
-        printf("  payload.npy     float32 [%llu, %u]\n", (unsigned long long)o->n_samples,
-               o->payload_dim);
+    if (o->payload_dim && o->payload_cells)
+        printf("  payload.npy     %s [%llu, %u, %u]\n", o->payload_f16 ? "float16" : "float32",
+               (unsigned long long)o->n_samples, o->payload_cells, o->payload_dim);
+    else if (o->payload_dim)
+        printf("  payload.npy     %s [%llu, %u]\n", o->payload_f16 ? "float16" : "float32",
+               (unsigned long long)o->n_samples, o->payload_dim);
     printf("  build-args.txt  use: xargs -d '\\n' -a %s%sbuild-args.txt"
            " pertload build -o DB\n",
            o->out, o->out[0] && o->out[strlen(o->out) - 1] == '/' ? "" : "/");
@@ -670,11 +676,20 @@ int pl__synth(const pl_synth_opts *o, pl_err *err)
     PL_FAIL_IF(o->payload_dim > (1u << 20), err, PL_EUSAGE,
                "--payload-dim must be at most %u", 1u << 20);
     PL_FAIL_IF(o->n_samples > (1ull << 48), err, PL_EUSAGE, "--samples: too many samples");
+    PL_FAIL_IF(o->payload_cells > (1u << 20), err, PL_EUSAGE,
+               "--payload-cells must be at most %u", 1u << 20);
+    PL_FAIL_IF(o->payload_cells && !o->payload_dim, err, PL_EUSAGE,
+               "--payload-cells needs --payload-dim");
+    PL_FAIL_IF((o->payload_cells ? o->payload_cells : 1) * (uint64_t)o->payload_dim > (1u << 24),
+               err, PL_EUSAGE, "a payload row must have at most %u values", 1u << 24);
+    s.ps = pl__synth_preset(o->preset);
+    PL_FAIL_IF(!s.ps, err, PL_EUSAGE, "--preset: no preset '%s' (there are: %s)", o->preset,
+               pl__synth_preset_names());
     s.n = (uint32_t)o->n_genes;
     for (uint32_t t = 0; t < N_TYPES; t++)
-        s.n_edges[t] = (uint64_t)floor((double)edge_types[t].edges * o->scale + 0.5);
-    s.n_react = (uint64_t)floor(YEAST_REACTIONS * o->scale + 0.5);
-    s.n_met = (uint64_t)floor(YEAST_METABOLITES * o->scale + 0.5);
+        s.n_edges[t] = (uint64_t)floor((double)s.ps->edges[t] * o->scale + 0.5);
+    s.n_react = (uint64_t)floor(s.ps->reactions * o->scale + 0.5);
+    s.n_met = (uint64_t)floor(s.ps->metabolites * o->scale + 0.5);
     s.n_react = s.n_react < 4 ? 4 : s.n_react; /* keep a few */
     s.n_met = s.n_met < 8 ? 8 : s.n_met;
 

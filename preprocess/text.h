@@ -68,38 +68,6 @@ int pl__text_fail(const pl__text *t, uint32_t col, pl_err *err, const char *fmt,
  *  recognition), else 0. */
 int pl__text_contains_ci(const char *s, size_t n, const char *w);
 
-/** The length (2 to 4) of the well-formed UTF-8 sequence that starts with
- *  the non-ASCII byte p[0] within p[0..n), or 0 when it is not one
- *  (overlong, surrogate, above U+10FFFF, cut short, bad continuation). */
-static inline size_t pl__utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned c = p[0], min;
-    size_t len;
-    if ((c & 0xE0) == 0xC0) {
-        len = 2;
-        min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-        len = 3;
-        min = 0x800;
-    } else if ((c & 0xF8) == 0xF0 && c <= 0xF4) {
-        len = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    unsigned cp = c & (0xFFu >> (len + 1));
-    for (size_t k = 1; k < len; k++) {
-        if ((p[k] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 /** Fraction of the file read so far (of its compressed bytes), for progress
  *  estimates; 0 for a pipe. */
 double pl__text_frac(const pl__text *t);

@@ -147,6 +147,15 @@ Test(cli_usage, synth)
     USAGE("--payload-dim: 99999999999 is too large", "synth", "out", "--payload-dim",
           "99999999999");
     USAGE("unknown option '--bogus'", "synth", "out", "--bogus", "1");
+    USAGE("--preset: no preset 'mouse' (there are: yeast, human)", "synth", "out", "--preset",
+          "mouse");
+    USAGE("--payload-dtype: 'int8' is not float32 or float16", "synth", "out",
+          "--payload-dtype", "int8");
+    USAGE("--payload-cells needs --payload-dim", "synth", "out", "--payload-cells", "4");
+    USAGE("--payload-cells: 99999999999 is too large", "synth", "out", "--payload-cells",
+          "99999999999");
+    USAGE("a payload row must have at most 16777216 values", "synth", "out", "--payload-cells",
+          "65536", "--payload-dim", "65536");
 }
 
 Test(cli_usage, masks)

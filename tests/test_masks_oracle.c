@@ -14,9 +14,13 @@
  * pl__masks_rmr() of the removed reactions) into buffers of exactly the
  * documented room, and every list is compared with an
  * O(E) scan of the test's own edge lists. The samples stored in each database
- * are checked the same way through pl_db_sample(). */
+ * are checked the same way through pl_db_sample(). Every other graph serves
+ * its lists from a read-only image of them (pl__graph_image_adopt(), as the
+ * ranks of `pertload serve` share one), after an image altered in one
+ * position was refused. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,12 +62,17 @@ static struct {
     pl_graph *g;
     pl_masks *m;
     int32_t *out, *scratch;
+    void *image;          /* the read-only image g serves its lists from, or NULL */
+    uint64_t image_bytes;
 } T;
 
 static void release_graph(void)
 {
     pl_masks_free(T.m);
     pl_graph_free(T.g);
+    if (T.image)
+        munmap(T.image, T.image_bytes);
+    T.image = NULL;
     pl_db_close(T.db);
     T.m = NULL;
     T.g = NULL;
@@ -335,6 +344,33 @@ static void gen_samples(uint64_t *r, spec *s, pl_test_inputs *in)
     in->o.samples = pl_test_inputs_text(in, "samples.tsv", &t);
 }
 
+/* Serve T.g's lists from a read-only mapping of their image, after checking
+ * that an image differing in one position (or in size) is refused. */
+static void share_lists(int id)
+{
+    T.image_bytes = pl__graph_image_bytes(T.g);
+    cr_assert_eq(T.image_bytes % 64, 0);
+    T.image = mmap(NULL, T.image_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    cr_assert_neq(T.image, MAP_FAILED);
+    pl__graph_image_write(T.g, T.image);
+    uint64_t rows = (uint64_t)T.g->n_genes * T.g->n_gene_lists;
+    uint32_t *vals = (uint32_t *)((unsigned char *)T.image + ((8 * (rows + 1) + 63) & ~63ull));
+    const uint32_t *own = T.g->vals;
+    cr_assert_eq(memcmp(vals, own, T.g->off[rows] * 4), 0, "graph %d: vals not where expected",
+                 id);
+    vals[0] ^= 1; /* the first list's first position, or its first sentinel */
+    cr_assert_eq(pl__graph_image_adopt(T.g, T.image, T.image_bytes), 0,
+                 "graph %d: an altered image was adopted", id);
+    vals[0] ^= 1;
+    cr_assert_eq(pl__graph_image_adopt(T.g, T.image, T.image_bytes - 64), 0, "graph %d", id);
+    cr_assert_eq(T.g->vals, own, "graph %d: a refused image replaced the lists", id);
+    mprotect(T.image, T.image_bytes, PROT_READ);
+    cr_assert_eq(pl__graph_image_adopt(T.g, T.image, T.image_bytes), 1, "graph %d", id);
+    cr_assert(T.g->lists_shared && (void *)T.g->off == T.image, "graph %d", id);
+    cr_assert_eq(pl__graph_image_adopt(T.g, T.image, T.image_bytes), 0, "graph %d", id);
+}
+
 /* Generate graph `id`, write its files, build and open it into T. */
 static void make_graph(int id)
 {
@@ -414,6 +450,8 @@ static void make_graph(int id)
     cr_assert_eq(rc, 0, "graph %d: pl_db_open: %s", id, err.msg);
     rc = pl_graph_load(T.db, &T.g, &err);
     cr_assert_eq(rc, 0, "graph %d: pl_graph_load: %s", id, err.msg);
+    if (id % 2)
+        share_lists(id);
     T.m = pl_masks_new(T.g);
     cr_assert_not_null(T.m);
 

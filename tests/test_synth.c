@@ -35,7 +35,7 @@ static const struct {
 
 static int synth(const char *out, uint64_t seed)
 {
-    pl_synth_opts o = {out, 400, SAMPLES, seed, SCALE, 4, 0};
+    pl_synth_opts o = {out, 400, SAMPLES, seed, SCALE, 4, 0, NULL, 0, 0};
     pl_err err = {0};
     int rc = pl__synth(&o, &err);
     cr_assert_eq(rc, 0, "pl__synth(%s): %s", out, err.msg);
@@ -73,6 +73,71 @@ Test(synth, same_options_same_bytes_and_parents_are_created)
     free(a);
     free(b);
     free(c);
+    pl_test_rmtree(dir);
+    free(dir);
+}
+
+/* --preset: yeast is the default (the same bytes); human changes the counts, here at a
+ * small scale. Cell-set payloads: [S, C, D] in float32 or float16, the dtype named in the
+ * header. */
+Test(synth, presets_and_cell_payloads)
+{
+    char *dir = pl_test_tmpdir();
+    char *a = pl_test_path(dir, "a"), *b = pl_test_path(dir, "b"), *h = pl_test_path(dir, "h");
+    pl_synth_opts o = {a, 300, 50, 3, 0.01, 4, 0, NULL, 3, 0};
+    pl_err err = {0};
+    cr_assert_eq(pl__synth(&o, &err), 0, "%s", err.msg);
+    o.out = b;
+    o.preset = "yeast";
+    cr_assert_eq(pl__synth(&o, &err), 0, "%s", err.msg);
+    static const char *const files[] = {"genes.txt", "rules.tsv", "rmr.tsv", "samples.tsv",
+                                        "payload.npy", "edges/string12_0_coexpression.tsv"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        cr_expect(same_file(a, b, files[i]), "%s: --preset yeast is not the default", files[i]);
+    o.out = h;
+    o.preset = "human";
+    o.payload_f16 = 1;
+    cr_assert_eq(pl__synth(&o, &err), 0, "%s", err.msg);
+    size_t len;
+    char *p = pl_test_path(h, "edges/string12_0_coexpression.tsv"),
+         *text = pl_test_read_file(p, &len);
+    uint64_t lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    cr_expect_eq(lines, 48214, "human coexpression at scale 0.01: %llu edges",
+                 (unsigned long long)lines);
+    free(text);
+    free(p);
+    p = pl_test_path(h, "reactions.txt");
+    text = pl_test_read_file(p, &len);
+    lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    cr_expect_eq(lines, 125, "human reactions at scale 0.01: %llu", (unsigned long long)lines);
+    free(text);
+    free(p);
+    static const struct {
+        const char *dir, *descr;
+        size_t width;
+    } pay[] = {{"a", "'<f4'", 4}, {"h", "'<f2'", 2}};
+    for (int i = 0; i < 2; i++) {
+        char *d = pl_test_path(dir, pay[i].dir);
+        p = pl_test_path(d, "payload.npy");
+        text = pl_test_read_file(p, &len);
+        cr_assert_geq(len, 128);
+        cr_expect(memmem(text, 128, pay[i].descr, 5) != NULL, "%s: dtype %s", p, pay[i].descr);
+        cr_expect(memmem(text, 128, "(50, 3, 4)", 10) != NULL, "%s: shape (50, 3, 4)", p);
+        cr_expect_eq(len, 128 + 50 * 3 * 4 * pay[i].width, "%s: %zu bytes", p, len);
+        free(text);
+        free(p);
+        free(d);
+    }
+    o.preset = "mouse";
+    cr_expect_eq(pl__synth(&o, &err), PL_EUSAGE);
+    cr_expect(strstr(err.msg, "no preset 'mouse'") != NULL, "%s", err.msg);
+    free(a);
+    free(b);
+    free(h);
     pl_test_rmtree(dir);
     free(dir);
 }
@@ -269,7 +334,7 @@ Test(synth, output_directories)
     char *file = pl_test_write(dir, "plain", "x\n");
     char *under = pl_test_path(dir, "plain/out"), *deep = pl_test_path(dir, "p/q//"),
          *genes = pl_test_path(dir, "p/q/genes.txt");
-    pl_synth_opts o = {under, 50, 10, 1, 0.01, 0, 0};
+    pl_synth_opts o = {under, 50, 10, 1, 0.01, 0, 0, NULL, 0, 0};
     pl_err err = {0};
     cr_assert_eq(pl__synth(&o, &err), -ENOTDIR, "%s", err.msg);
     char want[4300];
@@ -326,7 +391,7 @@ Test(synth, full_file_system, .timeout = 120)
             r.setup_errno = pl_test_small_fs(mnt, sizes[i], &what);
             snprintf(r.what, sizeof r.what, "%s", what);
             if (!r.setup_errno) {
-                pl_synth_opts o = {out, 2000, 20000, 3, 0.05, 4, 0};
+                pl_synth_opts o = {out, 2000, 20000, 3, 0.05, 4, 0, NULL, 0, 0};
                 pl_err err = {0};
                 r.rc = pl__synth(&o, &err);
                 snprintf(r.msg, sizeof r.msg, "%.1000s", err.msg);

@@ -3,7 +3,11 @@
  * real segments in /dev/shm.
  *   - 16 ranks (world size 16) cover every row exactly once, and their
  *     proportional set sizes hold one table between them, far below 16
- *     private tables (--no-shared-table, measured in the same run);
+ *     private tables (--no-shared-table, measured in the same run), and one
+ *     graph: beyond the segment, a rank costs at most 16 MiB (the graph's
+ *     lists alone are 23 MB a process at yeast scale);
+ *   - loading the graph leaves no free heap resident (16 MiB a rank that
+ *     glibc kept after the load's temporaries);
  *   - a creator stopped and then killed halfway leaves no rank hanging: the
  *     waiting ones rebuild and serve every row;
  *   - a segment of another user under the table's name is refused;
@@ -15,6 +19,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,7 +312,65 @@ Test(table_shared, sixteen_ranks_hold_one_table)
     /* ... and at least 12 of the 16 private tables saved. */
     cr_assert_lt(shared + 12 * table_kb, priv, "shared %llu kB, private %llu kB",
                  (unsigned long long)shared, (unsigned long long)priv);
+    /* The graph's lists are in the segment: what a rank holds beyond it (its
+     * ring, plan, scratch; its share of the database's pages and libraries)
+     * is far below a graph of its own. */
+    uint64_t per_rank = (shared - tab_shared) / RANKS;
+    cr_assert_lt(per_rank, 16 * 1024, "%llu kB a rank beyond the segment",
+                 (unsigned long long)per_rank);
     free(db);
+}
+
+/* Resident kB of this process's [heap] mapping (0 when it has none). */
+static uint64_t heap_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    cr_assert_not_null(f);
+    char line[1024];
+    int in = 0;
+    uint64_t kb = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long v;
+        if ((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f'))
+            in = strstr(line, "[heap]") != NULL;
+        else if (in && sscanf(line, "Rss: %llu kB", &v) == 1)
+            kb += v;
+    }
+    fclose(f);
+    return kb;
+}
+
+Test(table_shared, graph_load_leaves_no_free_heap_resident)
+{
+#ifdef __GLIBC__
+    char *db = pl_test_path(base, "db");
+    make_db(db, 1000, 1); /* the yeast-scale graph of every serve rank */
+    pl_db *d;
+    pl_graph *g;
+    pl_err err = {0};
+    cr_assert_eq(pl_db_open(db, &d, &err), 0, "%s", err.msg);
+    /* glibc raises its mmap threshold up to 32 MiB as large blocks are
+     * freed, as in `serve` before its graph: the load's temporaries then
+     * come from the heap. */
+    cr_assert_eq(mallopt(M_MMAP_THRESHOLD, 32 << 20), 1);
+    malloc_trim(0); /* what the build left */
+    uint64_t before = heap_rss_kb();
+    cr_assert_eq(pl_graph_load(d, &g, &err), 0, "%s", err.msg);
+    uint64_t loaded = heap_rss_kb();
+    malloc_trim(0);
+    uint64_t trimmed = heap_rss_kb();
+    fprintf(stderr, "heap: %llu kB before the load, %llu kB after, %llu kB trimmed\n",
+            (unsigned long long)before, (unsigned long long)loaded,
+            (unsigned long long)trimmed);
+    /* Free pages the load left in the heap are what malloc_trim() returns. */
+    cr_assert_lt(loaded - trimmed, 2048, "the load left %llu kB of free heap resident",
+                 (unsigned long long)(loaded - trimmed));
+    pl_graph_free(g);
+    pl_db_close(d);
+    free(db);
+#else
+    cr_skip_test("glibc's heap");
+#endif
 }
 
 /* Serve `db` alone (world size 1) into ring `ring` with stderr into `log`. */

@@ -173,7 +173,7 @@ void pl_test_db_make_outliers(pl_test_db *t, uint64_t n_genes, uint64_t n_sample
     char in[4352];
     snprintf(in, sizeof in, "%s/in", t->dir);
     snprintf(t->path, sizeof t->path, "%s/db", t->dir);
-    pl_synth_opts so = {in, n_genes, n_samples, seed, scale, payload_dim, 0};
+    pl_synth_opts so = {in, n_genes, n_samples, seed, scale, payload_dim, 0, NULL, 0, 0};
     pl_err err = {0};
     if (pl__synth(&so, &err) != 0)
         pl_test_die("synth: %s", err.msg);

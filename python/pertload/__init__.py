@@ -19,6 +19,7 @@ from ._lib import LoaderError, library_path, program_path
 from .batch import Batch, unpack_bits
 from .graph import Graph, check_same_database
 from .loader import Loader
+from . import packed as _packed  # noqa: F401,E402 (how a Batch pickles, packs, pins)
 
 __all__ = ["Batch", "DataModule", "Dataset", "Graph", "Loader", "LoaderError",
            "check_same_database", "library_path", "program_path", "unpack_bits"]

@@ -61,8 +61,10 @@ import sys
 
 import numpy as np
 
+from . import batch as _batch_mod
 from . import packed
 from ._lib import LoaderError
+from .batch import Batch, SlotBatch, parse_slot
 
 REGIONS = 8
 _HEADER = mmap.PAGESIZE
@@ -238,8 +240,6 @@ def ship(batch, graph_source, light=False):
     region and what to read there; a shared tensor of its own
     (packed.pack) when no region is free. light=True: an object that only
     pickles so (no Batch made of the region here)."""
-    from .batch import SlotBatch
-
     if isinstance(batch, SlotBatch):
         batch._live()
         if not batch.used:
@@ -305,14 +305,25 @@ class _Shipment:
         self._graph_source = source
 
     def __reduce__(self):
-        return packed.reduce(self)
+        return reduce(self)
+
+
+def reduce(batch):
+    """Batch.__reduce__ once this module is imported: a worker's batch in
+    its arena (ship) pickles as the arena's name, the region and what to
+    read there, unpickled by receive(); any other batch as packed.reduce."""
+    shipped = getattr(batch, "_shipped", None)
+    if shipped is None:
+        return packed.reduce(batch)
+    source = batch._graph_source
+    if not isinstance(source, packed.GraphSource):
+        source = None
+    return receive, (*shipped, batch._head, batch._kinds, packed.fingerprints(batch), source)
 
 
 def _batch(flat, table, nbytes, head, kinds, fingerprints, graph_source):
     """The Batch of `nbytes` bytes of uint8 array (or tensor) `flat`: a slot
     (table None; checked) or arrays as `table` places them."""
-    from .batch import Batch, parse_slot
-
     if table is not None:
         return packed.unpack(flat, table, head, kinds, fingerprints, graph_source)
     mv = flat.numpy() if hasattr(flat, "numpy") else flat
@@ -458,3 +469,6 @@ def receive(path, region, i, count, nbytes, table, head, kinds, fingerprints, gr
     b = _batch(buf, table, nbytes, head, kinds, fingerprints, graph_source)
     b._arena = (path, region, i, count)
     return b
+
+
+_batch_mod.set_transport(reduce=reduce)

@@ -12,9 +12,26 @@ import struct
 
 import numpy as np
 
-from . import _lib, kernels, lazy, packed, pyg
+from . import _lib, kernels, lazy, pyg
 from ._lib import LoaderError
-from .graph import check_same_database
+from ._identity import check_same_database
+
+# How a batch crosses a process boundary (pack, reduce for pickling,
+# pin_memory): the transport, a stage above (pertload.packed; pertload.arena
+# for a worker's batch in its arena), sets these when imported, and the
+# package imports it (pertload/__init__.py).
+_TRANSPORT = {}
+
+
+def set_transport(**functions):
+    """Install the transport's functions pack(batch, graph_source),
+    reduce(batch) and pin_memory(batch) (pertload.packed, pertload.arena)."""
+    _TRANSPORT.update(functions)
+
+
+def fingerprints(batch):
+    """The fingerprints a batch carries (gene list, edge arrays, database)."""
+    return (batch.gene_fingerprint, batch.edge_fingerprints, batch.db_fingerprint)
 
 SLOT_MAGIC = b"PLBATCH1"
 SLOT_VERSION = 2  # PL_SLOT_VERSION
@@ -163,7 +180,7 @@ class SlotBatch:
         buf = self._ring.buffer(self._slot_addr)
         head, arrays = parse_slot(buf, self._slot_bytes)
         return Batch(arrays, head, self._kinds, self._ring, self._slot_addr, self._slot_bytes,
-                     packed.fingerprints(self), self._graph_source, owner=buf)
+                     fingerprints(self), self._graph_source, owner=buf)
 
     def release(self, why):
         self._released = why
@@ -396,15 +413,15 @@ class Batch:
         a Batch of views of it (never released): what a DataLoader worker
         sends, one shared-memory handle a batch (pertload.packed). Pickling
         a batch packs it (once)."""
-        return packed.pack(self, graph_source)
+        return _TRANSPORT["pack"](self, graph_source)
 
     def __reduce__(self):
-        return packed.reduce(self)
+        return _TRANSPORT["reduce"](self)
 
     def pin_memory(self):
         """The batch in page-locked memory, one buffer (DataLoader's
         pin_memory=True calls it)."""
-        return packed.pin_memory(self)
+        return _TRANSPORT["pin_memory"](self)
 
     def trimmed(self, k):
         """The batch's first k samples, as views of the same memory (the

@@ -18,7 +18,7 @@ the library has its CUDA kernels, else one tiling and one indexed store per
 type; no loop over samples, no synchronisation.
 """
 
-from . import kernels, pyg
+from . import _layouts, kernels, pyg
 from ._lib import LoaderError
 
 # Edge kinds whose node pairs are hyperedges in TorchCell's graphs.
@@ -35,13 +35,6 @@ def tile(torch, ei, B, shift_src, shift_dst):
     return torch.add(ei.view(2, 1, E), offsets).view(2, B * E)
 
 
-def kept_mask(torch, pos, ptr, B, E, dev):
-    """bool [B * E]: False at each sample's removed positions (sample-major)."""
-    keep = torch.ones(B * E, dtype=torch.bool, device=dev)
-    keep[pos + pyg.rows_of(torch, ptr, len(pos), dev) * E] = False
-    return keep
-
-
 def build(torch, lists, graph, B, kinds, dev, edge_types=None):
     """The lazy layout from the removed lists already on `dev` (as
     pyg.build): node stores (pyg.node_stores) and per chosen edge type
@@ -49,7 +42,7 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
     "num_edges" [E] * B}, RMR with "stoichiometry" [B * E]."""
     out = pyg.node_stores(torch, lists, graph, B, dev)
     fast = kernels.enabled(dev)
-    for key, slot_name in pyg.chosen(kinds, edge_types):
+    for key, slot_name in _layouts.chosen(kinds, edge_types):
         g = graph.get(key)
         if g is None:
             raise LoaderError(f"layout='lazy': the graph has no {key!r}")
@@ -59,26 +52,14 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
         if fast:  # one launch: the tiled edges, their masks and attribute
             st = g.get("stoichiometry")
             ei, mask, st_out = kernels.tile(torch, g["edge_index"], pos, ptr, B,
-                                            *pyg.shifts(graph, key), attr=st)
+                                            *_layouts.shifts(graph, key), attr=st)
             out[key] = store = {name: ei, "mask": mask, "num_edges": [E] * B}
             if st is not None:
                 store["stoichiometry"] = st_out.to(st.dtype)
             continue
-        store = {name: tile(torch, g["edge_index"], B, *pyg.shifts(graph, key)),
-                 "mask": kept_mask(torch, pos, ptr, B, E, dev), "num_edges": [E] * B}
+        store = {name: tile(torch, g["edge_index"], B, *_layouts.shifts(graph, key)),
+                 "mask": _layouts.kept_mask(torch, pos, ptr, B, E, dev), "num_edges": [E] * B}
         if "stoichiometry" in g:
             store["stoichiometry"] = g["stoichiometry"].repeat(B)
         out[key] = store
     return out
-
-
-def edge_slices(torch, out, B, dev):
-    """{edge key: (attribute of the node pairs, each sample's first edge)}
-    of a lazy mapping, for pyg.as_batch."""
-    res = {}
-    for key, v in out.items():
-        if isinstance(key, tuple):
-            name = "hyperedge_index" if "hyperedge_index" in v else "edge_index"
-            E = v[name].shape[1] // B if B else 0
-            res[key] = (name, torch.arange(B + 1, device=dev) * E)
-    return res

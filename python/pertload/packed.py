@@ -14,6 +14,9 @@ import os
 
 import numpy as np
 
+from . import batch as _batch_mod
+from .batch import Batch, fingerprints
+
 _ALIGN = 64
 # Graphs read in this process, by database path and features token (graph_of).
 _GRAPHS = {}
@@ -84,11 +87,6 @@ def fill(flat, table, arrays):
         np.copyto(flat[off:off + a.nbytes].view(dtype).reshape(shape), a)
 
 
-def fingerprints(batch):
-    """The fingerprints a batch carries (gene list, edge arrays, database)."""
-    return (batch.gene_fingerprint, batch.edge_fingerprints, batch.db_fingerprint)
-
-
 def _new_buffer(nbytes, shared, pinned):
     import torch
 
@@ -101,8 +99,6 @@ def _new_buffer(nbytes, shared, pinned):
 def pack(batch, graph_source=None, shared=True, pinned=False):
     """A Batch holding a copy of `batch` in one torch uint8 tensor (in shared
     memory, or page-locked with pinned=True), never released."""
-    from .batch import Batch
-
     arrays = batch.arrays  # raises for a released batch
     tab, nbytes = table(arrays)
     buf = _new_buffer(nbytes, shared, pinned)
@@ -115,8 +111,6 @@ def unpack(buf, table, head, kinds, fingerprints, graph_source, held=False):
     """The Batch whose arrays are the views `table` describes of tensor (or
     uint8 numpy array) `buf`. held=True: `buf` is a mapping of its own,
     counted while a view of it lives (_slots.hold_mapping)."""
-    from .batch import Batch
-
     flat = buf.numpy() if hasattr(buf, "numpy") else buf
     if held:
         from . import _slots
@@ -147,18 +141,12 @@ def received(buf, table, head, kinds, fingerprints, graph_source):
 def reduce(batch):
     """Batch.__reduce__: the one buffer and its table (packed first unless
     the batch already is in shared memory; a graph source that does not
-    pickle is dropped), unpickled by received().
-    A worker's batch in its arena pickles as the arena's name and region
-    (pertload.arena); one received from an arena is packed anew."""
-    from . import arena
-
+    pickle is dropped), unpickled by received(). One received from an arena
+    (pertload.arena, whose reduce() pickles a worker's batch in its arena)
+    is packed anew."""
     source = batch._graph_source
     if not isinstance(source, GraphSource):
         source = None
-    shipped = getattr(batch, "_shipped", None)
-    if shipped is not None:
-        return arena.receive, (*shipped, batch._head, batch._kinds, fingerprints(batch),
-                               source)
     packed = getattr(batch, "_packed", None)
     if (packed is None or getattr(batch, "_arena", None) is not None or
             not packed[0].is_shared()):  # a region, or a copy made at receipt
@@ -176,3 +164,6 @@ def pin_memory(batch):
         return pack(batch, shared=False, pinned=True)
     return unpack(packed[0].pin_memory(), packed[1], batch._head, batch._kinds,
                   fingerprints(batch), batch._graph_source)
+
+
+_batch_mod.set_transport(pack=pack, reduce=reduce, pin_memory=pin_memory)

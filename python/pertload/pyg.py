@@ -15,7 +15,7 @@ vectorised torch ops per type.
 
 import ctypes
 
-from . import _lib, kernels
+from . import _layouts, _lib, kernels
 from ._lib import LoaderError
 
 
@@ -130,13 +130,6 @@ def _nodes(torch, B, n, dev, graph_node=None):
     return store
 
 
-def rows_of(torch, ptr, n, dev):
-    """The sample of each of the n entries of a list with ptr [B + 1]."""
-    B = len(ptr) - 1
-    return torch.repeat_interleave(torch.arange(B, device=dev), ptr[1:] - ptr[:-1],
-                                   output_size=n)
-
-
 def _nodes_kernels(torch, B, n, dev, graph_node, lists=None):
     """_nodes by one kernel launch, the list's entries removed (mask False,
     pert_mask True) in the same pass."""
@@ -180,7 +173,7 @@ def node_stores(torch, lists, graph, B, dev):
     n_genes = graph["gene"]["num_nodes"]
     gene = out["gene"] = _nodes(torch, B, n_genes, dev, graph["gene"])
     pert, pptr = lists["gene"]
-    rows = rows_of(torch, pptr, len(pert), dev)
+    rows = _layouts.rows_of(torch, pptr, len(pert), dev)
     gene["mask"][pert + rows * n_genes] = False
     gene["pert_mask"] = ~gene["mask"]
     gene.update(perturbation_indices=pert, perturbation_indices_ptr=pptr,
@@ -193,23 +186,9 @@ def node_stores(torch, lists, graph, B, dev):
         store = out[node] = _nodes(torch, B, n, dev, graph[node])
         if slot_name is not None:
             pos, ptr = lists[slot_name]
-            store["mask"][pos + rows_of(torch, ptr, len(pos), dev) * n] = False
+            store["mask"][pos + _layouts.rows_of(torch, ptr, len(pos), dev) * n] = False
             store["pert_mask"] = ~store["mask"]
     return out
-
-
-def shifts(graph, key):
-    """(source, destination) node counts of an edge key: each sample's
-    offsets."""
-    return graph[key[0]]["num_nodes"], graph[key[2]]["num_nodes"]
-
-
-def chosen(kinds, edge_types):
-    """(key, slot name) of the edge kinds to build: every edge kind, or
-    those whose relation (the middle of the key: a gene-gene type, "gpr",
-    "rmr", "annotated") is in edge_types."""
-    return [(key, slot_name) for key, slot_name, _ in kinds
-            if isinstance(key, tuple) and (edge_types is None or key[1] in edge_types)]
 
 
 def build(torch, lists, graph, B, kinds, dev, edge_types=None):
@@ -227,7 +206,7 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
         out = node_stores(torch, lists, graph, B, dev)
         gene = out["gene"]
         gene["perturbed"] = torch.nonzero(gene["pert_mask"]).squeeze(1)
-    for key, slot_name in chosen(kinds, edge_types):
+    for key, slot_name in _layouts.chosen(kinds, edge_types):
         pos, ptr = lists[slot_name]
         g = graph.get(key)
         if g is None:
@@ -235,18 +214,19 @@ def build(torch, lists, graph, B, kinds, dev, edge_types=None):
         if fast:
             attr = g["stoichiometry"] if slot_name == "rmr" else None
             edge_index, eptr, st = kernels.union(torch, g["edge_index"], pos, ptr, B,
-                                                 *shifts(graph, key), attr=attr)
+                                                 *_layouts.shifts(graph, key), attr=attr)
             out[key] = {"edge_index": edge_index, "ptr": eptr}
             if st is not None:
                 out[key]["stoichiometry"] = st.to(g["stoichiometry"].dtype)
             continue
-        edge_index, eptr = _union(torch, g["edge_index"], pos, ptr, B, *shifts(graph, key))
+        edge_index, eptr = _union(torch, g["edge_index"], pos, ptr, B,
+                                  *_layouts.shifts(graph, key))
         store = {"edge_index": edge_index, "ptr": eptr}
         if slot_name == "rmr":
             # The kept edges' stoichiometries: the same gather, by edge.
             E = g["edge_index"].shape[1]
             keep = torch.ones(B * E, dtype=torch.bool, device=dev)
-            keep[pos + rows_of(torch, ptr, len(pos), dev) * E] = False
+            keep[pos + _layouts.rows_of(torch, ptr, len(pos), dev) * E] = False
             store["stoichiometry"] = g["stoichiometry"].repeat(B)[keep]
         out[key] = store
     return out
@@ -281,17 +261,15 @@ def finish(torch, out, B, layout, lists):
     the graph's arrays, left out). Without torch_geometric, `out` as it is."""
     if torch_geometric() is None:
         return out
-    from . import lazy
-
     dev = out["gene"]["batch"].device
     gene = out["gene"]
     if "khop_mask" in gene:
         gene["khop_mask"] = gene["khop_mask"].reshape(-1)
         gene["khop_genes_ptr"] = gene.pop("khop_ptr")
-        gene["khop_genes_batch"] = rows_of(torch, gene["khop_genes_ptr"],
-                                           len(gene["khop_genes"]), dev)
+        gene["khop_genes_batch"] = _layouts.rows_of(torch, gene["khop_genes_ptr"],
+                                                    len(gene["khop_genes"]), dev)
     if layout == "lazy":
-        slices = lazy.edge_slices(torch, out, B, dev)
+        slices = _layouts.edge_slices(torch, out, B, dev)
     else:
         slices = {k: ("edge_index", v.pop("ptr")) for k, v in out.items()
                   if isinstance(k, tuple)}
@@ -305,7 +283,7 @@ def finish(torch, out, B, layout, lists):
         mask = mask.reshape(-1)
         if layout == "pyg":
             pos, ptr = lists["edges/" + key[1]]
-            mask = mask[lazy.kept_mask(torch, pos, ptr, B, E, dev)]
+            mask = mask[_layouts.kept_mask(torch, pos, ptr, B, E, dev)]
         v["khop_mask"] = mask
     return as_batch(torch, out, B, slices)
 

@@ -25,7 +25,7 @@ import ctypes
 import numpy as np
 
 from . import _lib
-from .graph import check_same_database
+from ._identity import check_same_database
 
 MAX_COLUMNS = 2**31 - 1
 """The most columns a schedule's state may have (annotations and every

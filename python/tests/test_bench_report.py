@@ -90,6 +90,40 @@ def test_quick_report(tmp_path):
     _check_ranks(r["ranks"])
 
 
+def test_quick_human_preset_beside_yeast(tmp_path):
+    """`pertload bench --preset human --quick`: both presets measured in one
+    run (build, database, masks engine, ring, serve start), human with its
+    4.81 times the yeast edges, every figure finite and positive and in the
+    table; the build's peak memory is the build's alone."""
+    out = tmp_path / "out"
+    run = subprocess.run([program_path(), "bench", "--preset", "human", "--quick", "--out",
+                          str(out), "--work", str(tmp_path / "work")], capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    md = (out / "report.md").read_text()
+    assert md == run.stdout
+    r = json.loads((out / "report.json").read_text())["presets"]
+    y, h = r["yeast"], r["human"]
+    assert h["edges"] / y["edges"] == pytest.approx(12e6 / 2495908, rel=1e-3)
+    for p in (y, h):
+        assert p["build"]["samples"] == 20000
+        for key in ("engine_samples_per_s", "removed_per_sample", "ring_start_seconds",
+                    "ring_samples_per_s", "ring_removed_per_sample"):
+            assert math.isfinite(p[key]) and p[key] > 0, key
+        assert p["build"]["build_seconds"] > 0 and p["build"]["build_peak_rss_bytes"] > 0
+        assert p["build"]["files"]["data.mdb"] > 0
+    assert h["removed_per_sample"] > y["removed_per_sample"]
+    # The build's own peak (about 25 MiB here), not the driver's memory (torch
+    # imported: about 250 MiB) that a child holds until its exec.
+    assert y["build"]["build_peak_rss_bytes"] < 128 * 2**20, y["build"]
+    for want in (f"| edges | {y['edges']:,} | {h['edges']:,} | 4.81 |",
+                 f"| masks engine, one core | {y['engine_samples_per_s']:,.0f} samples/s | "
+                 f"{h['engine_samples_per_s']:,.0f} samples/s |",
+                 "| build peak memory |", "| serve start (Loader() to the first batch) |",
+                 "| ring into Python, 2 worker threads |"):
+        assert want in md, want
+
+
 def _check_ranks(k):
     """The multi-rank run of the quick report (2,400 samples, 4 ranks)."""
     assert k["world_size"] == 4 and k["samples"] == 2400

@@ -4,6 +4,7 @@
 #ifndef PL_CORE_PARSE_H
 #define PL_CORE_PARSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct pl__field {
@@ -29,5 +30,37 @@ int pl__parse_float(const pl__field *f, float *out);
 /** Parse a whole field as an unsigned 64-bit decimal: digits only (no blanks,
  *  sign or base prefix). @return 0 or -1 (also on overflow). */
 int pl__parse_u64(const pl__field *f, uint64_t *out);
+
+/** The length (2 to 4) of the well-formed UTF-8 sequence that starts with
+ *  the non-ASCII byte p[0] within p[0..n), or 0 when it is not one
+ *  (overlong, surrogate, above U+10FFFF, cut short, bad continuation). */
+static inline size_t pl__utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0], min;
+    size_t len;
+    if ((c & 0xE0) == 0xC0) {
+        len = 2;
+        min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3;
+        min = 0x800;
+    } else if ((c & 0xF8) == 0xF0 && c <= 0xF4) {
+        len = 4;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    unsigned cp = c & (0xFFu >> (len + 1));
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
 
 #endif

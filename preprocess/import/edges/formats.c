@@ -63,20 +63,27 @@ int pl__imp_need(const pl_src *src, int n, int need, pl_err *err)
     return 0;
 }
 
-int pl__imp_header(pl_src *src, pl__field *f, int max, const char *expected, pl_err *err)
+int pl__imp_first_line(pl_src *src, const char **line, size_t *len, const char *expected,
+                       pl_err *err)
 {
-    const char *line;
-    size_t len;
-    int rc = pl__src_line(src, &line, &len, err);
+    int rc = pl__src_line(src, line, len, err);
     if (rc < 0)
         return rc;
     if (rc == 0)
         return pl__err(err, PL_EPARSE, "%s:1: empty file (expected %s)", pl__src_path(src),
                        expected);
+    return 1;
+}
+
+int pl__imp_header(pl_src *src, pl__field *f, int max, const char *expected, pl_err *err)
+{
+    const char *line;
+    size_t len;
+    PL_TRY(pl__imp_first_line(src, &line, &len, expected, err));
     return pl__src_split(line, len, '\t', f, max + 1);
 }
 
-int pl__imp_row(pl_src *src, pl__field *f, int max, int ncols, pl_err *err)
+int pl__imp_row_sep(pl_src *src, char sep, pl__field *f, int max, int ncols, pl_err *err)
 {
     const char *line;
     size_t len;
@@ -84,19 +91,17 @@ int pl__imp_row(pl_src *src, pl__field *f, int max, int ncols, pl_err *err)
     while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
         if (len == 0)
             continue;
-        int n = pl__src_split(line, len, '\t', f, max + 1);
+        int n = pl__src_split(line, len, sep, f, max + 1);
         if (n != ncols)
-            return pl__src_fail(src, 0, err, "expected %d tab-separated fields as in the "
-                                "header, found %d%s", ncols, n,
+            return pl__src_fail(src, 0, err, "expected %d%s fields as in the header, found %d%s",
+                                ncols, sep == '\t' ? " tab-separated" : "", n,
                                 n < ncols ? " (missing column)" : "");
         return 1;
     }
     return rc;
 }
 
-int pl__imp_nonempty(const pl_src *src, const pl__field *f, const char *what, pl_err *err)
+int pl__imp_row(pl_src *src, pl__field *f, int max, int ncols, pl_err *err)
 {
-    if (f->len == 0)
-        return pl__src_fail(src, f->col, err, "empty %s", what);
-    return 0;
+    return pl__imp_row_sep(src, '\t', f, max, ncols, err);
 }

@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "preprocess/import/source/fields.h"
 #include "preprocess/import/source/source.h"
 
 /** One edge as read: the names are views into the current line (valid during
@@ -157,6 +158,12 @@ int pl__imp_score(const pl_src *src, const pl__field *f, const char *what, doubl
 /** Fail with "file:line: expected N fields, found M" unless n >= need. */
 int pl__imp_need(const pl_src *src, int n, int need, pl_err *err);
 
+/** The first line of a file with a header into *line, *len; an empty file
+ *  fails with "file:1: empty file (expected <expected>)".
+ *  @return 1, or a negative code. */
+int pl__imp_first_line(pl_src *src, const char **line, size_t *len, const char *expected,
+                       pl_err *err);
+
 /** Read the header line of a tab-separated table with named columns into
  *  f[0..max] (room for max + 1 fields); an empty file fails with
  *  "file:1: empty file (expected <expected>)".
@@ -169,19 +176,8 @@ int pl__imp_header(pl_src *src, pl__field *f, int max, const char *expected, pl_
  *  @return 1 a row, 0 at the end, or a negative code. */
 int pl__imp_row(pl_src *src, pl__field *f, int max, int ncols, pl_err *err);
 
-/** The taxon of STRING ids, as first seen (lines do not outlive their call). */
-typedef struct pl_imp_taxon {
-    char s[24];
-    size_t len;
-} pl_imp_taxon;
-
-/** Strip the "TAXON." prefix of a STRING id in place ("4932.YAL001C" ->
- *  "YAL001C"); the taxon must be the same on every row (`tx` remembers the
- *  first; zero it before the first row). Fails at file:line:col when the id
- *  is not TAXON.NAME or the taxon differs (string.c). */
-int pl__imp_strip_taxon(const pl_src *src, pl__field *f, pl_imp_taxon *tx, pl_err *err);
-
-/** Fail with "file:line:col: empty <what>" when the field is empty. */
-int pl__imp_nonempty(const pl_src *src, const pl__field *f, const char *what, pl_err *err);
+/** pl__imp_row() of a table whose fields `sep` separates (STRING's links:
+ *  ' '); the count error says "tab-separated" for '\t' only. */
+int pl__imp_row_sep(pl_src *src, char sep, pl__field *f, int max, int ncols, pl_err *err);
 
 #endif

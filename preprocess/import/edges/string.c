@@ -36,41 +36,16 @@ static int check(const pl_imp_opts *o, pl_err *err)
     return 0;
 }
 
-int pl__imp_strip_taxon(const pl_src *src, pl__field *f, pl_imp_taxon *tx, pl_err *err)
-{
-    const char *dot = memchr(f->s, '.', f->len);
-    size_t t = dot ? (size_t)(dot - f->s) : 0;
-    int digits = t > 0;
-    for (size_t i = 0; i < t; i++)
-        digits &= f->s[i] >= '0' && f->s[i] <= '9';
-    if (!digits || t + 1 >= f->len || t > sizeof tx->s)
-        return pl__src_fail(src, f->col, err, "protein id '%.*s' is not TAXON.NAME",
-                            (int)(f->len > 60 ? 60 : f->len), f->s);
-    if (tx->len == 0) {
-        memcpy(tx->s, f->s, t);
-        tx->len = t;
-    } else if (tx->len != t || memcmp(tx->s, f->s, t)) {
-        return pl__src_fail(src, f->col, err, "taxon %.*s differs from taxon %.*s of the "
-                            "rows before", (int)t, f->s, (int)tx->len, tx->s);
-    }
-    f->s += t + 1;
-    f->len -= (uint32_t)(t + 1);
-    f->col += (uint32_t)(t + 1);
-    return 0;
-}
-
 static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void *ctx,
                        pl_imp_stats *st, pl_err *err)
 {
     const char *line;
     size_t len;
     pl__field f[MAX_COLS + 1];
-    int rc = pl__src_line(src, &line, &len, err);
+    int rc = pl__imp_first_line(src, &line, &len, "a STRING header 'protein1 protein2 ...'",
+                                err);
     if (rc < 0)
         return rc;
-    if (rc == 0)
-        return pl__err(err, PL_EPARSE, "%s:1: empty file (expected a STRING header "
-                       "'protein1 protein2 ...')", pl__src_path(src));
     int ncols = pl__src_split(line, len, ' ', f, MAX_COLS + 1);
     if (ncols < 3 || ncols > MAX_COLS || pl__imp_col(f, 2, "protein1") != 0 ||
         pl__imp_col(f, 2, "protein2") != 1)
@@ -98,13 +73,7 @@ static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
                             "%s)", want, have);
     }
     pl_imp_taxon tx = {0};
-    while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
-        if (len == 0)
-            continue;
-        int n = pl__src_split(line, len, ' ', f, MAX_COLS + 1);
-        if (n != ncols)
-            return pl__src_fail(src, 0, err, "expected %d fields as in the header, found %d%s",
-                                ncols, n, n < ncols ? " (missing column)" : "");
+    while ((rc = pl__imp_row_sep(src, ' ', f, MAX_COLS, ncols, err)) > 0) {
         st->rows++;
         uint64_t v;
         if (pl__parse_u64(&f[col], &v) < 0 || v > 1000)

@@ -203,69 +203,6 @@ int pl__names_add_alias(pl_names *nm, const char *s, size_t len, int32_t g, uint
     return add_alias(nm, s, len, g, prec, st);
 }
 
-int pl__names_load_aliases(pl_names *nm, const pl_alias_spec *spec, pl_alias_stats *st,
-                           pl_err *err)
-{
-    memset(st, 0, sizeof *st);
-    PL_FAIL_IF(!nm->genes.n, err, PL_EUSAGE, "%s: alias table before the gene list", spec->path);
-    if (spec->kind == PL_ALIAS_STRING)
-        return pl__names_load_string_aliases(nm, spec, st, err);
-    int sgd = spec->kind == PL_ALIAS_SGD_FEATURES;
-    int gc = sgd ? 3 : spec->gene_col - 1, ac = sgd ? 4 : spec->alias_col - 1;
-    PL_FAIL_IF(gc < 0 || ac < 0 || gc == ac || gc > 63 || ac > 63, err, PL_EUSAGE,
-               "%s: bad gene/alias columns %d and %d", spec->path, spec->gene_col,
-               spec->alias_col);
-    char sep = sgd ? '\t' : spec->sep ? spec->sep : '\t';
-    int need = (gc > ac ? gc : ac) + 1;
-    if (sgd)
-        need = 6;
-    pl_src *src;
-    PL_TRY(pl__src_open(spec->path, &src, err));
-    /* Precedence: tables in load order; inside SGD_features.tab, standard
-     * names and SGDIDs before the free-form alias column. */
-    uint32_t prec = nm->n_tables;
-    nm->n_tables += 2;
-    const char *line;
-    size_t len;
-    pl__field f[65];
-    int rc;
-    while ((rc = pl__src_line(src, &line, &len, err)) > 0) {
-        if (len == 0 || (!sgd && spec->header && pl__src_lineno(src) == 1))
-            continue;
-        int n = pl__src_split(line, len, sep, f, 65);
-        if (n < need || (sgd && n != 16)) {
-            rc = pl__src_fail(src, 0, err, sgd ? "expected the 16 tab-separated columns of "
-                              "SGD_features.tab, found %d" : "expected at least %d fields, "
-                              "found %d (missing column)", sgd ? n : need, n);
-            break;
-        }
-        st->rows++;
-        if (f[gc].len == 0)
-            continue; /* SGD CDS and intron rows name no feature */
-        int64_t g = pl__strtab_find(&nm->genes, f[gc].s, f[gc].len);
-        if (g < 0) {
-            st->no_gene++;
-            continue;
-        }
-        if ((rc = add_alias(nm, f[ac].s, f[ac].len, (int32_t)g, prec, st)) < 0)
-            break;
-        if (sgd) {
-            if ((rc = add_alias(nm, f[0].s, f[0].len, (int32_t)g, prec, st)) < 0)
-                break;
-            pl__field a[64];
-            int na = pl__src_split(f[5].s, f[5].len, '|', a, 64);
-            for (int i = 0; i < na && i < 64 && rc >= 0; i++)
-                rc = add_alias(nm, a[i].s, a[i].len, (int32_t)g, prec + 1, st);
-            if (rc < 0)
-                break;
-        }
-    }
-    if (rc == -ENOMEM)
-        rc = pl__err(err, rc, "%s: out of memory", spec->path);
-    pl__src_close(src);
-    return rc;
-}
-
 uint32_t pl__names_count(const pl_names *nm) { return nm->genes.n; }
 
 const char *pl__names_gene(const pl_names *nm, uint32_t i) { return nm->genes.names[i]; }

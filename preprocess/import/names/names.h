@@ -46,7 +46,7 @@ typedef enum pl_alias_kind {
     PL_ALIAS_TABLE = 0,    /**< delimited, `gene_col` and `alias_col` given */
     PL_ALIAS_SGD_FEATURES, /**< SGD_features.tab: systematic name (col 4) <- standard
                                 name (col 5), SGDID (col 1), aliases (col 6, '|'-split) */
-    PL_ALIAS_STRING        /**< STRING protein.aliases (string_aliases.c) */
+    PL_ALIAS_STRING        /**< STRING protein.aliases (aliases.c) */
 } pl_alias_kind;
 
 enum { PL_ALIAS_MAX_SOURCES = 64 };
@@ -72,19 +72,10 @@ typedef struct pl_alias_stats {
     uint64_t filtered;   /**< PL_ALIAS_STRING: rows of other sources */
 } pl_alias_stats;
 
-/** Read one alias table (after the gene list). Rows whose gene column is not
- *  a gene of the list are counted, not errors. */
+/** Read one alias table (after the gene list; aliases.c). Rows whose gene
+ *  column is not a gene of the list are counted, not errors. */
 int pl__names_load_aliases(pl_names *nm, const pl_alias_spec *spec, pl_alias_stats *st,
                            pl_err *err);
-
-/** STRING protein.aliases as an alias table (string_aliases.c): tab-separated
- *  `string_protein_id alias source`, '#' header line(s) skipped; the
- *  "TAXON." prefix of the protein id is stripped (one taxon per file) and
- *  the rest must be a gene of the list; `spec->sources` keeps rows listing
- *  one of those sources (the column may hold several, blank-separated).
- *  Called by pl__names_load_aliases() for PL_ALIAS_STRING. */
-int pl__names_load_string_aliases(pl_names *nm, const pl_alias_spec *spec, pl_alias_stats *st,
-                                  pl_err *err);
 
 /** For the alias readers: start a table (its precedence: earlier tables
  *  win), look a gene-list name up exactly (-1: none), add alias s -> gene g

@@ -20,9 +20,9 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include "preprocess/text.h"
 #include "src/core/checksum.h"
 #include "src/core/error.h"
+#include "src/core/parse.h"
 #include "src/core/vec.h"
 
 enum { IN_CAP = 1 << 18, BUF_CAP0 = 1 << 20 };

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "pertload.h"
-#include "preprocess/text.h"
+#include "src/core/parse.h"
 
 /** Compression recognised by pl__src_open(). */
 typedef enum pl_src_codec {
