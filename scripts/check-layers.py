@@ -93,7 +93,7 @@ PY_STAGES = [  # bottom to top (docs/architecture.md, "The Python client")
     ('the layouts', ('kernels', '_layouts', 'pyg', 'lazy')),
     ('the graph and the batch', ('_identity', 'graph', 'schedule', 'subset', 'batch')),
     ('the transport between processes', ('packed', 'arena', 'prefetch')),
-    ('the loader', ('_epochs', '_service', 'loader')),
+    ('the loader', ('_epochs', '_service', 'resume', 'loader')),
     ('the torch.utils.data forms', ('data',)),
 ]
 PY_IMPORT = re.compile(r'^\s*(?:from\s+(\.+\w*(?:\.\w+)*)\s+import\s+([\w\s,()]+?)\s*$|'
