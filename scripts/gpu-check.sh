@@ -93,7 +93,8 @@ EOF
        "$root"/python/tests/{test_pyg.py,test_loader.py,test_dataset.py} \
        "$root"/python/tests/test_layout_kernels.py "$bundle/tests/"
     mkdir -p "$bundle/bench"
-    cp "$root"/bench/{model_layouts.py,pyg_layout.py,keep_workers.py} "$bundle/bench/"
+    cp "$root"/bench/{model_layouts.py,pyg_layout.py,keep_workers.py,epoch_start.py} \
+       "$bundle/bench/"
     cp "$root/scripts/minitest.py" "$here/gpu-check.sh" "$bundle/"
     # PyTorch Geometric as published, for the Batch layout's device test
     local pyg_tar="$root/../shared/deps/torch_geometric-2.4.0.tar.gz"
@@ -287,7 +288,7 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
             --epoch-batches "$4" --no-per-sample
     ' bench "$py" "$work/bench" "$bundle/bench" "${GPU_CHECK_EPOCH_BATCHES:-60}"
     # shellcheck disable=SC2016
-    step workers 150 "$out/figures.txt" bash -c '
+    step workers 200 "$out/figures.txt" bash -c '
         set -e
         "$1" synth "$2/big" --samples 200000 --seed 3 --quiet
         "$1" build -o "$2/bigdb" $(cat "$2/big/build-args.txt") >/dev/null
@@ -296,6 +297,8 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
             "$3" "$4/keep_workers.py" "$2/bigdb" --rows 200000 --workers "$w" \
                 --only loader,dataset-0,dataset-W --rounds 2
         done
+        echo "--- epoch start"
+        "$3" "$4/epoch_start.py" "$2/bigdb" --epochs 10
     ' bench "$bundle/bin/pertload" "$work/bench" "$py" "$bundle/bench"
     rm -rf "$work/bench"
 
