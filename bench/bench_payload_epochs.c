@@ -166,6 +166,8 @@ int pl__bench_payload_epochs(int argc, char **argv)
     rc = pl_db_open(path, &db, &err);
     if (rc == 0 && !db->meta.payload_row_bytes)
         rc = pl__err(&err, PL_EUSAGE, "%s has no payload", path);
+    else if (rc == 0 && !db->meta.n_samples)
+        rc = pl__err(&err, PL_EUSAGE, "%s has no rows", path);
     if (rc == 0)
         pf = (pl__bench_payload_file){db->meta.payload_offset, db->meta.n_samples,
                                       db->meta.payload_row_bytes,
