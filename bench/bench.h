@@ -16,7 +16,9 @@ int pl_bench_collate(int argc, char **argv);
 int pl_bench_gpu(int argc, char **argv);
 
 /** `pertload bench payload DB [--batch-size B] [--threads T] [--shuffle]`:
- *  payload streaming beside the raw sequential read of the same file. */
+ *  payload streaming beside the raw sequential read of the same file; with
+ *  --epochs, the disk's sequential and random-row rates beside pertload's
+ *  in-order, block and shuffled epochs (bench_payload_epochs.c). */
 int pl_bench_payload(int argc, char **argv);
 
 /** `pertload bench memory [--mib M] [--reps R]`: memset and memcpy bandwidth

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_payload.h"
 #include "json.h"
-#include "loader/produce.h"
 #include "cli/cli.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
@@ -30,21 +30,9 @@
 
 #define SEQ_CHUNK ((size_t)4 << 20)
 
-/* Slots for the producer: delivery b is written into slot b % n once
- * delivery b - n of that slot was published (workers finish out of order;
- * a slot is never written by two of them at once). */
-typedef struct pool {
-    unsigned char *mem;
-    uint64_t slot_bytes;
-    uint32_t n;
-    _Atomic uint64_t samples;
-    _Atomic uint64_t *published; /* [n] deliveries published per slot */
-    _Atomic int stopped;
-} pool;
-
 static int pool_acquire(void *ctx, uint64_t b, unsigned char **slot, pl_err *err)
 {
-    pool *p = ctx;
+    pl__bench_pool *p = ctx;
     while (atomic_load(&p->published[b % p->n]) < b / p->n) {
         if (atomic_load(&p->stopped))
             return pl__err(err, PL_EUSAGE, "stopped");
@@ -56,20 +44,20 @@ static int pool_acquire(void *ctx, uint64_t b, unsigned char **slot, pl_err *err
 
 static void pool_publish(void *ctx, uint64_t b, uint32_t n)
 {
-    pool *p = ctx;
+    pl__bench_pool *p = ctx;
     atomic_fetch_add(&p->samples, n);
     atomic_fetch_add(&p->published[b % p->n], 1);
 }
 
 static void pool_stop(void *ctx, int rc, const pl_err *err)
 {
-    pool *p = ctx;
+    pl__bench_pool *p = ctx;
     (void)rc;
     (void)err;
     atomic_store(&p->stopped, 1);
 }
 
-static void drop_cache(const char *path)
+void pl__bench_drop_cache(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -79,8 +67,7 @@ static void drop_cache(const char *path)
     }
 }
 
-/* Bytes/s of reading [off, off + len) of `path` front to back. */
-static int sequential(const char *path, uint64_t off, uint64_t len, double *rate, int *direct,
+int pl__bench_sequential(const char *path, uint64_t off, uint64_t len, double *rate, int *direct,
                       pl_err *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
@@ -107,15 +94,8 @@ static int sequential(const char *path, uint64_t off, uint64_t len, double *rate
     return rc;
 }
 
-/* The payload's place in its file, and how it is read by the producer. */
-typedef struct payload_file {
-    uint64_t offset, rows, row_bytes;
-    int direct;
-} payload_file;
-
-/* One epoch of the producer from a cold cache into `pl`: bytes/s of payload. */
-static int producer_round(const pl__produce_opts *po, const char *file, pool *pl, double *rate,
-                          payload_file *pf, pl_err *err)
+int pl__bench_producer_round(const pl__produce_opts *po, const char *file, pl__bench_pool *pl,
+                             double *rate, pl__bench_payload_file *pf, pl_err *err)
 {
     pl__producer p;
     int rc = pl__producer_init(&p, po, err);
@@ -143,7 +123,7 @@ static int producer_round(const pl__produce_opts *po, const char *file, pool *pl
         atomic_store(&pl->stopped, 0);
         for (uint32_t i = 0; i < pl->n; i++)
             atomic_store(&pl->published[i], 0);
-        drop_cache(file);
+        pl__bench_drop_cache(file);
         double t0 = pl__now();
         rc = pl__producer_start(&p, &sink, err);
         if (rc == 0)
@@ -151,8 +131,8 @@ static int producer_round(const pl__produce_opts *po, const char *file, pool *pl
         double dt = pl__now() - t0;
         *rate = dt > 0 ? (double)atomic_load(&pl->samples) * (double)p.cfg.payload_row_bytes / dt
                        : 0;
-        *pf = (payload_file){p.payload_offset, p.db->meta.n_samples, p.cfg.payload_row_bytes,
-                             p.payload_direct};
+        *pf = (pl__bench_payload_file){p.payload_offset, p.db->meta.n_samples,
+                                       p.cfg.payload_row_bytes, p.payload_direct};
     }
     pl__producer_free(&p);
     return rc;
@@ -164,7 +144,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(const double *v, unsigned n)
+double pl__bench_median(const double *v, unsigned n)
 {
     double s[64];
     memcpy(s, v, n * sizeof *v);
@@ -177,6 +157,9 @@ int pl_bench_payload(int argc, char **argv)
     const char *usage = "usage: pertload bench payload DB [--batch-size B] [--threads T] "
                         "[--shuffle | --order block [--block-rows K] [--block-window W]] "
                         "[--rounds R] [--json FILE]\n";
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--epochs"))
+            return pl__bench_payload_epochs(argc, argv);
     const char *path = NULL, *json = NULL;
     unsigned long long B = 64, T = 2, R = 3, K = 0, Wb = 0;
     int shuffle = 0, block = 0;
@@ -225,15 +208,15 @@ int pl_bench_payload(int argc, char **argv)
                                     .block_rows = (uint32_t)K,
                                     .window_blocks = (uint32_t)Wb},
                            .threads = (uint32_t)T};
-    pool pl = {.n = (uint32_t)T * 2};
-    payload_file pf = {0};
+    pl__bench_pool pl = {.n = (uint32_t)T * 2};
+    pl__bench_payload_file pf = {0};
     double seq[64], prod[64], share[64];
     int direct = 0, rc = 0;
     for (unsigned r = 0; rc == 0 && r < R; r++) {
-        rc = producer_round(&po, file, &pl, &prod[r], &pf, &err);
+        rc = pl__bench_producer_round(&po, file, &pl, &prod[r], &pf, &err);
         if (rc == 0) {
-            drop_cache(file);
-            rc = sequential(file, pf.offset, pf.rows * pf.row_bytes, &seq[r], &direct, &err);
+            pl__bench_drop_cache(file);
+            rc = pl__bench_sequential(file, pf.offset, pf.rows * pf.row_bytes, &seq[r], &direct, &err);
         }
         if (rc == 0)
             share[r] = seq[r] > 0 ? prod[r] / seq[r] : 0;
@@ -243,8 +226,8 @@ int pl_bench_payload(int argc, char **argv)
     if (rc < 0) {
         fprintf(stderr, "pertload bench payload: %s\n", err.msg);
     } else {
-        double s = median(seq, (unsigned)R), q = median(prod, (unsigned)R);
-        double sh = median(share, (unsigned)R);
+        double s = pl__bench_median(seq, (unsigned)R), q = pl__bench_median(prod, (unsigned)R);
+        double sh = pl__bench_median(share, (unsigned)R);
         printf("payload %s: %llu rows of %llu bytes (%.1f MB), page cache dropped before each "
                "read; %llu rounds, the two sides in turn, medians\n",
                file, (unsigned long long)rows, (unsigned long long)row_bytes,

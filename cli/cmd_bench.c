@@ -21,6 +21,8 @@ static const char usage[] =
     "       pertload bench collate DB [--batch-size B] [--samples N] [--outputs LIST] "
     "[--no-ontology] [--json F]\n"
     "       pertload bench payload DB [--batch-size B] [--threads T] [--shuffle] [--json F]\n"
+    "       pertload bench payload DB --epochs [--batch-size B] [--threads T] [--block-rows K] "
+    "[--rounds R] [--json F]\n"
     "       pertload bench gpu DB [--batch-size B] [--batches N] [--threads T] [--json F]\n"
     "       pertload bench memory [--mib M] [--reps R] [--json F]\n"
     "       pertload bench memory --table DB [--ranks N] [--json F]\n"
