@@ -151,13 +151,20 @@ def _node_stores_kernels(torch, lists, graph, B, dev):
     rows, perturbed = kernels.rows(torch, pert, pptr, B, n_genes, shifted=True)
     gene.update(perturbation_indices=pert, perturbation_indices_ptr=pptr,
                 perturbation_indices_batch=rows)
+    for node, node_lists in _other_nodes(lists, graph):
+        out[node] = _nodes_kernels(torch, B, graph[node]["num_nodes"], dev, graph[node],
+                                   node_lists)
+    return out, perturbed
+
+
+def _other_nodes(lists, graph):
+    """(node type, its removed lists or None) of the node types beside the
+    gene the graph and the batch have: reaction (removed reactions),
+    metabolite (none removed), term (affected terms)."""
     for node, slot_name in (("reaction", "reaction"), ("metabolite", None),
                             ("term", "ontology/term")):
-        if node not in graph or (slot_name is not None and slot_name not in lists):
-            continue
-        out[node] = _nodes_kernels(torch, B, graph[node]["num_nodes"], dev, graph[node],
-                                   lists[slot_name] if slot_name is not None else None)
-    return out, perturbed
+        if node in graph and (slot_name is None or slot_name in lists):
+            yield node, lists[slot_name] if slot_name is not None else None
 
 
 def node_stores(torch, lists, graph, B, dev):
@@ -178,14 +185,11 @@ def node_stores(torch, lists, graph, B, dev):
     gene["pert_mask"] = ~gene["mask"]
     gene.update(perturbation_indices=pert, perturbation_indices_ptr=pptr,
                 perturbation_indices_batch=rows)
-    for node, slot_name in (("reaction", "reaction"), ("metabolite", None),
-                            ("term", "ontology/term")):
-        if node not in graph or (slot_name is not None and slot_name not in lists):
-            continue
+    for node, node_lists in _other_nodes(lists, graph):
         n = graph[node]["num_nodes"]
         store = out[node] = _nodes(torch, B, n, dev, graph[node])
-        if slot_name is not None:
-            pos, ptr = lists[slot_name]
+        if node_lists is not None:
+            pos, ptr = node_lists
             store["mask"][pos + _layouts.rows_of(torch, ptr, len(pos), dev) * n] = False
             store["pert_mask"] = ~store["mask"]
     return out
