@@ -31,7 +31,7 @@ laid out (the floor: "above the step alone" is the data pipeline's share).
 
 usage: model_layouts.py DB [--batch-size 64] [--batches 3] [--types T1,T2]
                            [--epoch-batches 10] [--device cpu|cuda]
-                           [--no-per-sample]
+                           [--no-per-sample] [--switch-interval MS]
 Needs torch_geometric importable (e.g. PyG 2.4.0 unpacked on PYTHONPATH).
 """
 import sys
@@ -166,6 +166,10 @@ def epoch(db, types, batch_size, n_batches, device, mode="loop"):
         wait += time.perf_counter() - w0
         step(model, opt, b)
         sync(device)  # the step's own device work counts to the step, not to the wait
+    if pre:
+        print(f"  (prefetch: next() blocked on the thread {it.blocked_s * 1e3:.1f} ms, handing "
+              f"batches over (stream wait, record_stream) {it.handoff_s * 1e3:.1f} ms, "
+              f"switch interval {sys.getswitchinterval() * 1e3:g} ms)")
     loader.close()
     return time.perf_counter() - t0, wait, start, layout
 
@@ -194,6 +198,8 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--no-per-sample", action="store_true",
                     help="leave out the per-sample peer pipelines (slow)")
+    ap.add_argument("--switch-interval", type=float, default=0,
+                    help="also an epoch with prefetch under this sys.setswitchinterval (ms)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     dev = torch.device(a.device)
@@ -259,8 +265,14 @@ def main():
         modes = [("loop, torch ops", False, "loop"), ("loop, kernels", True, "loop"),
                  ("prefetch=2, kernels", True, "prefetch")] if cuda else \
                 [("loop", True, "loop"), ("prefetch=2", True, "prefetch")]
+        if a.switch_interval:
+            modes.append((f"prefetch=2, switch interval {a.switch_interval:g} ms", True,
+                          "prefetch"))
+        default_switch = sys.getswitchinterval()
         for name, kern, mode in modes:
             _kernels(kern)
+            sys.setswitchinterval(a.switch_interval / 1e3 if "switch" in name
+                                  else default_switch)
             total, wait, start, layout = epoch(a.db, types, a.batch_size, a.epoch_batches, dev,
                                                mode)
             steps = total - start
@@ -269,6 +281,7 @@ def main():
             print(f"| {name} | {per * 1e3:.2f} | {(wait - start) / steps:.1%} | {lay} | "
                   f"{(per - floor) / per:.1%} | {start * 1e3:.0f} ms |")
         _kernels(True)
+        sys.setswitchinterval(default_switch)
     return 0
 
 

@@ -282,10 +282,11 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
         cd "$3"
         echo "--- physical + regulatory, batch 64"
         "$1" model_layouts.py "$2/db" --device cuda --types physical,regulatory \
-            --batch-size 64 --batches 2 --epoch-batches "$4" --no-per-sample
+            --batch-size 64 --batches 2 --epoch-batches "$4" --no-per-sample \
+            --switch-interval 0.5
         echo "--- all nine types, batch 8"
         "$1" model_layouts.py "$2/db" --device cuda --batch-size 8 --batches 2 \
-            --epoch-batches "$4" --no-per-sample
+            --epoch-batches "$4" --no-per-sample --switch-interval 0.5
     ' bench "$py" "$work/bench" "$bundle/bench" "${GPU_CHECK_EPOCH_BATCHES:-60}"
     # shellcheck disable=SC2016
     step workers 200 "$out/figures.txt" bash -c '

@@ -18,6 +18,7 @@ layouts ahead, with no streams.
 
 import queue
 import threading
+import time
 import weakref
 
 from . import batch as batch_mod
@@ -112,6 +113,9 @@ class DevicePrefetch:
         self._queue = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._done = False
+        # seconds next() spent blocked on the queue (the thread behind) and
+        # handing a ready batch over (the stream's wait, record_stream)
+        self.blocked_s = self.handoff_s = 0.0
         self._thread = threading.Thread(target=_fill, name="pertload-prefetch", daemon=True,
                                         args=(iter(batches), self._queue, self._stop, build,
                                               self._stream))
@@ -126,7 +130,10 @@ class DevicePrefetch:
 
         if self._done:
             raise StopIteration
+        t0 = time.perf_counter()
         item, ready, consumed = self._queue.get()
+        t1 = time.perf_counter()
+        self.blocked_s += t1 - t0
         if item is _END:
             self._done = True
             self._thread.join()
@@ -140,6 +147,7 @@ class DevicePrefetch:
             current.wait_event(ready)
             for t in tensors(item):
                 t.record_stream(current)
+        self.handoff_s += time.perf_counter() - t1
         if self._on_delivery is not None and consumed is not None:
             self._on_delivery(consumed)
         return item
