@@ -7,9 +7,10 @@ its lists to `device` and builds `layout` there (Batch.to_torch) on a side
 stream, up to `depth` batches ahead of the consumer. The consumer gets a
 batch whose layout is ready, or is being built, on the side stream: its own
 current stream waits for that work (an event, no host synchronisation) and
-every tensor of the batch is recorded for the current stream, so CUDA's
-caching allocator reuses none of their memory before the step that reads
-them is done. The ring slot a batch came from is handed back once its copies
+every tensor of the batch is recorded for the consumer's stream (by the
+thread, for the stream current when the iteration began; at delivery for
+another), so CUDA's caching allocator reuses none of their memory before
+the step that reads them is done. The ring slot a batch came from is handed back once its copies
 finished; the consumer holds only device tensors that own their memory.
 
 On the CPU (or any device that is not CUDA) the same thread builds the
@@ -48,10 +49,11 @@ def tensors(x, seen=None):
             yield from tensors(v)
 
 
-def _fill(it, out, stop, build, cuda_stream):
+def _fill(it, out, stop, build, cuda_stream, consumer):
     """The thread: take, lay out and queue batches until the end, an error
     or `stop`; it alone touches the epoch's ring, and closes it when
-    stopped."""
+    stopped. Each batch's tensors are recorded for the `consumer` stream
+    here, off the consumer's thread."""
     import torch
 
     try:
@@ -65,6 +67,8 @@ def _fill(it, out, stop, build, cuda_stream):
                     item = build(b)
                     ready = torch.cuda.Event()
                     ready.record(cuda_stream)
+                for t in tensors(item):
+                    t.record_stream(consumer)
             else:
                 item, ready = build(b), None
             consumed = getattr(it, "consumed", None)
@@ -102,10 +106,13 @@ class DevicePrefetch:
         self.device = dev = torch.device(device)
         self._source = batches
         self._on_delivery = on_delivery
-        self._stream = None
+        self._stream = self._consumer = None
         if batch_mod._on_cuda(dev):
             idx = dev.index if dev.index is not None else torch.cuda.current_device()
             self._stream = torch.cuda.Stream(device=idx)
+            # the stream the consumer's step runs on: the thread records the
+            # batches' tensors for it (another at delivery is recorded then)
+            self._consumer = torch.cuda.current_stream(dev)
 
         def build(b):
             return b.to_torch(dev, layout=layout, edge_types=edge_types)
@@ -118,7 +125,7 @@ class DevicePrefetch:
         self.blocked_s = self.handoff_s = 0.0
         self._thread = threading.Thread(target=_fill, name="pertload-prefetch", daemon=True,
                                         args=(iter(batches), self._queue, self._stop, build,
-                                              self._stream))
+                                              self._stream, self._consumer))
         self._thread.start()
         self._finalizer = weakref.finalize(self, _shut, self._stop, self._queue, self._thread)
 
@@ -145,8 +152,9 @@ class DevicePrefetch:
         if ready is not None:
             current = torch.cuda.current_stream(self.device)
             current.wait_event(ready)
-            for t in tensors(item):
-                t.record_stream(current)
+            if current != self._consumer:  # the step moved to another stream
+                for t in tensors(item):
+                    t.record_stream(current)
         self.handoff_s += time.perf_counter() - t1
         if self._on_delivery is not None and consumed is not None:
             self._on_delivery(consumed)

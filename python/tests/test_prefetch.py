@@ -61,10 +61,10 @@ def test_the_device_path_waits_by_event_and_records_every_tensor(medium, monkeyp
                              layout="pyg", prefetch=2)
     it = iter(loader)
     for i in range(4):
-        records.clear()
         got = next(it)
         assert_same(got, want[i])
         assert len(waits) == i + 1
+        # recorded for the consumer's stream by the thread, before delivery
         ptrs = {t.data_ptr() for t in prefetch.tensors(got) if t.numel()}
         assert ptrs and ptrs <= {p for p, s in records if s == "current"}
     assert ("enter", "side") in d.log and ("record", "side") in d.log
