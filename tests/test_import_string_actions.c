@@ -284,13 +284,13 @@ Test(import_string_actions, types_per_mode_in_one_source)
         free(pl_test_put_text(dir, "one.yaml", &one));
         free(pl_test_put_text(dir, "many.yaml", &many));
         char *out;
-        pl_test_rmtree(pl_test_path(dir, "one.db")), pl_test_rmtree(pl_test_path(dir, "many.db"));
+        char *pa = pl_test_path(dir, "one.db"), *pb = pl_test_path(dir, "many.db");
+        pl_test_rmtree(pa), pl_test_rmtree(pb);
         cr_assert_eq(run("build --recipe one.yaml -o one.db --quiet", &out), 0, "%s", out);
         free(out);
         cr_assert_eq(run("build --recipe many.yaml -o many.db --quiet", &out), 0, "%s", out);
         free(out);
         pl_test_text a = {0}, b = {0};
-        char *pa = pl_test_path(dir, "one.db"), *pb = pl_test_path(dir, "many.db");
         db_edges(pa, &a);
         db_edges(pb, &b);
         cr_assert_str_eq(a.s, b.s, "iteration %d", it);
