@@ -302,7 +302,9 @@ static int check_counts(topo *t, pl_err *err)
             }
             depth--;
             state[k] = 2;
-            if (!(set[k] = roaring_bitmap_of_ptr(b->n_names, t->names + b->names))) {
+            /* (no names at all: t->names is NULL, and no offset may be applied to it) */
+            const uint32_t *direct = b->n_names ? t->names + b->names : NULL;
+            if (!(set[k] = roaring_bitmap_of_ptr(b->n_names, direct))) {
                 rc = nomem(t, err);
                 break;
             }
