@@ -5,9 +5,14 @@
  * gptr [n+1], genes [refs], labels [n*n_labels], weight [n], each at a
  * 64-aligned offset, then at a page the image of the graph's lists
  * (pl__graph_image_write(), graph_bytes); total_bytes is the file size.
- * Each rank serves the graph from the image when it equals the lists it
- * loaded itself (pl__graph_image_adopt()), so the ranks of a node hold one
- * graph. */
+ * data_checksum covers the table (header_bytes..off_graph); the image is
+ * compared byte for byte instead. Each rank that attaches serves the graph
+ * from the image when it equals the lists it loaded itself
+ * (pl__graph_image_adopt()), so the ranks of a node hold one graph beside
+ * the creator's: the rank that builds the segment keeps the lists it decoded,
+ * in huge pages where the kernel grants them (/dev/shm's pages are 4 KiB
+ * unless shmem THP is on: a serve reading them runs a few percent slower,
+ * docs/benchmarks.md). */
 #include "table_shared.h"
 
 #include <dirent.h>
@@ -33,7 +38,7 @@
 #include "src/core/shm.h"
 
 #define MAGIC "PLTABL01" /* 8 bytes, no NUL stored */
-#define VERSION 2u
+#define VERSION 3u
 #define PAGE 4096u
 #define PREFIX "pertload-table-"
 #define WHAT "sample table"
@@ -57,7 +62,7 @@ typedef struct shared_hdr {
     uint64_t off_graph, graph_bytes;   /* the image of the graph's lists */
     uint64_t max_bound, max_kind_bound;
     uint32_t max_genes, reserved;
-    uint64_t data_checksum;            /* XXH64 of bytes header_bytes..total_bytes */
+    uint64_t data_checksum;            /* XXH64 of bytes header_bytes..off_graph */
     uint64_t hdr_checksum;             /* XXH64 of the bytes above */
     /* 1 once the rest is complete (release store, after the checksums). */
     alignas(64) _Atomic uint32_t init;
@@ -214,7 +219,7 @@ static int try_attach(const char *base, const identity *id, pl_graph *g, pl__tab
         close(fd);
         return rc;
     }
-    if (pl__xxh64((unsigned char *)map + PAGE, hd.total_bytes - PAGE, 0) != hd.data_checksum) {
+    if (pl__xxh64((unsigned char *)map + PAGE, hd.off_graph - PAGE, 0) != hd.data_checksum) {
         munmap(map, hd.total_bytes);
         close(fd);
         return pl__err(err, PL_ECORRUPT, "%s: malformed sample table: data checksum mismatch "
@@ -328,14 +333,13 @@ static int create(pl_db *db, pl_graph *g, int io_mode, const char *base, const i
     h->max_bound = t->max_bound;
     h->max_kind_bound = t->max_kind_bound;
     pl__graph_image_write(g, map + lay.off_graph);
-    h->data_checksum = pl__xxh64(map + PAGE, lay.total_bytes - PAGE, 0);
+    h->data_checksum = pl__xxh64(map + PAGE, lay.off_graph - PAGE, 0);
     h->hdr_checksum = pl__xxh64(h, offsetof(shared_hdr, hdr_checksum), 0);
     /* release: the table and the header are visible to whoever loads init == 1 */
     atomic_store_explicit(&h->init, 1, memory_order_release);
     mprotect(map, lay.total_bytes, PROT_READ);
     fchmod(fd, 0400);
     flock(fd, LOCK_SH); /* waiters attach now */
-    pl__graph_image_adopt(g, map + lay.off_graph, lay.graph_bytes);
     t->shm_base = map;
     t->release = pl__table_shared_release;
     t->shm_bytes = lay.total_bytes;

@@ -335,10 +335,13 @@ void pl__graph_image_write(const pl_graph *g, void *dst)
     const void *part[5];
     uint64_t at[5], len[5];
     uint64_t bytes = image_parts(g, part, at, len);
-    memset(dst, 0, bytes);
-    for (int i = 0; i < 5; i++)
+    unsigned char *d = dst;
+    for (int i = 0; i < 5; i++) { /* each part, then zeros up to the next */
+        uint64_t end = i < 4 ? at[i + 1] : bytes;
         if (len[i])
-            memcpy((unsigned char *)dst + at[i], part[i], len[i]);
+            memcpy(d + at[i], part[i], len[i]);
+        memset(d + at[i] + len[i], 0, end - at[i] - len[i]);
+    }
 }
 
 int pl__graph_image_adopt(pl_graph *g, const void *src, uint64_t bytes)

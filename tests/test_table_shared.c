@@ -609,9 +609,10 @@ Test(table_shared, truncated_segment_is_an_error)
     free(db);
 }
 
-/* A complete segment altered in place (its magic, version, header or data
+/* A complete segment altered in place (its magic, version, header or table
  * bytes), or another database's table under this one's name: each is an
- * error naming the reason, never a table served. */
+ * error naming the reason, never a table served. An altered graph image is
+ * no error: a rank serves an image only when it equals its own lists. */
 Test(table_shared, altered_segment_is_an_error)
 {
     char *db = pl_test_path(base, "db"), *other = pl_test_path(base, "other"),
@@ -632,6 +633,20 @@ Test(table_shared, altered_segment_is_an_error)
         expect_refused(db, ring, log, cases[k].why);
         pl_test_xor_byte(seg, cases[k].off, 0x10);
     }
+    /* A byte of the graph's image (its last page): the table is served, the
+     * image is not (it differs from the lists the rank loaded itself). */
+    struct stat st;
+    cr_assert_eq(stat(seg, &st), 0);
+    cr_assert_gt(st.st_size, 3 * 4096);
+    pl_test_xor_byte(seg, (uint64_t)st.st_size - 4096 - 64, 0x10);
+    pid_t a = serve_alone(db, ring, log);
+    wait_ring(ring);
+    uint32_t *seen = calloc(20000, sizeof *seen);
+    cr_assert_eq(consume(ring, seen, 20000), 20000);
+    check_once(seen, 20000);
+    free(seen);
+    wait_ok(a, "rank over a table with an altered graph image");
+    pl_test_xor_byte(seg, (uint64_t)st.st_size - 4096 - 64, 0x10);
     /* The intact table of `db` under the name of `other`'s. */
     pl_test_copy_file(seg, seg_other);
     cr_assert_eq(chmod(seg_other, 0600), 0);
