@@ -6,6 +6,7 @@
 
 #include "samples.h"
 #include "preprocess/import/source/source.h"
+#include "preprocess/text.h"
 
 struct pl_smp_rd {
     const pl_smp_spec *s;
@@ -14,6 +15,7 @@ struct pl_smp_rd {
     pl_smp_result *r;
     pl_err *err;
     pl_src *src;
+    pl__text tx;          /* spec->tsv: the build's text reader (its source is src) */
     int32_t *genes;       /* the row's genes */
     uint64_t cap_genes;
     uint32_t ng, unknown; /* genes kept, names unresolved */
