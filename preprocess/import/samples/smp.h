@@ -53,9 +53,9 @@ const char *pl__smp_cat_name(const pl_smp_rd *d, uint32_t c);
 /** Start a row. */
 void pl__smp_row_begin(pl_smp_rd *d);
 
-/** Add the gene named by field `f` (resolved; a repeat is ignored; an
- *  unresolved name is noted, or in strict mode an error). An empty field is
- *  an error "empty gene name". */
+/** Add the gene named by field `f` (resolved; a repeat is ignored, but kept
+ *  in the samples TSV (spec tsv); an unresolved name is noted, or in strict
+ *  mode an error). An empty field is an error "empty gene name". */
 int pl__smp_gene(pl_smp_rd *d, const pl__field *f);
 
 /** Label `l` from field `f` (empty, NA, NaN, nan: missing). */
