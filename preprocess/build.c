@@ -109,24 +109,28 @@ static int read_graph(builder *b)
     return 0;
 }
 
-/* The samples file with category columns `o->categories` as a sample
- * table (samples.h: header, `genes` split at ';', an optional `id`, every
- * other column a label), read by the recipe's table reader. */
-typedef struct cat_table {
+/* The samples file, read by the recipe's sample table reader (samples.h)
+ * with fixed settings: a header, `genes` split at ';', an optional `id`,
+ * every other column a label, gene names exactly as in the gene list. It is
+ * pertload's samples TSV (spec `tsv`: the build's text rules and messages);
+ * with category columns `o->categories`, a tab-separated table with '#'
+ * comment lines, its category columns kept as categories. */
+typedef struct samples_table {
     pl_smp_spec spec;
     char *list;          /* o->categories, split at ',' in place */
     pl_names *nm;
     pl_smp_provider p;
-} cat_table;
+} samples_table;
 
-static int cat_table_open(builder *b, cat_table *t, pl__build_samples *out)
+static int samples_open(builder *b, samples_table *t, pl__build_samples *out)
 {
     const pl_build_opts *o = b->o;
     pl_smp_spec *s = &t->spec;
     *s = (pl_smp_spec){.format = PL_SMP_TABLE, .file = o->samples, .header = 1,
-                       .comment = "#", .id = "id", .id_optional = 1};
-    t->list = strdup(o->categories);
-    PL_FAIL_IF(!t->list, b->err, -ENOMEM, "out of memory");
+                       .comment = o->categories ? "#" : NULL, .id = "id", .id_optional = 1,
+                       .tsv = !o->categories};
+    t->list = o->categories ? strdup(o->categories) : NULL;
+    PL_FAIL_IF(o->categories && !t->list, b->err, -ENOMEM, "out of memory");
     for (char *c = t->list, *end; c; c = end) {
         end = strchr(c, ',');
         if (end)
@@ -145,7 +149,7 @@ static int cat_table_open(builder *b, cat_table *t, pl__build_samples *out)
     return pl__smp_provider_open(&t->p, s, 1, t->nm, !o->drop_unknown_genes, out, b->err);
 }
 
-static void cat_table_close(cat_table *t)
+static void samples_close(samples_table *t)
 {
     pl__smp_provider_close(&t->p);
     pl__names_free(t->nm);
@@ -157,23 +161,17 @@ static void cat_table_close(cat_table *t)
 static int read_samples(builder *b, chunker *payload)
 {
     const pl_build_opts *o = b->o;
-    pl__samples_tsv *tsv = NULL;
-    cat_table ct = {0};
+    samples_table st = {0};
     pl__build_samples none = {0, NULL, no_rows, NULL, NULL, NULL, 0, NULL}, file;
     const pl__build_samples *s = b->in && b->in->samples ? b->in->samples : &none;
     int rc = 0;
-    if (s == &none && o->samples && o->categories) {
-        rc = cat_table_open(b, &ct, &file);
-        s = &file;
-    } else if (s == &none && o->samples) {
-        rc = pl__samples_tsv_open(&tsv, o->samples, &b->genes, o->drop_unknown_genes, &file,
-                                  b->err);
+    if (s == &none && o->samples) {
+        rc = samples_open(b, &st, &file);
         s = &file;
     }
     if (rc == 0)
         rc = pl__build_store_samples(b, s);
-    pl__samples_tsv_close(tsv);
-    cat_table_close(&ct);
+    samples_close(&st);
     PL_TRY(rc);
     return o->payload ? pl__build_copy_payload(b, o->payload, payload) : 0;
 }

@@ -10,8 +10,8 @@
  *               opts->min_score does not apply: filter before handing over);
  *   metabolism  reactions, metabolites, GPR, RMR and compiled rules
  *               (replaces opts->reactions, gpr, rules and rmr);
- *   samples     a row provider (replaces opts->samples); pl__samples_tsv
- *               is the provider of the samples TSV;
+ *   samples     a row provider (replaces opts->samples); the samples TSV's
+ *               is the sample table reader's (import/samples/provider.h);
  *   ontology    a built ontology over the same genes (pl__onto_read();
  *               replaces opts->ontology, annotations, ontology_dcell and
  *               their filters); its gene count must be n_genes, its
@@ -125,18 +125,5 @@ typedef struct pl__build_input {
  *  drop_unknown_genes, progress, params, reaction_rule) apply as usual. */
 int pl__build_run(const pl_build_opts *opts, const pl__build_input *in,
                   pl_build_stats *stats, pl_err *err);
-
-/** The samples TSV (header with a `genes` column, optional `id`, label
- *  columns; genes ';'-separated) as a provider. */
-typedef struct pl__samples_tsv pl__samples_tsv;
-
-/** Open `path` and read its header; `genes` (borrowed, must outlive the
- *  provider) resolves names; `drop_unknown` marks rows naming an unknown
- *  gene as dropped instead of failing. Fills `*out` to read it. */
-int pl__samples_tsv_open(pl__samples_tsv **tsv, const char *path, const pl_strtab *genes,
-                         int drop_unknown, pl__build_samples *out, pl_err *err);
-
-/** Release; accepts NULL. */
-void pl__samples_tsv_close(pl__samples_tsv *tsv);
 
 #endif

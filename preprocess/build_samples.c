@@ -1,7 +1,7 @@
-/* pl_build: the samples TSV into the sample store, and the payload copy. */
+/* pl_build: a sample-row provider's rows into the sample store (the samples
+ * TSV's provider: the sample table reader, build.c), and the payload copy. */
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,170 +11,10 @@
 #include "src/core/npy.h"
 #include "src/core/progress.h"
 #include "src/core/vec.h"
-#include "text.h"
 
 #include "builder.h"
 
 /* ----------------------------------------------------------------- samples */
-
-/* The samples TSV as a row provider (build_input.h). */
-struct pl__samples_tsv {
-    pl__text tx;
-    int open;
-    const pl_strtab *genes;
-    int drop_unknown;
-    int n, gcol, id;           /* columns in all, the genes and id columns */
-    int label_col[MAX_FIELDS]; /* field index of label i */
-    uint32_t n_labels;
-    char *label_names[MAX_FIELDS];
-    uint64_t row;
-    int32_t *g;
-    uint64_t cap_g;
-    float labels[MAX_FIELDS];
-    pl__field f[MAX_FIELDS + 1]; /* a row of n <= MAX_FIELDS columns, and one more */
-};
-
-static int tsv_header(pl__samples_tsv *t, pl_err *err)
-{
-    pl__text *tx = &t->tx;
-    pl__field *f = t->f;
-    int rc = pl__text_next(tx, err);
-    if (rc < 0)
-        return rc;
-    PL_FAIL_IF(rc == 0, err, PL_EPARSE, "%s:1:1: no header row (expected a 'genes' "
-               "column)", tx->path);
-    t->n = pl__text_fields(tx, f, MAX_FIELDS + 1);
-    if (t->n > MAX_FIELDS)
-        return pl__text_fail(tx, f[MAX_FIELDS].col, err, "more than %d columns", MAX_FIELDS);
-    t->gcol = t->id = -1;
-    for (int i = 0; i < t->n; i++) {
-        if (f[i].len == 0)
-            return pl__text_fail(tx, f[i].col, err, "empty column name in the header");
-        PL_TRY(pl__text_check_name(tx, &f[i], "column name", err));
-        for (int j = 0; j < i; j++)
-            if (f[j].len == f[i].len && !memcmp(f[j].s, f[i].s, f[i].len))
-                return pl__text_fail(tx, f[i].col, err, "duplicate column '%.*s' in the "
-                                     "header", (int)f[i].len, f[i].s);
-        if (f[i].len == 5 && !memcmp(f[i].s, "genes", 5)) {
-            t->gcol = i;
-        } else if (f[i].len == 2 && !memcmp(f[i].s, "id", 2)) {
-            t->id = i;
-        } else {
-            t->label_names[t->n_labels] = strndup(f[i].s, f[i].len);
-            if (!t->label_names[t->n_labels])
-                return pl__err(err, -ENOMEM, "out of memory");
-            t->label_col[t->n_labels++] = i;
-        }
-    }
-    if (t->gcol < 0)
-        return pl__text_fail(tx, 1, err, "the header has no 'genes' column");
-    return 0;
-}
-
-/* The genes of field `gf` into t->g; *unknown counts names not in the list
- * (drop mode). */
-static int tsv_genes(pl__samples_tsv *t, const pl__field *gf, uint32_t *ng, uint32_t *unknown,
-                     pl_err *err)
-{
-    pl__text *tx = &t->tx;
-    for (uint32_t i = 0, start = 0; i <= gf->len; i++) {
-        if (i < gf->len && gf->s[i] != ';')
-            continue;
-        pl__field g = {gf->s + start, i - start, gf->col + start};
-        while (g.len && g.s[0] == ' ')
-            g.s++, g.len--, g.col++;
-        while (g.len && g.s[g.len - 1] == ' ')
-            g.len--;
-        start = i + 1;
-        if (g.len == 0) {
-            if (gf->len == 0)
-                return pl__text_fail(tx, gf->col, err, "sample has no genes");
-            return pl__text_fail(tx, g.col, err, "empty gene name in '%.*s'", (int)gf->len,
-                                 gf->s);
-        }
-        int64_t gi = pl__strtab_find(t->genes, g.s, g.len);
-        if (gi < 0) {
-            if (!t->drop_unknown)
-                return pl__text_fail(tx, g.col, err, "unknown gene '%.*s'", (int)g.len, g.s);
-            (*unknown)++;
-            continue;
-        }
-        if (pl__grow(&t->g, &t->cap_g, *ng + 1, 4) < 0)
-            return pl__err(err, -ENOMEM, "out of memory");
-        t->g[(*ng)++] = (int32_t)gi;
-    }
-    return 0;
-}
-
-static int tsv_next(void *ctx, pl__sample_row *r, pl_err *err)
-{
-    pl__samples_tsv *t = ctx;
-    pl__text *tx = &t->tx;
-    pl__field *f = t->f;
-    int rc = pl__text_next(tx, err);
-    if (rc <= 0)
-        return rc;
-    uint64_t row = t->row++;
-    int nf = pl__text_fields(tx, f, MAX_FIELDS + 1);
-    if (nf != t->n)
-        return pl__text_fail(tx, nf > t->n ? f[t->n].col : (uint32_t)tx->cur_len + 1, err,
-                             "expected %d columns as in the header, found %d", t->n, nf);
-    uint32_t ng = 0, unknown = 0;
-    PL_TRY(tsv_genes(t, &f[t->gcol], &ng, &unknown, err));
-    uint64_t id = row;
-    if (t->id >= 0 && pl__parse_u64(&f[t->id], &id) < 0)
-        return pl__text_fail(tx, f[t->id].col, err, "bad id '%.*s' (expected an "
-                             "unsigned 64-bit integer)", (int)f[t->id].len, f[t->id].s);
-    for (uint32_t l = 0; l < t->n_labels; l++) {
-        const pl__field *lf = &f[t->label_col[l]];
-        int pr = 0;
-        if (pl__field_missing(lf)) {
-            t->labels[l] = NAN;
-        } else if ((pr = pl__parse_float(lf, &t->labels[l])) < 0) {
-            return pl__text_fail(tx, lf->col, err,
-                                 pr == PL_ERANGE ? "label '%.*s' in column '%s' is out of the "
-                                                   "float32 range (magnitude above "
-                                                   "3.4028235e+38)"
-                                                 : "bad number '%.*s' in column '%s'",
-                                 (int)lf->len, lf->s, t->label_names[l]);
-        }
-    }
-    *r = (pl__sample_row){id, t->g, ng, t->labels, unknown > 0, NULL};
-    return 1;
-}
-
-static double tsv_frac(void *ctx)
-{
-    return pl__text_frac(&((pl__samples_tsv *)ctx)->tx);
-}
-
-int pl__samples_tsv_open(pl__samples_tsv **tsv, const char *path, const pl_strtab *genes,
-                         int drop_unknown, pl__build_samples *out, pl_err *err)
-{
-    pl__samples_tsv *t = *tsv = calloc(1, sizeof *t);
-    if (!t)
-        return pl__err(err, -ENOMEM, "out of memory");
-    t->genes = genes;
-    t->drop_unknown = drop_unknown;
-    PL_TRY(pl__text_open(&t->tx, path, err));
-    t->open = 1;
-    PL_TRY(tsv_header(t, err));
-    *out = (pl__build_samples){t->n_labels, (const char *const *)t->label_names, tsv_next,
-                               tsv_frac, t, NULL, 0, NULL};
-    return 0;
-}
-
-void pl__samples_tsv_close(pl__samples_tsv *t)
-{
-    if (!t)
-        return;
-    if (t->open)
-        pl__text_close(&t->tx);
-    for (uint32_t i = 0; i < t->n_labels; i++)
-        free(t->label_names[i]);
-    free(t->g);
-    free(t);
-}
 
 static int push_dropped(builder *b, uint64_t row)
 {

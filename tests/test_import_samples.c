@@ -1,7 +1,8 @@
 /* Sample readers: the generic table (genes in one column or several, labels,
  * categories, ids, no header) and Costanzo SGA tables, the real SGA subsets
  * against awk; unresolved genes dropped or strict; malformed files named by
- * file, line and reason. */
+ * file, line and reason; pertload's samples TSV (`build --samples`) read by
+ * the same reader; the provider's progress. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "importutil.h"
+#include "preprocess/import/samples/provider.h"
 #include "preprocess/import/samples/samples.h"
 
 static char *dir, *path;
@@ -359,5 +361,131 @@ Test(import_samples, rows_pulled_and_files_appended)
     cr_assert_eq(res.kept, 3);
     cr_assert_eq(res.dropped, 1);
     cr_assert_eq(res.cat_values[0].n, 3);
+    free(p1), free(p2);
+}
+
+/* ------------------------------------------------------- samples TSV */
+
+/* pertload's samples TSV (`build --samples`), as the table reader reads it
+ * with spec `tsv`: the fixed settings of the build. */
+static void tsv_spec(pl_smp_spec *s)
+{
+    pl__smp_spec_init(s);
+    s->tsv = 1;
+    s->id = "id";
+    s->id_optional = 1;
+    s->min_resolved = 0;
+}
+
+/* The build's text rules: a byte order mark, CRLF, blank and indented '#'
+ * lines, a line without a tab split at runs of spaces, fields trimmed, a
+ * gene named twice kept twice, an empty label missing; a header field that
+ * is a number is a label name. */
+Test(import_samples, samples_tsv_by_the_build_text_rules)
+{
+    genes("A\nB\nC\n");
+    pl_smp_spec s;
+    tsv_spec(&s);
+    const char *text = "\xEF\xBB\xBFid\tgenes\tfitness\t2024\r\n"
+                       "  \t \r\n"
+                       "  # a comment\r\n"
+                       "7\tA; A ;B\t0.5\t1\r\n"
+                       "8   B  1.5 2\r\n"
+                       "9\t C \t\t3\r\n";
+    for (int c = PL_TEST_PLAIN; c <= PL_TEST_ZSTD; c++) {
+        pl_test_text out = {0};
+        pl_err err;
+        cr_assert_eq(read_as(&s, text, c, 1, &out, &err), 0, "%s", err.msg);
+        cr_assert_str_eq(out.s, "7 A,A,B | 0.5 1 |\n8 B | 1.5 2 |\n9 C | nan 3 |\n");
+        cr_assert_eq(res.n_labels, 2);
+        cr_assert_str_eq(res.label_names[1], "2024");
+        free(out.s);
+    }
+    /* a recipe table reads the same bytes otherwise: the mark is part of a
+     * name, the blank line a row of one field */
+    pl_smp_spec t;
+    pl__smp_spec_init(&t);
+    pl_err err;
+    cr_assert_eq(read_as(&t, text, PL_TEST_PLAIN, 1, NULL, &err), PL_EPARSE);
+}
+
+/* The samples TSV's messages: those `build --samples` always gave. */
+Test(import_samples, samples_tsv_messages)
+{
+    genes("A\nB\n");
+    pl_smp_spec s;
+    tsv_spec(&s);
+    expect_bad(&s, "id\tfitness\n1\t2\n", 1, 1, "the header has no 'genes' column");
+    expect_bad(&s, "# nothing\n\n", 1, 1, "no header row (expected a 'genes' column)");
+    expect_bad(&s, "genes\tx\nA\t1\nB\ttrain\n", 3, 3, "bad number 'train' in column 'x'");
+    expect_bad(&s, "genes\tx\nA;;B\t1\n", 2, 3, "empty gene name in 'A;;B'");
+    expect_bad(&s, "genes\tx\nA\t1\rB\t2\n", 2, 4,
+               "carriage return without line feed (CR-only line endings?)");
+    expect_bad(&s, "genes\tx\xE2\x80\x8B\nA\t1\n", 1, 8,
+               "column name contains U+200B, an invisible format character");
+    expect_bad(&s, "genes\t\tx\tx\nA\t1\t2\t3\n", 1, 7, "empty column name in the header");
+    expect_bad(&s, "genes\tx\nA\t-1e39\n", 2, 3, "label '-1e39' in column 'x' is out of the "
+               "float32 range (magnitude above 3.4028235e+38)");
+    pl_err err;
+    cr_assert_eq(read_as(&s, "genes\tx\nA;Q\t1\n", PL_TEST_PLAIN, 1, NULL, &err), PL_EPARSE);
+    pl_test_expect_at(PL_EPARSE, PL_EPARSE, &err, path, 2, 3, "unknown gene 'Q'");
+    /* not strict: the row is dropped, its name noted */
+    cr_assert_eq(read_as(&s, "genes\tx\nA;Q\t1\nB\t2\n", PL_TEST_PLAIN, 0, NULL, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(res.rows, 2);
+    cr_assert_eq(res.dropped, 1);
+}
+
+/* What a recipe table now says as the samples TSV does: an empty gene name
+ * with its field, the float32 bound, and a row wider than 256 columns as a
+ * count against the header (it said "more than 256 columns"). */
+Test(import_samples, table_messages_shared_with_the_samples_tsv)
+{
+    genes("A\nB\n");
+    pl_smp_spec s;
+    pl__smp_spec_init(&s);
+    expect_bad(&s, "genes\tx\nA;;B\t1\n", 2, 3, "empty gene name in 'A;;B'");
+    expect_bad(&s, "genes\tx\nA\t1e39\n", 2, 3, "label '1e39' in column 'x' is out of the "
+               "float32 range (magnitude above 3.4028235e+38)");
+    pl_test_text t = {0};
+    pl_test_tprintf(&t, "genes\tx\nA\t1\nB");
+    for (int i = 1; i < 257; i++)
+        pl_test_tprintf(&t, "\t1");
+    pl_test_tprintf(&t, "\n");
+    expect_bad(&s, t.s, 3, 5, "expected 2 columns as in the header, found 257");
+    free(t.s);
+}
+
+/* The provider reports how much of its tables it has read (the build's
+ * progress): from the first table to the end of the last. */
+Test(import_samples, provider_reports_progress)
+{
+    genes("A\nB\n");
+    char *p1 = pl_test_write(dir, "one.tsv", "genes\tx\nA\t1\nB\t2\n");
+    char *p2 = pl_test_write(dir, "two.tsv", "genes\tx\nB\t3\n");
+    pl_smp_spec s[2];
+    pl__smp_spec_init(&s[0]);
+    s[0].file = p1;
+    s[1] = s[0];
+    s[1].file = p2;
+    pl_smp_provider p;
+    pl__build_samples bs;
+    pl_err err;
+    cr_assert_eq(pl__smp_provider_open(&p, s, 2, nm, 1, &bs, &err), 0, "%s", err.msg);
+    cr_assert(bs.frac != NULL, "no progress");
+    double last = bs.frac(bs.ctx);
+    cr_assert(last >= 0 && last <= 0.5, "%g before the first row", last);
+    pl__sample_row r;
+    int rc, rows = 0;
+    while ((rc = bs.next(bs.ctx, &r, &err)) == 1) {
+        double f = bs.frac(bs.ctx);
+        cr_assert(f >= last && f <= 1, "%g after %g", f, last);
+        last = f;
+        rows++;
+    }
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(rows, 3);
+    cr_assert_float_eq(bs.frac(bs.ctx), 1.0, 1e-12);
+    pl__smp_provider_close(&p);
     free(p1), free(p2);
 }

@@ -63,6 +63,14 @@ static int provider_next(void *ctx, pl__sample_row *row, pl_err *err)
     }
 }
 
+/* The tables read so far and the share read of the open one, over all. */
+static double provider_frac(void *ctx)
+{
+    const pl_smp_provider *p = ctx;
+    double done = p->rd ? p->next - 1 + pl__smp_frac(p->rd) : p->next;
+    return done / p->n_specs;
+}
+
 int pl__smp_provider_open(pl_smp_provider *p, const pl_smp_spec *specs, uint32_t n,
                           const pl_names *nm, int strict, pl__build_samples *bs, pl_err *err)
 {
@@ -70,7 +78,7 @@ int pl__smp_provider_open(pl_smp_provider *p, const pl_smp_spec *specs, uint32_t
     PL_TRY(pl__smp_open(&specs[p->next++], nm, strict, &p->res, &p->rd, err));
     *bs = (pl__build_samples){.n_labels = p->res.n_labels,
                               .label_names = (const char *const *)p->res.label_names,
-                              .next = provider_next, .ctx = p,
+                              .next = provider_next, .frac = provider_frac, .ctx = p,
                               .n_categories = p->res.n_categories,
                               .category_names = (const char *const *)p->res.cat_names};
     return 0;

@@ -110,15 +110,18 @@ int pl__smp_gene(pl_smp_rd *d, const pl__field *f)
         return pl__src_fail(d->src, f->col, d->err, "empty gene name");
     int64_t g = pl__names_resolve(d->nm, f->s, f->len);
     if (g < 0) {
+        int n = (int)(f->len > 80 ? 80 : f->len);
+        if (d->strict && d->s->tsv)
+            return pl__src_fail(d->src, f->col, d->err, "unknown gene '%.*s'", n, f->s);
         if (d->strict)
             return pl__src_fail(d->src, f->col, d->err, "unresolved gene name '%.*s' (strict "
-                                "mode)", (int)(f->len > 80 ? 80 : f->len), f->s);
+                                "mode)", n, f->s);
         d->unknown++;
         if (pl__unres_add(&d->r->names, f->s, f->len, pl__src_lineno(d->src)) < 0)
             return NOMEM(d);
         return 0;
     }
-    for (uint32_t i = 0; i < d->ng; i++)
+    for (uint32_t i = 0; !d->s->tsv && i < d->ng; i++) /* the samples TSV keeps repeats */
         if (d->genes[i] == g)
             return 0;
     if (pl__grow(&d->genes, &d->cap_genes, d->ng + 1, sizeof *d->genes) < 0)
@@ -136,8 +139,11 @@ int pl__smp_label(pl_smp_rd *d, const pl__field *f, uint32_t l)
     int pr = pl__parse_float(f, &d->labels[l]);
     if (pr == PL_ERANGE)
         return pl__src_fail(d->src, f->col, d->err, "label '%.*s' in column '%s' is out of "
-                            "the float32 range", (int)(f->len > 40 ? 40 : f->len), f->s,
-                            pl__smp_label_name(d, l));
+                            "the float32 range (magnitude above 3.4028235e+38)",
+                            (int)(f->len > 40 ? 40 : f->len), f->s, pl__smp_label_name(d, l));
+    if (pr < 0 && d->s->tsv)
+        return pl__src_fail(d->src, f->col, d->err, "bad number '%.*s' in column '%s'",
+                            (int)(f->len > 40 ? 40 : f->len), f->s, pl__smp_label_name(d, l));
     if (pr < 0 && d->first_row) /* a header read as data */
         return pl__src_fail(d->src, f->col, d->err, "bad number '%.*s' in label column '%s' "
                             "of the first row, read as data (header: false): did you mean "

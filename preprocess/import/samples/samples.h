@@ -13,7 +13,8 @@
  *          order of first appearance, stored per sample as a uint32. `labels`:
  *          the float label columns (default: every other column); empty, NA,
  *          NaN and nan are missing (NaN). Columns by name (with a header) or
- *          by 1-based number.
+ *          by 1-based number. `tsv`: pertload's samples TSV, as `build
+ *          --samples FILE` reads it (see pl_smp_spec.tsv).
  *   sga    Costanzo et al. 2016 SGA tables (TheCellMap SGA_ExE.txt,
  *          SGA_NxN.txt, SGA_ExN_NxE.txt): tab-separated, the published header.
  *          Genes: the `Query Strain ID` and `Array Strain ID` with the strain
@@ -80,6 +81,16 @@ typedef struct pl_smp_spec {
      *  frequent unresolved names; allow_empty accepts anything */
     double min_resolved;
     int allow_empty;
+    /** table: pertload's samples TSV (`build --samples FILE`, a recipe's
+     *  `samples: {format: tsv}`): lines by the build's text rules
+     *  (preprocess/text.h: a byte order mark skipped, a lone CR refused,
+     *  blank and '#' lines skipped, a line split at its tabs or else at runs
+     *  of spaces, fields trimmed; `sep` and `comment` do not apply), header
+     *  names checked for invisible characters and not for data, a gene
+     *  named twice in a row kept twice, and the build's messages ("unknown
+     *  gene 'X'", "bad number 'x' in column 'c'", a missing column at
+     *  line 1 column 1) */
+    int tsv;
 } pl_smp_spec;
 
 /** Fill `s` with the defaults (table, header, tab, min_resolved 0.5). */
@@ -147,6 +158,10 @@ int pl__smp_open(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_re
 /** The next row, kept or marked dropped (valid until the next call).
  *  @return 1 with a row, 0 at the end, or a negative code. */
 int pl__smp_next(pl_smp_rd *d, const pl_smp_row **row, pl_err *err);
+
+/** Share of the table's file read so far, 0 to 1 (progress; 0 for a
+ *  pipe). */
+double pl__smp_frac(const pl_smp_rd *d);
 
 /** Release; accepts NULL. */
 void pl__smp_close(pl_smp_rd *d);

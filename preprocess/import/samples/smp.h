@@ -6,6 +6,7 @@
 
 #include "samples.h"
 #include "preprocess/import/source/source.h"
+#include "preprocess/text.h"
 
 struct pl_smp_rd {
     const pl_smp_spec *s;
@@ -14,6 +15,7 @@ struct pl_smp_rd {
     pl_smp_result *r;
     pl_err *err;
     pl_src *src;
+    pl__text tx;          /* spec->tsv: the build's text reader (its source is src) */
     int32_t *genes;       /* the row's genes */
     uint64_t cap_genes;
     uint32_t ng, unknown; /* genes kept, names unresolved */
@@ -51,9 +53,9 @@ const char *pl__smp_cat_name(const pl_smp_rd *d, uint32_t c);
 /** Start a row. */
 void pl__smp_row_begin(pl_smp_rd *d);
 
-/** Add the gene named by field `f` (resolved; a repeat is ignored; an
- *  unresolved name is noted, or in strict mode an error). An empty field is
- *  an error "empty gene name". */
+/** Add the gene named by field `f` (resolved; a repeat is ignored, but kept
+ *  in the samples TSV (spec tsv); an unresolved name is noted, or in strict
+ *  mode an error). An empty field is an error "empty gene name". */
 int pl__smp_gene(pl_smp_rd *d, const pl__field *f);
 
 /** Label `l` from field `f` (empty, NA, NaN, nan: missing). */

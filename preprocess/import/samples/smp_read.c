@@ -105,7 +105,9 @@ int pl__smp_open(const pl_smp_spec *s, const pl_names *nm, int strict, pl_smp_re
     pl_smp_rd *d = calloc(1, sizeof *d);
     PL_FAIL_IF(!d, err, -ENOMEM, "%s: out of memory", s->file);
     *d = (pl_smp_rd){.s = s, .nm = nm, .strict = strict, .r = r, .err = err};
-    int rc = pl__src_open(s->file, &d->src, err);
+    int rc = s->tsv ? pl__text_open(&d->tx, s->file, err) : pl__src_open(s->file, &d->src, err);
+    if (s->tsv)
+        d->src = d->tx.src; /* closed as the source (pl__text_close() does no more) */
     if (rc == 0)
         rc = s->format == PL_SMP_SGA ? pl__smp_sga_open(d) : pl__smp_table_open(d);
     if (rc < 0) {
@@ -122,6 +124,11 @@ int pl__smp_next(pl_smp_rd *d, const pl_smp_row **row, pl_err *err)
     int rc = d->s->format == PL_SMP_SGA ? pl__smp_sga_next(d) : pl__smp_table_next(d);
     *row = rc == 1 ? &d->out : NULL;
     return rc;
+}
+
+double pl__smp_frac(const pl_smp_rd *d)
+{
+    return pl__src_frac(d->src);
 }
 
 void pl__smp_close(pl_smp_rd *d)

@@ -27,8 +27,9 @@ static int find(pl_smp_rd *d, const pl__field *f, int n, const char *c, int *out
     int k = pl__smp_col_number(c);
     if (k == -2)
         k = pl__imp_col(f, n, c);
-    if (k < 0)
-        return pl__src_fail(d->src, 0, d->err, "the header has no '%s' column", c);
+    if (k < 0) /* the samples TSV names the line's first column */
+        return pl__src_fail(d->src, d->s->tsv ? 1 : 0, d->err, "the header has no '%s' "
+                            "column", c);
     if (k >= n)
         return pl__src_fail(d->src, 0, d->err, "column %d is asked for, the %s has %d",
                             k + 1, d->s->header ? "header" : "first row", n);
@@ -71,12 +72,32 @@ static int header_is_data(pl_smp_rd *d, const pl__field *f, int n, const layout 
     return 0;
 }
 
+/* The header's names: none empty, none twice; the samples TSV's free of
+ * invisible characters too. */
+static int header_names(pl_smp_rd *d, const pl__field *f, int n)
+{
+    for (int k = 0; k < n; k++) {
+        if (f[k].len == 0)
+            return pl__src_fail(d->src, f[k].col, d->err, "empty column name in the header");
+        if (d->s->tsv)
+            PL_TRY(pl__text_check_name(&d->tx, &f[k], "column name", d->err));
+        for (int j = 0; j < k; j++)
+            if (f[j].len == f[k].len && !memcmp(f[j].s, f[k].s, f[k].len))
+                return pl__src_fail(d->src, f[k].col, d->err, "duplicate column '%.*s' in the "
+                                    "header", (int)f[k].len, f[k].s);
+    }
+    return 0;
+}
+
 /* The roles of the columns from the first line (the header, or the first
- * row). */
+ * row). The samples TSV's header names are checked first, a recipe table's
+ * last. */
 static int plan(pl_smp_rd *d, const pl__field *f, int n, layout *L)
 {
     const pl_smp_spec *s = d->s;
     unsigned char role[MAX_COLS] = {0};
+    if (s->header && s->tsv)
+        PL_TRY(header_names(d, f, n));
     L->n = n;
     L->genes = L->id = -1;
     if (!s->n_gene_columns) {
@@ -87,7 +108,7 @@ static int plan(pl_smp_rd *d, const pl__field *f, int n, layout *L)
         PL_TRY(find(d, f, n, s->gene_columns[i], &L->gene_col[i]));
         role[L->gene_col[i]] = R_GENE1;
     }
-    if (s->header)
+    if (s->header && !s->tsv)
         PL_TRY(header_is_data(d, f, n, L));
     if (s->id && !(s->id_optional && pl__imp_col(f, n, s->id) < 0)) {
         PL_TRY(find(d, f, n, s->id, &L->id));
@@ -129,17 +150,7 @@ static int plan(pl_smp_rd *d, const pl__field *f, int n, layout *L)
     for (uint32_t i = 0; i < s->n_categories; i++)
         PL_TRY(col_name(d, f, L->cat_col[i], &d->cnames[i]));
     PL_TRY(pl__smp_names_done(d));
-    if (s->header)
-        for (int k = 0; k < n; k++) {
-            if (f[k].len == 0)
-                return pl__src_fail(d->src, f[k].col, d->err, "empty column name in the "
-                                    "header");
-            for (int j = 0; j < k; j++)
-                if (f[j].len == f[k].len && !memcmp(f[j].s, f[k].s, f[k].len))
-                    return pl__src_fail(d->src, f[k].col, d->err, "duplicate column '%.*s' "
-                                        "in the header", (int)f[k].len, f[k].s);
-        }
-    return 0;
+    return s->header && !s->tsv ? header_names(d, f, n) : 0;
 }
 
 static int row(pl_smp_rd *d, const layout *L, const pl__field *f)
@@ -160,6 +171,9 @@ static int row(pl_smp_rd *d, const layout *L, const pl__field *f)
                 g.s++, g.len--, g.col++;
             while (g.len && (g.s[g.len - 1] == ' ' || g.s[g.len - 1] == '\t'))
                 g.len--;
+            if (g.len == 0)
+                return pl__src_fail(d->src, g.col, d->err, "empty gene name in '%.*s'",
+                                    (int)(gf->len > 80 ? 80 : gf->len), gf->s);
             PL_TRY(pl__smp_gene(d, &g));
         }
     }
@@ -199,10 +213,16 @@ typedef struct table {
     size_t len_pending;
 } table;
 
-/* The next data line split into t->f: its field count, 0 at the end. */
+/* The next data line split into t->f (MAX_COLS + 1 fields at most): its
+ * field count, 0 at the end. */
 static int next_line(pl_smp_rd *d, table *t, size_t *len)
 {
     const pl_smp_spec *s = d->s;
+    if (s->tsv) { /* the build's text rules (text.h) */
+        int rc = pl__text_next(&d->tx, d->err);
+        *len = d->tx.cur_len;
+        return rc <= 0 ? rc : pl__text_fields(&d->tx, t->f, MAX_COLS + 1);
+    }
     char sep = s->sep ? s->sep : '\t';
     size_t clen = s->comment ? strlen(s->comment) : 0;
     const char *line;
@@ -210,11 +230,7 @@ static int next_line(pl_smp_rd *d, table *t, size_t *len)
     while ((rc = pl__src_line(d->src, &line, len, d->err)) > 0) {
         if (*len == 0 || (clen && *len >= clen && !memcmp(line, s->comment, clen)))
             continue;
-        int n = pl__src_split(line, *len, sep, t->f, MAX_COLS + 1);
-        if (n > MAX_COLS)
-            return pl__src_fail(d->src, t->f[MAX_COLS].col, d->err, "more than %d columns",
-                                MAX_COLS);
-        return n;
+        return pl__src_split(line, *len, sep, t->f, MAX_COLS + 1);
     }
     return rc;
 }
@@ -229,9 +245,16 @@ int pl__smp_table_open(pl_smp_rd *d)
     int n = next_line(d, t, &len);
     if (n < 0)
         return n;
+    if (n == 0 && d->s->tsv)
+        return pl__err(d->err, PL_EPARSE, "%s:1:1: no header row (expected a 'genes' column)",
+                       pl__src_path(d->src));
     if (n == 0)
         return pl__err(d->err, PL_EPARSE, "%s:1: no %s", d->s->file,
                        d->s->header ? "header row" : "rows");
+    /* the first line's width; a later line wider than it is a count mismatch */
+    if (n > MAX_COLS)
+        return pl__src_fail(d->src, t->f[MAX_COLS].col, d->err, "more than %d columns",
+                            MAX_COLS);
     PL_TRY(plan(d, t->f, n, &t->L));
     if (!d->s->header) {
         t->pending = 1;
