@@ -50,10 +50,13 @@ def copied_delivery(loader, mapping, addr):
     """The delivery in the slot at `addr` of the ring `mapping` as a Batch of
     a copy of its bytes in use (kept copies near the mapping limit:
     _slots.copy_at_delivery): never released, the slot goes back with
-    nothing to copy. Counted in loader.delivery_copies."""
-    used = slot_head(ctypes.string_at(addr, HEADER.size))["used"]
-    buf = _slots.delivery_copy(addr, min(max(used, HEADER.size), mapping.slot_bytes))
-    head, arrays = parse_slot(buf, len(buf))
+    nothing to copy. Counted in loader.delivery_copies. The slot is checked
+    as one delivered zero-copy is; its arrays alone are copied (packed:
+    _slots.delivery_arrays), before the Batch checks them."""
+    head, views = parse_slot((ctypes.c_char * mapping.slot_bytes).from_address(addr),
+                             mapping.slot_bytes)
+    arrays = _slots.delivery_arrays(views)
+    del views
     loader.delivery_copies += 1
     return Batch(arrays, head, loader._kinds, fingerprints=loader._fingerprints,
                  graph_source=loader._graph_on)

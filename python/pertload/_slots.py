@@ -29,7 +29,8 @@ vm.max_map_count of them (65,530 by default); so is a batch a DataLoader
 worker sent in a shared tensor (packed.received counts those alive too).
 Once they hold half of that (_kept_limit()), deliveries are copied out of
 their slot (or tensor) at once, into chunks of _SLAB_BYTES shared by many
-batches (a mapping a chunk), and the slot goes back with nothing to copy;
+batches (a mapping a chunk; a slot's arrays packed, at their bytes rounded
+to 64 each), and the slot goes back with nothing to copy;
 a warning says so once per process.
 Zero-copy delivery comes back when the kept copies fall below half the
 limit again."""
@@ -211,16 +212,37 @@ def copy_at_delivery():
     return _COPYING[0]
 
 
-def delivery_copy(addr, nbytes):
-    """A uint8 numpy array holding a copy of the `nbytes` bytes at `addr`,
-    64-byte aligned, carved out of a chunk shared with other deliveries."""
+def _carve(nbytes):
+    """`nbytes` bytes (a uint8 numpy array), 64-byte aligned, of the current
+    chunk (a new one when they do not fit): views of it keep it alive."""
     chunk, off = _SLAB
     if chunk is None or off + nbytes > len(chunk):
         raw = np.empty(max(_SLAB_BYTES, nbytes) + _ALIGN, np.uint8)
         chunk, off = raw[-raw.ctypes.data % _ALIGN:][:len(raw) - _ALIGN], 0
-    out = chunk[off:off + nbytes]
-    ctypes.memmove(out.ctypes.data, addr, nbytes)
     _SLAB[:] = chunk, off + -(-nbytes // _ALIGN) * _ALIGN
+    return chunk[off:off + nbytes]
+
+
+def delivery_copy(addr, nbytes):
+    """A uint8 numpy array holding a copy of the `nbytes` bytes at `addr`,
+    64-byte aligned, carved out of a chunk shared with other deliveries."""
+    out = _carve(nbytes)
+    ctypes.memmove(out.ctypes.data, addr, nbytes)
+    return out
+
+
+def delivery_arrays(views):
+    """Copies of the arrays `views` ({name: contiguous ndarray}), each 64-byte
+    aligned, packed together in a chunk shared with other deliveries: what a
+    delivery copied out of its slot costs is its arrays' bytes, not the
+    slot's (descriptor table and alignment gaps included)."""
+    sizes = [-(-v.nbytes // _ALIGN) * _ALIGN for v in views.values()]
+    block = _carve(max(sum(sizes), 1))
+    out, off = {}, 0
+    for (name, v), size in zip(views.items(), sizes):
+        a = out[name] = np.ndarray(v.shape, v.dtype, block, off)
+        a[...] = v
+        off += size
     return out
 
 
