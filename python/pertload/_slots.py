@@ -27,7 +27,7 @@ loader ends its epoch with the error, the slot still the user's.
 Each kept copy is a mapping of its own, and a process has at most
 vm.max_map_count of them (65,530 by default); so is a batch a DataLoader
 worker sent in a shared tensor (packed.received counts those alive too).
-Once they hold half of that (_kept_limit()), deliveries are copied out of
+Once they hold half of that (at most 32,765: _kept_limit()), deliveries are copied out of
 their slot (or tensor) at once, into chunks of _SLAB_BYTES shared by many
 batches (a mapping a chunk; a slot's arrays packed, at their bytes rounded
 to 64 each), and the slot goes back with nothing to copy;
@@ -76,7 +76,7 @@ _POOL = []
 _POOL_MAX = 4
 _POOL_BYTES = 64 << 20
 # Private copies alive (a mapping each); the most of them before deliveries
-# are copied (None: half of vm.max_map_count, read at first use); whether
+# are copied (None: _kept_limit() reads it at first use); whether
 # deliveries are copied now; whether the switch was logged.
 _KEPT = [0]
 _KEPT_MAX = None
@@ -181,16 +181,30 @@ def hold_mapping(obj):
     weakref.finalize(obj, _let_go)
 
 
+# The most private copies alive whatever vm.max_map_count allows: half of
+# its default. A private copy costs its slot's pages (8 KiB or more), a copy
+# at delivery its arrays' bytes, so past this many the latter are cheaper
+# (systems that raise the limit to 1,048,576 would otherwise hold 524,288
+# private copies, 4 GiB or more, before the switch).
+_KEPT_CAP = 65530 // 2
+
+
+def kept_limit_for(max_map_count):
+    """The most private copies alive before deliveries are copied, for a
+    vm.max_map_count: half of it (the rest is the process's own), at most
+    _KEPT_CAP."""
+    return max(min(max_map_count // 2, _KEPT_CAP), 1)
+
+
 def _kept_limit():
-    """The most private copies alive before deliveries are copied: half of
-    vm.max_map_count (the rest is the process's own)."""
+    """kept_limit_for() of this system's vm.max_map_count, read once."""
     global _KEPT_MAX
     if _KEPT_MAX is None:
         try:
             with open("/proc/sys/vm/max_map_count") as f:
-                _KEPT_MAX = max(int(f.read()) // 2, 1)
+                _KEPT_MAX = kept_limit_for(int(f.read()))
         except (OSError, ValueError):
-            _KEPT_MAX = 65530 // 2
+            _KEPT_MAX = kept_limit_for(65530)
     return _KEPT_MAX
 
 
@@ -206,7 +220,8 @@ def copy_at_delivery():
             _SAID.append(True)
             logging.getLogger("pertload").warning(
                 "pertload: %d kept batches hold a memory mapping each (the limit for them "
-                "is %d, half of vm.max_map_count): batches are now copied at delivery, one "
+                "is %d: half of vm.max_map_count, at most 32,765): batches are now copied "
+                "at delivery, one "
                 "copy each, until fewer than %d remain", _KEPT[0], limit,
                 limit // 2)
     return _COPYING[0]
