@@ -14,12 +14,12 @@
 
 #include "bench.h"
 #include "json.h"
+#include "opts.h"
 #include "collate/collate.h"
 #include "loader/io.h"
 #include "loader/plan.h"
 #include "loader/table.h"
 #include "masks/masks.h"
-#include "cli/cli.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
 
@@ -102,43 +102,39 @@ static int collate_run(pl_db *db, pl_graph *g, const pl__table *t, pl_plan *plan
     return rc;
 }
 
+/* The outputs measured, in the order of want[] below. */
+static const char *const names[3] = {"sparse", "bits", "bool"};
+
+/* --outputs: which of sparse, bits and bool (comma-separated) are measured,
+ * into want[3]; refused when none is. */
+static int parse_outputs(const char *o, void *dst)
+{
+    int *want = dst;
+    for (int k = 0; k < 3; k++) {
+        const char *at = strstr(o, names[k]);
+        size_t len = strlen(names[k]);
+        want[k] = at && (at == o || at[-1] == ',') && (at[len] == ',' || !at[len]);
+    }
+    return want[0] || want[1] || want[2] ? 0 : -1;
+}
+
 int pl_bench_collate(int argc, char **argv)
 {
     const char *usage = "usage: pertload bench collate DB [--batch-size B] [--samples N] "
                         "[--outputs sparse,bits,bool] [--no-ontology] [--json FILE]\n";
-    static const char *const names[3] = {"sparse", "bits", "bool"};
     const char *path = NULL, *json = NULL;
     unsigned long long B = 64, n_samples = 200000;
     int want[3] = {1, 1, 1}, no_onto = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--no-ontology")) {
-            no_onto = 1;
-        } else if (!strcmp(argv[i], "--batch-size") && i + 1 < argc) {
-            if (pl_cli_u64("bench collate", "--batch-size", argv[++i], &B) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else if (!strcmp(argv[i], "--outputs") && i + 1 < argc) {
-            const char *o = argv[++i];
-            for (int k = 0; k < 3; k++) {
-                const char *at = strstr(o, names[k]);
-                size_t len = strlen(names[k]);
-                want[k] = at && (at == o || at[-1] == ',') && (at[len] == ',' || !at[len]);
-            }
-            if (!want[0] && !want[1] && !want[2]) {
-                fputs(usage, stderr);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--samples") && i + 1 < argc) {
-            if (pl_cli_u64("bench collate", "--samples", argv[++i], &n_samples) < 0)
-                return 2;
-        } else if (argv[i][0] != '-' && !path)
-            path = argv[i];
-        else {
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
+    const pl_bench_opt opts[] = {
+        {"--no-ontology", PL_BENCH_OPT_FLAG, &no_onto, NULL},
+        {"--batch-size", PL_BENCH_OPT_U64, &B, NULL},
+        {"--json", PL_BENCH_OPT_STR, &json, NULL},
+        {"--outputs", PL_BENCH_OPT_FN, want, parse_outputs},
+        {"--samples", PL_BENCH_OPT_U64, &n_samples, NULL},
+    };
+    if (pl_bench_opts("bench collate", usage, argc, argv, opts, sizeof opts / sizeof *opts,
+                      &path))
+        return 2;
     if (!path || B == 0) {
         fputs(usage, stderr);
         return 2;

@@ -14,13 +14,13 @@
 
 #include "bench.h"
 #include "json.h"
+#include "opts.h"
 #include "rate.h"
 #include "collate/slot.h"
 #include "loader/expand.h"
 #include "loader/loader.h"
 #include "loader/upload.h"
 #include "pl_config.h"
-#include "cli/cli.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
 
@@ -226,29 +226,19 @@ int pl_bench_gpu(int argc, char **argv)
                         "[--threads T] [--json FILE]\n";
     pl_bench_json j;
     const char *json = NULL;
+    unsigned long long batch = 64, batches = 200, threads = 2;
     opts o = {NULL, 64, 2, 200, &j};
-    for (int i = 1; i < argc; i++) {
-        unsigned long long v = 0;
-        if (i + 1 < argc && (!strcmp(argv[i], "--batch-size") || !strcmp(argv[i], "--batches") ||
-                             !strcmp(argv[i], "--threads"))) {
-            if (pl_cli_u64("bench gpu", argv[i], argv[i + 1], &v) < 0)
-                return 2;
-            if (!strcmp(argv[i], "--batch-size"))
-                o.batch = (uint32_t)(v > (1u << 20) ? 0 : v);
-            else if (!strcmp(argv[i], "--batches"))
-                o.batches = v;
-            else
-                o.threads = (uint32_t)(v > 256 ? 0 : v);
-            i++;
-        } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
-            json = argv[++i];
-        } else if (argv[i][0] != '-' && !o.db) {
-            o.db = argv[i];
-        } else {
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
+    const pl_bench_opt table[] = {
+        {"--batch-size", PL_BENCH_OPT_U64, &batch, NULL},
+        {"--batches", PL_BENCH_OPT_U64, &batches, NULL},
+        {"--threads", PL_BENCH_OPT_U64, &threads, NULL},
+        {"--json", PL_BENCH_OPT_STR, &json, NULL},
+    };
+    if (pl_bench_opts("bench gpu", usage, argc, argv, table, sizeof table / sizeof *table, &o.db))
+        return 2;
+    o.batch = (uint32_t)(batch > (1u << 20) ? 0 : batch);
+    o.batches = batches;
+    o.threads = (uint32_t)(threads > 256 ? 0 : threads);
     if (!o.db || o.batch == 0 || o.batches < 2 || o.threads == 0) {
         fputs(usage, stderr);
         return 2;

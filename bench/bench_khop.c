@@ -14,6 +14,7 @@
 
 #include "bench.h"
 #include "json.h"
+#include "opts.h"
 #include "masks/khop.h"
 #include "masks/masks.h"
 #include "cli/cli.h"
@@ -80,29 +81,16 @@ int pl_bench_khop(int argc, char **argv)
     const char *path = NULL, *json = NULL, *dump_path = NULL, *ks = "1,2",
                *types_arg = "physical,regulatory";
     unsigned long long n_samples = 100000, max_genes = PL_KHOP_MAX_GENES;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json") && i + 1 < argc)
-            json = argv[++i];
-        else if (!strcmp(a, "--dump") && i + 1 < argc)
-            dump_path = argv[++i];
-        else if (!strcmp(a, "--k") && i + 1 < argc)
-            ks = argv[++i];
-        else if (!strcmp(a, "--types") && i + 1 < argc)
-            types_arg = argv[++i];
-        else if (!strcmp(a, "--samples") && i + 1 < argc) {
-            if (pl_cli_u64("bench khop", a, argv[++i], &n_samples) < 0)
-                return 2;
-        } else if (!strcmp(a, "--khop-max-genes") && i + 1 < argc) {
-            if (pl_cli_u64("bench khop", a, argv[++i], &max_genes) < 0)
-                return 2;
-        } else if (a[0] != '-' && !path)
-            path = a;
-        else {
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
+    const pl_bench_opt opts[] = {
+        {"--json", PL_BENCH_OPT_STR, &json, NULL},
+        {"--dump", PL_BENCH_OPT_STR, &dump_path, NULL},
+        {"--k", PL_BENCH_OPT_STR, &ks, NULL},
+        {"--types", PL_BENCH_OPT_STR, &types_arg, NULL},
+        {"--samples", PL_BENCH_OPT_U64, &n_samples, NULL},
+        {"--khop-max-genes", PL_BENCH_OPT_U64, &max_genes, NULL},
+    };
+    if (pl_bench_opts("bench khop", usage, argc, argv, opts, sizeof opts / sizeof *opts, &path))
+        return 2;
     if (!path || max_genes < 1 || max_genes > UINT32_MAX) {
         fputs(usage, stderr);
         return 2;

@@ -19,9 +19,9 @@
 
 #include "bench.h"
 #include "json.h"
+#include "opts.h"
 #include "loader/plan.h"
 #include "masks/masks.h"
-#include "cli/cli.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
 #include "src/core/progress.h"
@@ -361,30 +361,16 @@ int pl_bench_masks(int argc, char **argv)
     const char *path = NULL, *json = NULL;
     unsigned long long n_samples = 1000000, n_peer = 20000, k_genes = 0, seed = 1;
     int gpr_genes = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--samples") && i + 1 < argc) {
-            if (pl_cli_u64("bench masks", "--samples", argv[++i], &n_samples) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--peer-samples") && i + 1 < argc) {
-            if (pl_cli_u64("bench masks", "--peer-samples", argv[++i], &n_peer) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--genes") && i + 1 < argc) {
-            if (pl_cli_u64("bench masks", "--genes", argv[++i], &k_genes) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--gpr-genes")) {
-            gpr_genes = 1;
-        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-            if (pl_cli_u64("bench masks", "--seed", argv[++i], &seed) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else if (argv[i][0] != '-' && !path)
-            path = argv[i];
-        else {
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
+    const pl_bench_opt opts[] = {
+        {"--samples", PL_BENCH_OPT_U64, &n_samples, NULL},
+        {"--peer-samples", PL_BENCH_OPT_U64, &n_peer, NULL},
+        {"--genes", PL_BENCH_OPT_U64, &k_genes, NULL},
+        {"--gpr-genes", PL_BENCH_OPT_FLAG, &gpr_genes, NULL},
+        {"--seed", PL_BENCH_OPT_U64, &seed, NULL},
+        {"--json", PL_BENCH_OPT_STR, &json, NULL},
+    };
+    if (pl_bench_opts("bench masks", usage, argc, argv, opts, sizeof opts / sizeof *opts, &path))
+        return 2;
     if (!path || k_genes > UINT32_MAX) {
         fputs(usage, stderr);
         return 2;

@@ -8,7 +8,7 @@
 
 #include "bench.h"
 #include "json.h"
-#include "cli/cli.h"
+#include "opts.h"
 #include "src/core/progress.h"
 
 int pl_bench_memory(int argc, char **argv)
@@ -17,25 +17,15 @@ int pl_bench_memory(int argc, char **argv)
                         "       pertload bench memory --table DB [--ranks N] [--json FILE]\n";
     unsigned long long mib = 256, reps = 5, ranks = 16;
     const char *json = NULL, *table = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
-            if (pl_cli_u64("bench memory", "--mib", argv[++i], &mib) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-            if (pl_cli_u64("bench memory", "--reps", argv[++i], &reps) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
-            if (pl_cli_u64("bench memory", "--ranks", argv[++i], &ranks) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--table") && i + 1 < argc)
-            table = argv[++i];
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else {
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
+    const pl_bench_opt opts[] = {
+        {"--mib", PL_BENCH_OPT_U64, &mib, NULL},
+        {"--reps", PL_BENCH_OPT_U64, &reps, NULL},
+        {"--ranks", PL_BENCH_OPT_U64, &ranks, NULL},
+        {"--table", PL_BENCH_OPT_STR, &table, NULL},
+        {"--json", PL_BENCH_OPT_STR, &json, NULL},
+    };
+    if (pl_bench_opts("bench memory", usage, argc, argv, opts, sizeof opts / sizeof *opts, NULL))
+        return 2;
     if (table)
         return pl_bench_memory_table(table, ranks > 256 ? 0 : (int)ranks, json);
     if (mib == 0 || mib > (1ull << 20) || reps == 0) {

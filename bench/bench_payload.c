@@ -22,7 +22,7 @@
 #include "bench.h"
 #include "bench_payload.h"
 #include "json.h"
-#include "cli/cli.h"
+#include "opts.h"
 #include "src/core/db.h"
 #include "src/core/error.h"
 #include "src/core/fileio.h"
@@ -152,6 +152,15 @@ double pl__bench_median(const double *v, unsigned n)
     return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+/* --order block|rows: *(int *)block set to whether it is block. */
+static int parse_order(const char *v, void *block)
+{
+    if (strcmp(v, "block") && strcmp(v, "rows"))
+        return -1;
+    *(int *)block = !strcmp(v, "block");
+    return 0;
+}
+
 int pl_bench_payload(int argc, char **argv)
 {
     const char *usage = "usage: pertload bench payload DB [--batch-size B] [--threads T] "
@@ -163,36 +172,19 @@ int pl_bench_payload(int argc, char **argv)
     const char *path = NULL, *json = NULL;
     unsigned long long B = 64, T = 2, R = 3, K = 0, Wb = 0;
     int shuffle = 0, block = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--batch-size") && i + 1 < argc) {
-            if (pl_cli_u64("bench payload", "--batch-size", argv[++i], &B) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            if (pl_cli_u64("bench payload", "--threads", argv[++i], &T) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
-            if (pl_cli_u64("bench payload", "--rounds", argv[++i], &R) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--block-rows") && i + 1 < argc) {
-            if (pl_cli_u64("bench payload", "--block-rows", argv[++i], &K) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--block-window") && i + 1 < argc) {
-            if (pl_cli_u64("bench payload", "--block-window", argv[++i], &Wb) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--order") && i + 1 < argc &&
-                   (!strcmp(argv[i + 1], "block") || !strcmp(argv[i + 1], "rows"))) {
-            block = !strcmp(argv[++i], "block");
-        } else if (!strcmp(argv[i], "--shuffle"))
-            shuffle = 1;
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else if (argv[i][0] != '-' && !path)
-            path = argv[i];
-        else {
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
+    const pl_bench_opt opts[] = {
+        {"--batch-size", PL_BENCH_OPT_U64, &B, NULL},
+        {"--threads", PL_BENCH_OPT_U64, &T, NULL},
+        {"--rounds", PL_BENCH_OPT_U64, &R, NULL},
+        {"--block-rows", PL_BENCH_OPT_U64, &K, NULL},
+        {"--block-window", PL_BENCH_OPT_U64, &Wb, NULL},
+        {"--order", PL_BENCH_OPT_FN, &block, parse_order},
+        {"--shuffle", PL_BENCH_OPT_FLAG, &shuffle, NULL},
+        {"--json", PL_BENCH_OPT_STR, &json, NULL},
+    };
+    if (pl_bench_opts("bench payload", usage, argc, argv, opts, sizeof opts / sizeof *opts,
+                      &path))
+        return 2;
     if (!path || !B || !T || !R || R > 64 || K > UINT32_MAX || Wb > UINT32_MAX ||
         ((K || Wb) && !block)) { /* at most 64 rounds: the arrays below */
         fputs(usage, stderr);

@@ -25,7 +25,7 @@
 
 #include "bench_payload.h"
 #include "json.h"
-#include "cli/cli.h"
+#include "opts.h"
 #include "loader/io.h"
 #include "src/core/db.h"
 #include "src/core/dbformat.h"
@@ -120,30 +120,17 @@ int pl__bench_payload_epochs(int argc, char **argv)
                         "[--threads T] [--block-rows K] [--rounds R] [--json FILE]\n";
     const char *path = NULL, *json = NULL;
     unsigned long long B = 64, T = 2, R = 3, K = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--batch-size") && i + 1 < argc) {
-            if (pl_cli_u64("bench payload", "--batch-size", argv[++i], &B) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            if (pl_cli_u64("bench payload", "--threads", argv[++i], &T) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
-            if (pl_cli_u64("bench payload", "--rounds", argv[++i], &R) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--block-rows") && i + 1 < argc) {
-            if (pl_cli_u64("bench payload", "--block-rows", argv[++i], &K) < 0)
-                return 2;
-        } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
-            json = argv[++i];
-        } else if (!strcmp(argv[i], "--epochs")) {
-            continue;
-        } else if (argv[i][0] != '-' && !path) {
-            path = argv[i];
-        } else {
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
+    const pl_bench_opt opts[] = {
+        {"--batch-size", PL_BENCH_OPT_U64, &B, NULL},
+        {"--threads", PL_BENCH_OPT_U64, &T, NULL},
+        {"--rounds", PL_BENCH_OPT_U64, &R, NULL},
+        {"--block-rows", PL_BENCH_OPT_U64, &K, NULL},
+        {"--json", PL_BENCH_OPT_STR, &json, NULL},
+        {"--epochs", PL_BENCH_OPT_FLAG, NULL, NULL},
+    };
+    if (pl_bench_opts("bench payload", usage, argc, argv, opts, sizeof opts / sizeof *opts,
+                      &path))
+        return 2;
     if (!path || !B || !T || !R || R > 64 || K > UINT32_MAX || B * T > 65536) {
         fputs(usage, stderr);
         return 2;

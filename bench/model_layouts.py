@@ -44,7 +44,7 @@ from torch_geometric.nn import HeteroConv, SAGEConv, global_mean_pool
 from torch_geometric.utils import subgraph
 
 import pertload
-from pyg_layout import best, first_batches, options, out_bytes  # the sibling bench
+from pyg_layout import at_least, best, first_batches, options, out_bytes  # the sibling bench
 
 
 def per_sample_pyg(batch, graph, ei, types):
@@ -193,12 +193,12 @@ def model_only(db, types, batch_size, n_batches, device):
 
 
 def main():
-    ap = options(__doc__, 3, "batches timed per pipeline (0: the epoch alone)")
-    ap.add_argument("--epoch-batches", type=int, default=10)
+    ap = options(__doc__, 3, "batches timed per pipeline (0: the epoch alone)", least_batches=0)
+    ap.add_argument("--epoch-batches", type=at_least(0), default=10)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--no-per-sample", action="store_true",
                     help="leave out the per-sample peer pipelines (slow)")
-    ap.add_argument("--switch-interval", type=float, default=0,
+    ap.add_argument("--switch-interval", type=at_least(0, float), default=0,
                     help="also an epoch with prefetch under this sys.setswitchinterval (ms)")
     a = ap.parse_args()
     torch.set_num_threads(1)

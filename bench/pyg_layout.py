@@ -8,6 +8,7 @@ usage: pyg_layout.py DB [--batch-size B] [--batches N] [--types T1,T2,...]
                         [--python-batches K]
 """
 import argparse
+import math
 import sys
 import time
 
@@ -55,14 +56,30 @@ def best(f, reps):
     return min(times)
 
 
-def options(doc, batches, batches_help=None):
+def at_least(least, kind=int):
+    """An argparse type: a finite number of `kind` (int, float) not under
+    `least`; anything else is refused with a usage error naming the option."""
+    def parse(s):
+        try:
+            v = kind(s)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"'{s}' is not {what}") from None
+        if not (math.isfinite(v) and v >= least):
+            raise argparse.ArgumentTypeError(f"must be at least {least}, not {s}")
+        return v
+    return parse
+
+
+def options(doc, batches, batches_help=None, least_batches=1):
     """The options of the layout benches (this one, model_layouts.py): DB,
-    --batch-size, --batches (default `batches`), --types; the caller adds
-    its own."""
+    --batch-size, --batches (default `batches`, at least `least_batches`),
+    --types; the caller adds its own."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("db")
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--batches", type=int, default=batches, help=batches_help)
+    ap.add_argument("--batch-size", type=at_least(1), default=64)
+    ap.add_argument("--batches", type=at_least(least_batches), default=batches,
+                    help=batches_help)
     ap.add_argument("--types", help="edge types (default: all)")
     return ap
 
@@ -85,7 +102,7 @@ def first_batches(a):
 
 def main():
     ap = options(__doc__, 5)
-    ap.add_argument("--python-batches", type=int, default=1)
+    ap.add_argument("--python-batches", type=at_least(0), default=1)
     a = ap.parse_args()
     torch.set_num_threads(1)
     graph, types, g, batches = first_batches(a)

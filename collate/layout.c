@@ -1,6 +1,7 @@
 /* pl_layout_*: the batch layouts on the host (the twin of the kernels, one
  * loop over the same elements) or on a CUDA device (layout_cuda.cu). */
 #include "collate/layout_ops.h"
+#include "collate/lists.h"
 #include "pl_config.h"
 #include "src/core/error.h"
 
@@ -112,28 +113,56 @@ int pl_layout_rows(int device, void *stream, const int64_t *pos, const int64_t *
     return layout_run(&a, device, stream, err);
 }
 
+pl__lists_rule pl__lists_check(const void *pos, int pos_bytes, const int64_t *ptr, uint32_t n,
+                               uint64_t n_pos, uint64_t limit, uint64_t max_count, int sets,
+                               pl__lists_fault *f)
+{
+    *f = (pl__lists_fault){PL__LISTS_OK, 0, 0};
+    if (ptr[0] != 0)
+        *f = (pl__lists_fault){PL__LISTS_PTR0, 0, ptr[0]};
+    else if ((uint64_t)ptr[n] != n_pos) /* also a negative ptr[n] */
+        *f = (pl__lists_fault){PL__LISTS_LEN, n, ptr[n]};
+    for (uint32_t b = 0; b < n && !f->rule; b++) {
+        if (ptr[b + 1] < ptr[b])
+            *f = (pl__lists_fault){PL__LISTS_DECREASES, b, 0};
+        else if ((uint64_t)(ptr[b + 1] - ptr[b]) > max_count) /* both >= 0 */
+            *f = (pl__lists_fault){PL__LISTS_COUNT, b, ptr[b + 1] - ptr[b]};
+    }
+    /* ptr rises from 0 to n_pos: the positions, every one in range, then
+     * with sets each sample's in order. */
+    const int32_t *p32 = (const int32_t *)pos;
+    const int64_t *p64 = (const int64_t *)pos;
+#define PL__AT(j) (pos_bytes == 4 ? (int64_t)p32[j] : p64[j])
+    for (uint32_t b = 0; b < n && !f->rule; b++)
+        for (int64_t j = ptr[b]; j < ptr[b + 1] && !f->rule; j++)
+            if (PL__AT(j) < 0 || (uint64_t)PL__AT(j) >= limit)
+                *f = (pl__lists_fault){PL__LISTS_RANGE, b, PL__AT(j)};
+    for (uint32_t b = 0; b < n && sets && !f->rule; b++)
+        for (int64_t j = ptr[b] + 1; j < ptr[b + 1] && !f->rule; j++)
+            if (PL__AT(j) <= PL__AT(j - 1))
+                *f = (pl__lists_fault){PL__LISTS_ORDER, b, PL__AT(j)};
+#undef PL__AT
+    return f->rule;
+}
+
 int pl_layout_check(const void *pos, int pos_bytes, const int64_t *ptr, uint32_t n,
                     uint64_t n_pos, uint64_t limit, int sets, pl_err *err)
 {
     PL_FAIL_IF(pos_bytes != 4 && pos_bytes != 8, err, PL_EUSAGE,
                "positions of %d bytes (4 or 8)", pos_bytes);
-    PL_FAIL_IF(!ptr || ptr[0] != 0 || ptr[n] < 0 || (uint64_t)ptr[n] != n_pos, err, PL_EPARSE,
-               "ptr does not index its %llu positions", (unsigned long long)n_pos);
-    for (uint32_t b = 0; b < n; b++)
-        PL_FAIL_IF(ptr[b + 1] < ptr[b], err, PL_EPARSE, "ptr decreases");
-    const int32_t *p32 = (const int32_t *)pos;
-    const int64_t *p64 = (const int64_t *)pos;
-#define PL__AT(j) (pos_bytes == 4 ? (int64_t)p32[j] : p64[j])
-    for (uint64_t j = 0; j < n_pos; j++) {
-        int64_t v = PL__AT(j);
-        PL_FAIL_IF(v < 0 || (uint64_t)v >= limit, err, PL_EPARSE,
-                   "holds a position outside 0..%lld", (long long)limit - 1);
+    pl__lists_fault f = {PL__LISTS_PTR0, 0, 0};
+    switch (ptr ? pl__lists_check(pos, pos_bytes, ptr, n, n_pos, limit, UINT64_MAX, sets, &f)
+                : f.rule) {
+    case PL__LISTS_OK:
+        return 0;
+    case PL__LISTS_DECREASES:
+        return pl__err(err, PL_EPARSE, "ptr decreases");
+    case PL__LISTS_RANGE:
+        return pl__err(err, PL_EPARSE, "holds a position outside 0..%lld", (long long)limit - 1);
+    case PL__LISTS_ORDER:
+        return pl__err(err, PL_EPARSE, "positions of a sample are not increasing");
+    default: /* PTR0, LEN (COUNT: no bound here) */
+        return pl__err(err, PL_EPARSE, "ptr does not index its %llu positions",
+                       (unsigned long long)n_pos);
     }
-    if (sets)
-        for (uint32_t b = 0; b < n; b++)
-            for (int64_t j = ptr[b] + 1; j < ptr[b + 1]; j++)
-                PL_FAIL_IF(PL__AT(j) <= PL__AT(j - 1), err, PL_EPARSE,
-                           "positions of a sample are not increasing");
-#undef PL__AT
-    return 0;
 }

@@ -4,6 +4,7 @@
  * positions, so the output is written run by run: a shifted copy of the
  * graph's src and dst arrays, one pass over the output (a loop the compiler
  * vectorises), no mask and no index array in between. */
+#include "collate/lists.h"
 #include "pertload.h"
 #include "src/core/error.h"
 
@@ -15,28 +16,30 @@ static void shifted(int64_t *restrict out, const int64_t *restrict in, uint64_t 
         out[k] = in[k] + shift;
 }
 
-/* The lists as pl_pyg_edges() requires them, checked before anything is
- * written: then the output holds exactly n_samples * n_edges - ptr[n]. */
+/* The lists as pl_pyg_edges() requires them (pl__lists_check: sets below
+ * n_edges, at most n_edges a sample), checked before anything is written:
+ * then the output holds exactly n_samples * n_edges - ptr[n]. */
 static int check_lists(uint64_t n_edges, const int64_t *removed, const int64_t *ptr,
                        uint32_t n_samples, pl_err *err)
 {
-    PL_FAIL_IF(ptr[0] != 0, err, PL_EPARSE, "pyg layout: ptr[0] is %lld, not 0",
-               (long long)ptr[0]);
-    for (uint32_t i = 0; i < n_samples; i++) {
-        int64_t lo = ptr[i], hi = ptr[i + 1];
-        PL_FAIL_IF(hi < lo, err, PL_EPARSE, "pyg layout: ptr decreases at sample %u", i);
-        PL_FAIL_IF((uint64_t)(hi - lo) > n_edges, err, PL_EPARSE,
-                   "pyg layout: sample %u removes %lld of %llu edges", i,
-                   (long long)(hi - lo), (unsigned long long)n_edges);
-        for (int64_t j = lo; j < hi; j++) {
-            int64_t p = removed[j];
-            PL_FAIL_IF(p < 0 || (uint64_t)p >= n_edges || (j > lo && p <= removed[j - 1]), err,
-                       PL_EPARSE, "pyg layout: sample %u: removed position %lld is %s", i,
-                       (long long)p, p < 0 || (uint64_t)p >= n_edges ? "out of range"
-                                                                     : "not above the one before");
-        }
+    pl__lists_fault f;
+    switch (pl__lists_check(removed, 8, ptr, n_samples, (uint64_t)ptr[n_samples], n_edges,
+                            n_edges, 1, &f)) {
+    case PL__LISTS_OK:
+        return 0;
+    case PL__LISTS_PTR0:
+        return pl__err(err, PL_EPARSE, "pyg layout: ptr[0] is %lld, not 0", (long long)f.value);
+    case PL__LISTS_COUNT:
+        return pl__err(err, PL_EPARSE, "pyg layout: sample %u removes %lld of %llu edges",
+                       f.sample, (long long)f.value, (unsigned long long)n_edges);
+    case PL__LISTS_RANGE:
+    case PL__LISTS_ORDER:
+        return pl__err(err, PL_EPARSE, "pyg layout: sample %u: removed position %lld is %s",
+                       f.sample, (long long)f.value,
+                       f.rule == PL__LISTS_RANGE ? "out of range" : "not above the one before");
+    default: /* DECREASES (LEN: n_pos is ptr[n]) */
+        return pl__err(err, PL_EPARSE, "pyg layout: ptr decreases at sample %u", f.sample);
     }
-    return 0;
 }
 
 int pl_pyg_edges(const int64_t *src, const int64_t *dst, uint64_t n_edges,

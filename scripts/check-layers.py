@@ -233,8 +233,21 @@ def all_violations(root):
 
 
 def self_test():
+    """Plant the violations in scratch trees under one temporary folder,
+    removed at the end whatever happens; check that nothing is left."""
+    with tempfile.TemporaryDirectory(prefix='check-layers-') as scratch:
+        ok = self_test_in(scratch)
+    if os.path.exists(scratch):
+        print(f'self-test: {scratch} was left behind')
+        ok = False
+    print('self-test:', 'passed' if ok else 'FAILED')
+    return 0 if ok else 1
+
+
+def self_test_in(scratch):
+    """The self-test's trees, each a new folder in `scratch`. @return ok."""
     def tree(files):
-        root = tempfile.mkdtemp(prefix='check-layers-')
+        root = tempfile.mkdtemp(dir=scratch)
         for path, text in files.items():
             os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
             with open(os.path.join(root, path), 'w') as fh:
@@ -326,8 +339,7 @@ def self_test():
         if len(got) != 1 or not got[0].startswith(expect):
             print(f'self-test: planting {path} reported {got}, expected one "{expect}..."')
             ok = False
-    print('self-test:', 'passed' if ok else 'FAILED')
-    return 0 if ok else 1
+    return ok
 
 
 def main():

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench")
 
 
@@ -37,3 +39,31 @@ def test_model_layouts_bench_runs_with_the_shared_options(small, pyg_dir):
 def test_layout_benches_refuse_an_option_they_do_not_share(small):
     r = bench("pyg_layout.py", small.db, "--epoch-batches", 1)
     assert r.returncode == 2 and "unrecognized arguments: --epoch-batches 1" in r.stderr
+
+
+
+# Each case with options that keep the old run short where it ran at all.
+SHORT = {"pyg_layout.py": ["--types", "physical"],
+         "model_layouts.py": ["--types", "physical", "--no-per-sample", "--epoch-batches", 0]}
+
+
+@pytest.mark.parametrize("script, args, why", [
+    ("pyg_layout.py", ["--batches", 0], "argument --batches: must be at least 1, not 0"),
+    ("pyg_layout.py", ["--batches", -2], "argument --batches: must be at least 1, not -2"),
+    ("pyg_layout.py", ["--batches", "x"], "argument --batches: 'x' is not an integer"),
+    ("pyg_layout.py", ["--batch-size", 0], "argument --batch-size: must be at least 1, not 0"),
+    ("pyg_layout.py", ["--python-batches", -1],
+     "argument --python-batches: must be at least 0, not -1"),
+    ("model_layouts.py", ["--batches", -1], "argument --batches: must be at least 0, not -1"),
+    ("model_layouts.py", ["--epoch-batches", -1],
+     "argument --epoch-batches: must be at least 0, not -1"),
+    ("model_layouts.py", ["--switch-interval", "nan"],
+     "argument --switch-interval: must be at least 0, not nan"),
+])
+def test_layout_benches_refuse_counts_they_cannot_time(small, pyg_dir, script, args, why):
+    """A count under what a bench divides by or loops over is a usage error
+    (exit 2) naming the option, before any batch is read: --batches 0 of
+    pyg_layout.py divided by zero, a negative --batches read the whole
+    epoch, a negative --epoch-batches failed in the step's floor."""
+    r = bench(script, small.db, *SHORT[script], *args, pythonpath=[pyg_dir])
+    assert r.returncode == 2 and why in r.stderr, (r.returncode, r.stderr[-2000:])

@@ -138,8 +138,7 @@ static int read_biogrid(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, voi
         pl_imp_edge e = {f[c[0]], f[c[1]], NAN, 0};
         PL_TRY(pl__imp_nonempty(src, &e.src, need[0], err));
         PL_TRY(pl__imp_nonempty(src, &e.dst, need[1], err));
-        st->emitted++;
-        PL_TRY(emit(ctx, &e, src, err));
+        PL_TRY(pl__imp_keep(o, &e, emit, ctx, src, st, err));
     }
     return rc;
 }

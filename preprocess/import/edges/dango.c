@@ -98,12 +98,7 @@ static int read_dango(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void 
             (rc = index_field(src, &g, &f[1], &e.dst, err)) < 0 ||
             (rc = pl__imp_score(src, &f[2], "weight", &e.score, err)) < 0)
             break;
-        if (!isnan(o->min_score) && e.score < o->min_score) {
-            st->filtered++;
-            continue;
-        }
-        st->emitted++;
-        if ((rc = emit(ctx, &e, src, err)) < 0)
+        if ((rc = pl__imp_keep(o, &e, emit, ctx, src, st, err)) < 0)
             break;
     }
     glist_free(&g);

@@ -98,12 +98,7 @@ static int read_delim(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void 
             break;
         if (c[2] >= 0 && (rc = pl__imp_score(src, &f[c[2]], "score", &e.score, err)) < 0)
             break;
-        if (c[2] >= 0 && !isnan(o->min_score) && e.score < o->min_score) {
-            st->filtered++;
-            continue;
-        }
-        st->emitted++;
-        if ((rc = emit(ctx, &e, src, err)) < 0)
+        if ((rc = pl__imp_keep(o, &e, emit, ctx, src, st, err)) < 0)
             break;
     }
 out:

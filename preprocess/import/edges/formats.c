@@ -37,6 +37,17 @@ int pl__imp_read_file(const pl_imp_format *fmt, const char *path, const pl_imp_o
     return rc;
 }
 
+int pl__imp_keep(const pl_imp_opts *o, const pl_imp_edge *e, pl_imp_emit emit, void *ctx,
+                 const pl_src *src, pl_imp_stats *st, pl_err *err)
+{
+    if (!isnan(o->min_score) && e->score < o->min_score) {
+        st->filtered++;
+        return 0;
+    }
+    st->emitted++;
+    return emit(ctx, e, src, err);
+}
+
 int pl__imp_col(const pl__field *f, int n, const char *name)
 {
     size_t len = strlen(name);

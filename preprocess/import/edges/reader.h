@@ -147,6 +147,13 @@ extern const pl_imp_format pl__imp_string, pl__imp_biogrid, pl__imp_yeastract,
 
 /* Helpers shared by the readers (formats.c). */
 
+/** The end of a reader's row: edge `e` counted filtered in `st` when its
+ *  score is under o->min_score (never when either is NAN: no score, no
+ *  minimum), else counted emitted and handed to `emit`.
+ *  @return 0, or emit's negative code. */
+int pl__imp_keep(const pl_imp_opts *o, const pl_imp_edge *e, pl_imp_emit emit, void *ctx,
+                 const pl_src *src, pl_imp_stats *st, pl_err *err);
+
 /** Index of the field equal to `name` among `f[0..n)`, or -1. */
 int pl__imp_col(const pl__field *f, int n, const char *name);
 

@@ -83,12 +83,7 @@ static int read_string(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
         pl_imp_edge e = {f[0], f[1], (double)v, 0};
         PL_TRY(pl__imp_strip_taxon(src, &e.src, &tx, err));
         PL_TRY(pl__imp_strip_taxon(src, &e.dst, &tx, err));
-        if (!isnan(o->min_score) && e.score < o->min_score) {
-            st->filtered++;
-            continue;
-        }
-        st->emitted++;
-        PL_TRY(emit(ctx, &e, src, err));
+        PL_TRY(pl__imp_keep(o, &e, emit, ctx, src, st, err));
     }
     return rc;
 }

@@ -91,14 +91,12 @@ static int read_actions(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, voi
         PL_TRY(pl__imp_strip_taxon(src, &e.src, &tx, err));
         PL_TRY(pl__imp_strip_taxon(src, &e.dst, &tx, err));
         uint32_t want = wanted_mode(o, m);
-        if (!want || (!isnan(o->min_score) && e.score < o->min_score) ||
-            (o->directed && !(directional && acting))) {
+        if (!want || (o->directed && !(directional && acting))) {
             st->filtered++;
             continue;
         }
         e.mode = want - 1;
-        st->emitted++;
-        PL_TRY(emit(ctx, &e, src, err));
+        PL_TRY(pl__imp_keep(o, &e, emit, ctx, src, st, err));
     }
     return rc;
 }

@@ -74,8 +74,7 @@ static int read_tflink(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void
         pl_imp_edge e = {f[ctf], f[ctg], NAN, 0};
         PL_TRY(pl__imp_nonempty(src, &e.src, ids[id].tf, err));
         PL_TRY(pl__imp_nonempty(src, &e.dst, ids[id].target, err));
-        st->emitted++;
-        PL_TRY(emit(ctx, &e, src, err));
+        PL_TRY(pl__imp_keep(o, &e, emit, ctx, src, st, err));
     }
     return rc;
 }

@@ -9,7 +9,6 @@
 static int read_yeastract(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void *ctx,
                           pl_imp_stats *st, pl_err *err)
 {
-    (void)o;
     const char *line;
     size_t len;
     pl__field f[3];
@@ -28,8 +27,7 @@ static int read_yeastract(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, v
         if (memchr(line, '\t', len))
             return pl__src_fail(src, 0, err, "a tab in a 'TF;target' line (not a YEASTRACT "
                                 "regulation table?)");
-        st->emitted++;
-        PL_TRY(emit(ctx, &e, src, err));
+        PL_TRY(pl__imp_keep(o, &e, emit, ctx, src, st, err));
     }
     return rc;
 }

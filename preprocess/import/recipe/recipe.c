@@ -187,14 +187,9 @@ static int source_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
         c->pairs_set = 1;
         return 0;
     }
-    if (!strcmp(key, "allow_empty"))
-        return pl__ry_bool(l, v, key, &s->allow_empty);
-    if (!strcmp(key, "min_resolved")) {
-        PL_TRY(pl__ry_double(l, v, key, &s->min_resolved));
-        if (!(s->min_resolved >= 0 && s->min_resolved <= 1))
-            return pl__ry_fail(l, v, "'min_resolved' must be a share 0..1");
-        return 0;
-    }
+    int rc = pl__ry_resolution(l, key, v, &s->allow_empty, &s->min_resolved);
+    if (rc <= 0)
+        return rc;
     if (!strcmp(key, "types")) {
         if (s->fmt != &pl__imp_string_actions)
             return pl__ry_fail(l, k, "key 'types' does not apply to format '%s'", s->fmt->name);

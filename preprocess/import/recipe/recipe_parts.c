@@ -127,14 +127,9 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
         }
         return 0;
     }
-    if (!strcmp(key, "allow_empty"))
-        return pl__ry_bool(l, v, key, &s->allow_empty);
-    if (!strcmp(key, "min_resolved")) {
-        PL_TRY(pl__ry_double(l, v, key, &s->min_resolved));
-        if (!(s->min_resolved >= 0 && s->min_resolved <= 1))
-            return pl__ry_fail(l, v, "'min_resolved' must be a share 0..1");
-        return 0;
-    }
+    int rc = pl__ry_resolution(l, key, v, &s->allow_empty, &s->min_resolved);
+    if (rc <= 0)
+        return rc;
     if (s->format == PL_SMP_SGA)
         return pl__ry_fail(l, k, "key '%s' does not apply to format 'sga' (format, file, set, "
                            "min_resolved, allow_empty)", key);
@@ -147,7 +142,7 @@ static int sample_pair(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *
         COL("labels", COLUMNS, labels, offsetof(pl_smp_spec, n_labels)),
         COL("categories", COLUMNS, categories, offsetof(pl_smp_spec, n_categories))};
 #undef COL
-    int rc = pl__ry_key(l, keys, sizeof keys / sizeof *keys, key, v, s);
+    rc = pl__ry_key(l, keys, sizeof keys / sizeof *keys, key, v, s);
     if (rc <= 0)
         return rc;
     return pl__ry_fail(l, k, "unknown key '%s' in a sample table (format, file, sep, header, "

@@ -253,3 +253,16 @@ int pl__ry_key(pl__ry *l, const pl__ry_field *fields, size_t n, const char *key,
     }
     return 1;
 }
+
+int pl__ry_resolution(pl__ry *l, const char *key, yaml_node_t *v, int *allow_empty,
+                      double *min_resolved)
+{
+    if (!strcmp(key, "allow_empty"))
+        return pl__ry_bool(l, v, key, allow_empty);
+    if (strcmp(key, "min_resolved"))
+        return 1;
+    PL_TRY(pl__ry_double(l, v, key, min_resolved));
+    if (!(*min_resolved >= 0 && *min_resolved <= 1))
+        return pl__ry_fail(l, v, "'min_resolved' must be a share 0..1");
+    return 0;
+}

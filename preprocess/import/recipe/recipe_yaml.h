@@ -91,6 +91,14 @@ typedef struct pl__ry_field {
 int pl__ry_key(pl__ry *l, const pl__ry_field *fields, size_t n, const char *key,
                yaml_node_t *v, void *base);
 
+/** The resolution rule of an edge or sample source when `key` is one of
+ *  its keys: 'allow_empty' (true/false) into *allow_empty, 'min_resolved'
+ *  (a share 0..1) into *min_resolved.
+ *  @return 1 when `key` is neither (nothing read), 0 when read, or the
+ *  failure. */
+int pl__ry_resolution(pl__ry *l, const char *key, yaml_node_t *v, int *allow_empty,
+                      double *min_resolved);
+
 /** Handles one key of a mapping. */
 typedef int (*pl__ry_pair_fn)(pl__ry *l, const char *key, yaml_node_t *k, yaml_node_t *v,
                               void *ctx);
