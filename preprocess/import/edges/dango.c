@@ -93,7 +93,7 @@ static int read_dango(pl_src *src, const pl_imp_opts *o, pl_imp_emit emit, void 
             break;
         }
         st->rows++;
-        pl_imp_edge e;
+        pl_imp_edge e = {.mode = 0}; /* one mode */
         if ((rc = index_field(src, &g, &f[0], &e.src, err)) < 0 ||
             (rc = index_field(src, &g, &f[1], &e.dst, err)) < 0 ||
             (rc = pl__imp_score(src, &f[2], "weight", &e.score, err)) < 0)
