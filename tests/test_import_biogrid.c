@@ -9,16 +9,7 @@
 
 #include "importutil.h"
 
-static char *dir, *path;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
-    path = NULL;
-}
-TestSuite(import_biogrid, .init = setup, .fini = teardown);
+TestSuite(import_biogrid, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 /* The TAB 3.0 header as BioGRID publishes it. */
 static const char *const tab3_cols[37] = {

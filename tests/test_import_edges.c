@@ -10,19 +10,16 @@
 
 #include "importutil.h"
 
-static char *dir, *path, *genes;
+static char *genes;
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     genes = pl_test_write(dir, "genes.txt", "YAL001C\nYAL002W\nQ0045\nYBR123C"); /* no final \n */
 }
 static void teardown(void)
 {
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
+    pl_test_dir_fini();
     free(genes);
-    path = NULL;
 }
 TestSuite(import_edges, .init = setup, .fini = teardown);
 

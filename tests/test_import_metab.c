@@ -14,22 +14,17 @@
 #include "preprocess/import/metab/metab.h"
 #include "src/core/rule.h"
 
-static char *dir, *path;
 static pl_names *nm;
 static pl_metab m;
 
-static void setup(void) { dir = pl_test_tmpdir(); }
 static void teardown(void)
 {
     pl__metab_free(&m);
     pl__names_free(nm);
     nm = NULL;
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
-    path = NULL;
+    pl_test_dir_fini();
 }
-TestSuite(import_metab, .init = setup, .fini = teardown);
+TestSuite(import_metab, .init = pl_test_dir_init, .fini = teardown);
 
 static void genes(const char *list)
 {

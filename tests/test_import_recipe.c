@@ -12,10 +12,9 @@
 #include "preprocess/import/recipe/recipe.h"
 #include "preprocess/import/source/source.h"
 
-static char *dir;
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     free(pl_test_write(dir, "genes.txt", "YAL001C\nYAL002W\nYAL003W\n"));
     free(pl_test_write(dir, "alias.tsv", "Name\tORF\nTFC3\tYAL001C\nVPS8\tYAL002W\n"));
     const char *s = "protein1 protein2 combined_score\n4932.YAL001C 4932.YAL002W 500\n"
@@ -24,12 +23,7 @@ static void setup(void)
     const char *y = "TFC3;VPS8\nTFC3;ADE5,7\nVPS8;yal003w\n";
     free(pl_test_write_codec(dir, "reg.tsv.zst", y, strlen(y), PL_TEST_ZSTD));
 }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(import_recipe, .init = setup, .fini = teardown);
+TestSuite(import_recipe, .init = setup, .fini = pl_test_dir_fini);
 
 static const char *good =
     "version: 1\n"

@@ -9,16 +9,7 @@
 
 #include "importutil.h"
 
-static char *dir, *path;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
-    path = NULL;
-}
-TestSuite(import_regulatory, .init = setup, .fini = teardown);
+TestSuite(import_regulatory, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 static int read_as(const char *fmt, const char *text, int codec, const pl_imp_opts *o,
                    pl_test_text *out, pl_imp_stats *st, pl_err *err)

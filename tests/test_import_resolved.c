@@ -14,22 +14,14 @@
 
 #include "importutil.h"
 
-static char *dir;
-
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     free(pl_test_write(dir, "genes.txt", "G0\nG1\nG2\nG3\nG4\nG5\nG6\nG7\nG8\nG9\n"));
     free(pl_test_write(dir, "samples.tsv", "genes\tfitness\nG0\t1\n"));
 }
 
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-
-TestSuite(import_resolved, .init = setup, .fini = teardown);
+TestSuite(import_resolved, .init = setup, .fini = pl_test_dir_fini);
 
 /* Run `pertload ARGS` in `dir`; stdout and stderr into *out (malloc'd).
  * @return the exit status. */
@@ -46,13 +38,6 @@ enum { NX = 14 }; /* unknown names X0..X13 */
 typedef struct edges {
     int a[400], b[400], n;
 } edges;
-
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33) % n;
-}
 
 /* One name: a gene with probability p_known/100, else an unknown one
  * (skewed, so that counts differ). */

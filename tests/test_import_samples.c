@@ -11,22 +11,17 @@
 #include "importutil.h"
 #include "preprocess/import/samples/samples.h"
 
-static char *dir, *path;
 static pl_names *nm;
 static pl_smp_result res;
 
-static void setup(void) { dir = pl_test_tmpdir(); }
 static void teardown(void)
 {
     pl__smp_result_free(&res);
     pl__names_free(nm);
     nm = NULL;
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
-    path = NULL;
+    pl_test_dir_fini();
 }
-TestSuite(import_samples, .init = setup, .fini = teardown);
+TestSuite(import_samples, .init = pl_test_dir_init, .fini = teardown);
 
 static void genes_from(const char *p, int header)
 {

@@ -13,13 +13,12 @@
 #include "preprocess/import/metab/metab.h"
 #include "src/core/rule.h"
 
-static char *dir, *path;
 static pl_names *nm;
 static pl_metab m, y;
 
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     pl_err err;
     char *p = pl_test_write(dir, "genes.txt", "G1\nG2\nG3\nG4\nG5\n");
     cr_assert_eq(pl__names_new(&nm, &err), 0);
@@ -31,10 +30,7 @@ static void teardown(void)
     pl__metab_free(&m);
     pl__metab_free(&y);
     pl__names_free(nm);
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
-    path = NULL;
+    pl_test_dir_fini();
 }
 TestSuite(import_sbml, .init = setup, .fini = teardown);
 

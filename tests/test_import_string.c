@@ -12,14 +12,7 @@
 
 #include "importutil.h"
 
-static char *dir;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(import_string, .init = setup, .fini = teardown);
+TestSuite(import_string, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 #define DETAILED "protein1 protein2 neighborhood fusion cooccurence coexpression " \
                  "experimental database textmining combined_score\n"
@@ -27,8 +20,6 @@ TestSuite(import_string, .init = setup, .fini = teardown);
              "homology coexpression coexpression_transferred experiments " \
              "experiments_transferred database database_transferred textmining " \
              "textmining_transferred combined_score\n"
-
-static char *path;
 
 /* Write `text` as dir/name with `codec` and read it as STRING. */
 static int read_text(const char *text, int codec, const pl_imp_opts *o, pl_test_text *out,
@@ -40,13 +31,7 @@ static int read_text(const char *text, int codec, const pl_imp_opts *o, pl_test_
     return pl_test_imp_collect("string", path, o, out, st, err);
 }
 
-static void fini_path(void)
-{
-    free(path);
-    path = NULL;
-}
-
-Test(import_string, detailed_channel_and_min_score, .fini = fini_path)
+Test(import_string, detailed_channel_and_min_score)
 {
     const char *text = DETAILED
         "4932.YAL001C 4932.YBR123C 0 0 0 62 400 0 120 431\n"
@@ -78,7 +63,7 @@ Test(import_string, detailed_channel_and_min_score, .fini = fini_path)
     free(out.s);
 }
 
-Test(import_string, full_experiments_and_transferred, .fini = fini_path)
+Test(import_string, full_experiments_and_transferred)
 {
     const char *text = FULL "9606.A 9606.B 0 0 0 0 0 0 0 300 150 0 0 0 0 500\n";
     pl_imp_opts o;
@@ -96,7 +81,7 @@ Test(import_string, full_experiments_and_transferred, .fini = fini_path)
     free(out.s);
 }
 
-Test(import_string, v11_links_and_physical_header, .fini = fini_path)
+Test(import_string, v11_links_and_physical_header)
 {
     const char *text = "protein1 protein2 combined_score\n"
                        "4932.YAL001C 4932.YAL002W 181\n";
@@ -110,7 +95,7 @@ Test(import_string, v11_links_and_physical_header, .fini = fini_path)
 }
 
 /* The same records from a pipe on standard input ("-") as from the file. */
-Test(import_string, pipe_gives_the_same_records, .fini = fini_path)
+Test(import_string, pipe_gives_the_same_records)
 {
     pl_test_text t = {0};
     pl_test_tprintf(&t, DETAILED);
@@ -201,7 +186,7 @@ static void expect_bad(const char *text, int codec, const char *channel, unsigne
     free(out.s);
 }
 
-Test(import_string, bad_wrong_header, .fini = fini_path)
+Test(import_string, bad_wrong_header)
 {
     expect_bad("4932.A 4932.B 500\n", PL_TEST_PLAIN, NULL, 1, 0, "not a STRING links header");
     expect_bad("protein1 combined_score protein2\nA 1 B\n", PL_TEST_GZIP, NULL, 1, 0,
@@ -211,7 +196,7 @@ Test(import_string, bad_wrong_header, .fini = fini_path)
     expect_bad("", PL_TEST_PLAIN, NULL, 1, 0, "empty file");
 }
 
-Test(import_string, bad_channel_not_in_file, .fini = fini_path)
+Test(import_string, bad_channel_not_in_file)
 {
     expect_bad("protein1 protein2 combined_score\n4932.A 4932.B 1\n", PL_TEST_PLAIN, "fusion",
                1, 0, "channel 'fusion' is not a column of this file (it has: combined_score)");
@@ -223,13 +208,13 @@ Test(import_string, bad_channel_not_in_file, .fini = fini_path)
     cr_assert(strstr(err.msg, "unknown STRING channel 'experimentz'"), "%s", err.msg);
 }
 
-Test(import_string, bad_missing_column, .fini = fini_path)
+Test(import_string, bad_missing_column)
 {
     expect_bad(DETAILED "4932.A 4932.B 0 0 0 0 0 0 0 100\n4932.A 4932.C 0 0 0 0 0 0 100\n",
                PL_TEST_ZSTD, NULL, 3, 0, "expected 10 fields as in the header, found 9 (missing column)");
 }
 
-Test(import_string, bad_number, .fini = fini_path)
+Test(import_string, bad_number)
 {
     expect_bad("protein1 protein2 combined_score\n4932.A 4932.B 0.5\n", PL_TEST_PLAIN, NULL, 2,
                15, "bad combined_score score '0.5'");
@@ -237,7 +222,7 @@ Test(import_string, bad_number, .fini = fini_path)
                15, "bad combined_score score '1001' (expected an integer 0..1000)");
 }
 
-Test(import_string, bad_taxon_prefix, .fini = fini_path)
+Test(import_string, bad_taxon_prefix)
 {
     expect_bad("protein1 protein2 combined_score\n4932.A YAL001C 5\n", PL_TEST_PLAIN, NULL, 2, 8,
                "protein id 'YAL001C' is not TAXON.NAME");
@@ -245,7 +230,7 @@ Test(import_string, bad_taxon_prefix, .fini = fini_path)
                PL_TEST_PLAIN, NULL, 3, 8, "taxon 9606 differs from taxon 4932");
 }
 
-Test(import_string, bad_truncated_gzip, .fini = fini_path)
+Test(import_string, bad_truncated_gzip)
 {
     pl_test_text t = {0};
     pl_test_tprintf(&t, DETAILED);

@@ -16,21 +16,7 @@
 #include "preprocess/import/edges/import.h"
 #include "preprocess/import/recipe/recipe.h"
 
-static char *dir;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(import_string_actions, .init = setup, .fini = teardown);
-
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33) % n;
-}
+TestSuite(import_string_actions, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 static const char *const modes[] = {"activation", "binding",  "catalysis", "expression",
                                     "inhibition", "ptmod",    "reaction"};

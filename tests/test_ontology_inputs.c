@@ -9,7 +9,6 @@
 #include "importutil.h"
 #include "preprocess/ontology/ontology.h"
 
-static char *dir;
 static pl_strtab genes;
 static pl_onto_raw raw;
 static pl_onto_stats st;
@@ -17,7 +16,7 @@ static pl_onto on;
 
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     cr_assert_eq(pl__strtab_init(&genes), 0);
     const char *g[] = {"YAL001C", "YAL002W", "YAL003W", "YAL004W"};
     for (int i = 0; i < 4; i++)
@@ -29,8 +28,7 @@ static void teardown(void)
     pl__onto_raw_free(&raw);
     pl__onto_stats_free(&st);
     pl__strtab_free(&genes);
-    pl_test_rmtree(dir);
-    free(dir);
+    pl_test_dir_fini();
 }
 TestSuite(ontology_inputs, .init = setup, .fini = teardown);
 

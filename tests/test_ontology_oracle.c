@@ -25,13 +25,6 @@ typedef struct model {
     int ag[MAXA], at[MAXA], anot[MAXA], aiea[MAXA], aunk[MAXA], asyn[MAXA];
 } model;
 
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33) % n;
-}
-
 /* Edges go from a later-defined child to an earlier parent... except that
  * the definition order is then shuffled so that it says nothing. */
 static void make(model *m, int shape)

@@ -22,12 +22,11 @@
 
 enum { MAXT = 60, MAXG = 30, MAXE = 200 };
 
-static char *dir;
 static pl_strtab genes;
 
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     cr_assert_eq(pl__strtab_init(&genes), 0);
     for (int g = 0; g < MAXG; g++) {
         char s[16];
@@ -39,8 +38,7 @@ static void setup(void)
 static void teardown(void)
 {
     pl__strtab_free(&genes);
-    pl_test_rmtree(dir);
-    free(dir);
+    pl_test_dir_fini();
 }
 
 TestSuite(ontology_topology, .init = setup, .fini = teardown);
@@ -48,13 +46,6 @@ TestSuite(ontology_topology, .init = setup, .fini = teardown);
 static int64_t resolve(void *ctx, const char *s, size_t len)
 {
     return pl__strtab_find(ctx, s, len);
-}
-
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33) % n;
 }
 
 /* A random DAG: edges from a higher rank to a lower one, distinct; direct

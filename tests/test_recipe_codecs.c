@@ -10,14 +10,7 @@
 
 #include "importutil.h"
 
-static char *dir;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(recipe_codecs, .init = setup, .fini = teardown);
+TestSuite(recipe_codecs, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 static const char *const files[][2] = {
     {"reactions.txt", "r1\nr2\n"},

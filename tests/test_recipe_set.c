@@ -17,21 +17,7 @@
 #include "importutil.h"
 #include "preprocess/import/recipe/recipe.h"
 
-static char *dir;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(recipe_set, .init = setup, .fini = teardown);
-
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33) % n;
-}
+TestSuite(recipe_set, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 static int build(const char *recipe, const char *out, char **msg)
 {

@@ -41,6 +41,27 @@ char *pl_test_tmpdir(void)
 
 void pl_test_rmtree(const char *path) { pl__rmtree(path); }
 
+char *dir, *path;
+
+void pl_test_dir_init(void) { dir = pl_test_tmpdir(); }
+
+void pl_test_dir_fini(void)
+{
+    if (dir)
+        pl_test_rmtree(dir);
+    free(dir);
+    free(path);
+    dir = path = NULL;
+}
+
+uint64_t rng;
+
+uint32_t rnd(uint32_t n)
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng >> 33) % n;
+}
+
 void pl_test_become_nobody(void)
 {
     if (setgroups(0, NULL) < 0 || setgid(PL_TEST_NOBODY) < 0 || setuid(PL_TEST_NOBODY) < 0) {
