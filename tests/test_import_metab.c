@@ -38,8 +38,7 @@ static void genes(const char *list)
 
 static int read_model(const char *text, int codec, int strict, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, "model.yml", text, strlen(text), codec);
+    pl_test_put("model.yml", text, codec);
     pl__metab_free(&m);
     cr_assert_eq(pl__metab_init(&m, nm, strict, err), 0);
     return pl__metab_read_yeastgem(&m, path, err);

@@ -59,8 +59,7 @@ static int collect(void *ctx, const pl_smp_row *r, pl_err *err)
 static int read_as(const pl_smp_spec *s0, const char *text, int codec, int strict,
                    pl_test_text *out, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, "s.tsv", text, strlen(text), codec);
+    pl_test_put("s.tsv", text, codec);
     pl_smp_spec s = *s0;
     s.file = path;
     pl__smp_result_free(&res);

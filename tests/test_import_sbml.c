@@ -118,8 +118,7 @@ static const char *tiny_yaml =
 
 static int read_sbml(const char *text, int codec, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, "model.xml", text, strlen(text), codec);
+    pl_test_put("model.xml", text, codec);
     pl__metab_free(&m);
     cr_assert_eq(pl__metab_init(&m, nm, 1, err), 0);
     return pl__metab_read_sbml(&m, path, err);

@@ -21,14 +21,15 @@ TestSuite(import_string, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
              "experiments_transferred database database_transferred textmining " \
              "textmining_transferred combined_score\n"
 
+/* The file name of a STRING file written with `codec`. */
+static const char *name_for(int codec) { return codec == PL_TEST_GZIP ? "s.txt.gz" : "s.txt"; }
+
 /* Write `text` as dir/name with `codec` and read it as STRING. */
 static int read_text(const char *text, int codec, const pl_imp_opts *o, pl_test_text *out,
                      pl_imp_stats *st, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, codec == PL_TEST_GZIP ? "s.txt.gz" : "s.txt", text,
-                               strlen(text), codec);
-    return pl_test_imp_collect("string", path, o, out, st, err);
+    return pl_test_imp_collect("string", pl_test_put(name_for(codec), text, codec), o, out, st,
+                               err);
 }
 
 Test(import_string, detailed_channel_and_min_score)
@@ -179,11 +180,7 @@ static void expect_bad(const char *text, int codec, const char *channel, unsigne
     pl_imp_opts o;
     pl__imp_opts_init(&o);
     o.channel = channel;
-    pl_test_text out = {0};
-    pl_err err;
-    int rc = read_text(text, codec, &o, &out, NULL, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
-    free(out.s);
+    pl_test_imp_fails("string", &o, name_for(codec), text, codec, line, col, reason);
 }
 
 Test(import_string, bad_wrong_header)

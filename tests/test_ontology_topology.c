@@ -515,15 +515,10 @@ Test(ontology_topology, recipe_without_edges)
         pl_db_close(db);
         free(rp), free(out);
     }
-    char *rp = pl_test_write(dir, "r.yaml", "version: 1\ngenes: {file: genes.txt}\nedges: []\n"
-                                            "samples:\n  - {format: dcell_samples, file: "
-                                            "train.txt}\n");
-    pl_recipe *r = NULL;
-    pl_err err = {0};
-    pl_test_expect_at(pl__recipe_load(rp, NULL, &r, &err), PL_EPARSE, &err, rp, 1, 1,
-                      "the recipe has no 'edges' (they may be left out, or empty, only with a "
-                      "'metabolism' or an 'ontology')");
-    free(rp);
+    pl_test_recipe_fails("r.yaml", "version: 1\ngenes: {file: genes.txt}\nedges: []\n"
+                                   "samples:\n  - {format: dcell_samples, file: train.txt}\n",
+                         1, 1, "the recipe has no 'edges' (they may be left out, or empty, only "
+                               "with a 'metabolism' or an 'ontology')");
 }
 
 /* What a build says of a topology: each count that differs from its closure

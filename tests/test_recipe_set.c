@@ -107,11 +107,7 @@ static void bad(const char *part, unsigned long line, unsigned long col, const c
     char text[2048];
     snprintf(text, sizeof text, "version: 1\ngenes: {file: g.txt}\nedges:\n"
              "  - {name: e, format: yeastract, file: e.txt}\nsamples:\n%s", part);
-    char *p = pl_test_write(dir, "bad.yaml", text);
-    pl_recipe *r = NULL;
-    pl_err err = {0};
-    pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, line, col, why);
-    free(p);
+    pl_test_recipe_fails("bad.yaml", text, line, col, why);
 }
 
 Test(recipe_set, bad_set)
@@ -138,17 +134,14 @@ Test(recipe_set, bad_set)
 Test(recipe_set, sga_with_set)
 {
     free(pl_test_write(dir, "g.txt", "G0\n"));
-    char *p = pl_test_write(dir, "r.yaml", "version: 1\ngenes: {file: g.txt}\nedges:\n"
-                            "  - {name: e, format: yeastract, file: e.txt}\nsamples:\n"
-                            "  - {format: sga, file: s.txt, set: {screen: nxn, batch: '1'}}\n");
-    pl_recipe *r;
-    pl_err err = {0};
-    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    pl_recipe *r = pl_test_recipe_ok(
+        "r.yaml", "version: 1\ngenes: {file: g.txt}\nedges:\n"
+                  "  - {name: e, format: yeastract, file: e.txt}\nsamples:\n"
+                  "  - {format: sga, file: s.txt, set: {screen: nxn, batch: '1'}}\n");
     cr_assert_eq(r->tables[0].n_set, 2);
     cr_assert_str_eq(r->tables[0].set_names[1], "batch");
     cr_assert_str_eq(r->tables[0].set_values[1], "1");
     pl__recipe_free(r);
-    free(p);
 }
 
 /* format dcell_samples fixes its layout: only file and set apply. */
