@@ -66,11 +66,6 @@ static void make(model *m, int shape)
     }
 }
 
-static int64_t resolve(void *ctx, const char *s, size_t len)
-{
-    return pl__strtab_find(ctx, s, len);
-}
-
 /* What the filters keep of the model: terms, edges, annotation rows. */
 typedef struct want {
     int keep[MAXT], edge[MAXE], row[MAXA];
@@ -338,8 +333,8 @@ Test(ontology_oracle, random_dags)
                 char *a, *b;
                 write_obo(&m, dir, &a, &b);
                 cr_assert_eq(pl__onto_read_obo(&r, a, &o, &st, &err), 0, "%s", err.msg);
-                cr_assert_eq(pl__onto_read_gaf(&r, b, &o, resolve, &genes, &st, &err), 0, "%s",
-                             err.msg);
+                cr_assert_eq(pl__onto_read_gaf(&r, b, &o, pl_test_resolve, &genes, &st, &err), 0,
+                             "%s", err.msg);
                 free(a);
                 free(b);
             } else {
@@ -352,8 +347,8 @@ Test(ontology_oracle, random_dags)
                     cr_assert_eq(pl__onto_raw_define(&r, k), 0);
                 }
                 char *a = write_dcell(&m, dir);
-                cr_assert_eq(pl__onto_read_dcell(&r, a, resolve, &genes, 0, &st, &err), 0, "%s",
-                             err.msg);
+                cr_assert_eq(pl__onto_read_dcell(&r, a, pl_test_resolve, &genes, 0, &st, &err), 0,
+                             "%s", err.msg);
                 free(a);
             }
             pl_onto on;

@@ -43,11 +43,6 @@ static void teardown(void)
 
 TestSuite(ontology_topology, .init = setup, .fini = teardown);
 
-static int64_t resolve(void *ctx, const char *s, size_t len)
-{
-    return pl__strtab_find(ctx, s, len);
-}
-
 /* A random DAG: edges from a higher rank to a lower one, distinct; direct
  * annotations dir[t][g]; unk[t] unknown gene names listed under t. */
 typedef struct model {
@@ -215,7 +210,7 @@ Test(ontology_topology, random_dags_against_closure_oracle)
         pl_onto_raw r = {0}, rr = {0};
         pl_onto_stats st = {0}, rst = {0};
         pl_err err = {0};
-        cr_assert_eq(pl__onto_read_dcell(&r, tp, resolve, &genes, 0, &st, &err), 0, "%s",
+        cr_assert_eq(pl__onto_read_dcell(&r, tp, pl_test_resolve, &genes, 0, &st, &err), 0, "%s",
                      err.msg);
         /* the reader's counts, from the model */
         cr_assert_eq(st.terms_read, (uint64_t)m.nt);
@@ -225,7 +220,7 @@ Test(ontology_topology, random_dags_against_closure_oracle)
         cr_assert_eq(st.repeated_children, repeated);
         cr_assert_eq(st.count_mismatches, 0, "%s", st.count_notes);
         cr_assert_eq(r.n_def, (uint64_t)m.nt);
-        cr_assert_eq(pl__onto_read_dcell(&rr, cp, resolve, &genes, 0, &rst, &err), 0, "%s",
+        cr_assert_eq(pl__onto_read_dcell(&rr, cp, pl_test_resolve, &genes, 0, &rst, &err), 0, "%s",
                      err.msg);
         pl_onto on, ref;
         cr_assert_eq(pl__onto_build(&r, MAXG, &o, &on, &st, &err), 0, "%s", err.msg);
@@ -252,7 +247,8 @@ Test(ontology_topology, block_order_and_direct_genes)
     pl_onto_raw r = {0};
     pl_onto_stats st = {0};
     pl_err err = {0};
-    cr_assert_eq(pl__onto_read_dcell(&r, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&r, p, pl_test_resolve, &genes, 0, &st, &err), 0,
+                 "%s", err.msg);
     cr_assert_eq(r.n_def, 2);
     cr_assert_str_eq(r.ids.names[r.def[0]], "B");
     cr_assert_str_eq(r.ids.names[r.def[1]], "A");
@@ -273,8 +269,8 @@ Test(ontology_topology, block_order_and_direct_genes)
     p = pl_test_write(dir, "u", "ROOT: A 2\nGENES: G0 NOPE\nTERMS:\n");
     pl_onto_raw r2 = {0};
     pl_onto_stats st2 = {0};
-    pl_test_expect_at(pl__onto_read_dcell(&r2, p, resolve, &genes, 1, &st2, &err), PL_EPARSE,
-                      &err, p, 2, 11, "unresolved gene name 'NOPE' (strict mode)");
+    pl_test_expect_at(pl__onto_read_dcell(&r2, p, pl_test_resolve, &genes, 1, &st2, &err),
+                      PL_EPARSE, &err, p, 2, 11, "unresolved gene name 'NOPE' (strict mode)");
     pl__onto_raw_free(&r2);
     pl__onto_stats_free(&st2);
     free(p);
@@ -286,7 +282,7 @@ static uint32_t closure_of(const char *text, const char *id, int strict, pl_onto
 {
     char *p = pl_test_write(dir, "c", text);
     pl_onto_raw r = {0};
-    *rc = pl__onto_read_dcell(&r, p, resolve, &genes, strict, st, err);
+    *rc = pl__onto_read_dcell(&r, p, pl_test_resolve, &genes, strict, st, err);
     uint32_t n = UINT32_MAX;
     pl_onto on;
     if (*rc == 0 && (*rc = pl__onto_build(&r, MAXG, &(pl_onto_opts){0}, &on, st, err)) == 0) {
@@ -372,7 +368,8 @@ Test(ontology_topology, repeated_children_one_link)
     pl_onto_raw r = {0};
     pl_onto_stats st = {0};
     pl_err err = {0};
-    cr_assert_eq(pl__onto_read_dcell(&r, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&r, p, pl_test_resolve, &genes, 0, &st, &err), 0,
+                 "%s", err.msg);
     getrusage(RUSAGE_SELF, &ru1);
     cr_assert_eq(st.edges_read, 3); /* R <- B, R <- C, C <- B */
     cr_assert_eq(r.n_edges, 3);
@@ -392,8 +389,8 @@ static void malformed(const char *text, unsigned long line, unsigned long col, c
     pl_onto_raw r = {0};
     pl_onto_stats st = {0};
     pl_err err = {0};
-    pl_test_expect_at(pl__onto_read_dcell(&r, p, resolve, &genes, 0, &st, &err), PL_EPARSE, &err,
-                      p, line, col, why);
+    pl_test_expect_at(pl__onto_read_dcell(&r, p, pl_test_resolve, &genes, 0, &st, &err), PL_EPARSE,
+                      &err, p, line, col, why);
     pl__onto_raw_free(&r);
     pl__onto_stats_free(&st);
     free(p);
@@ -426,13 +423,14 @@ Test(ontology_topology, keyword_first_and_self_loop)
     pl_onto_raw r = {0};
     pl_onto_stats st = {0};
     pl_err err = {0};
-    pl_test_expect_at(pl__onto_read_dcell(&r, p, resolve, &genes, 0, &st, &err), PL_EPARSE, &err,
-                      p, 1, 1, "GENES: before any ROOT:");
+    pl_test_expect_at(pl__onto_read_dcell(&r, p, pl_test_resolve, &genes, 0, &st, &err), PL_EPARSE,
+                      &err, p, 1, 1, "GENES: before any ROOT:");
     pl__onto_raw_free(&r);
     free(p);
     p = pl_test_write(dir, "s", "ROOT: A 1\nGENES: G0\nTERMS: A\n");
     pl_onto_raw r2 = {0};
-    cr_assert_eq(pl__onto_read_dcell(&r2, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&r2, p, pl_test_resolve, &genes, 0, &st, &err), 0,
+                 "%s", err.msg);
     pl_onto on;
     int rc = pl__onto_build(&r2, MAXG, &(pl_onto_opts){0}, &on, &st, &err);
     cr_assert_eq(rc, PL_EPARSE, "%s", err.msg);

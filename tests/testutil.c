@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "src/core/fileio.h"
+#include "src/core/strtab.h"
 
 void pl_test_die(const char *fmt, ...)
 {
@@ -463,6 +464,11 @@ int pl_test_rule_holds(const char *rule, int (*deleted)(void *ctx, const char *n
     if (rule_token(&e, &t) != 0)
         e.bad = 1;
     return e.bad ? -1 : v;
+}
+
+int64_t pl_test_resolve(void *ctx, const char *s, size_t len)
+{
+    return pl__strtab_find(ctx, s, len);
 }
 
 int pl_test_db_deleted(void *ctx, const char *name, size_t len)

@@ -164,6 +164,10 @@ typedef struct pl_test_deleted {
 } pl_test_deleted;
 int pl_test_db_deleted(void *ctx, const char *name, size_t len);
 
+/** A gene-name resolver of the readers (preprocess/ontology): the index of
+ *  `s` in the pl_strtab `ctx` (core/strtab.h), -1 when it has none. */
+int64_t pl_test_resolve(void *ctx, const char *s, size_t len);
+
 /** An assertion that formats its message only when it fails (Criterion's
  *  cr_assert formats every time), so that grids of checks run at full speed. */
 #define CHECK(cond, ...)                                                       \
