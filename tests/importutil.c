@@ -102,6 +102,23 @@ void pl_test_imp_fails(const char *fmt, const pl_imp_opts *o, const char *name,
     free(out.s);
 }
 
+pl_names *pl_test_names_from(const char *path, int header)
+{
+    pl_names *nm;
+    pl_err err = {0};
+    cr_assert_eq(pl__names_new(&nm, &err), 0);
+    cr_assert_eq(pl__names_load_genes(nm, path, header, &err), 0, "%s", err.msg);
+    return nm;
+}
+
+pl_names *pl_test_names(const char *name, const char *list)
+{
+    char *p = pl_test_write(dir, name, list);
+    pl_names *nm = pl_test_names_from(p, 0);
+    free(p);
+    return nm;
+}
+
 pl_recipe *pl_test_recipe_ok(const char *name, const char *text)
 {
     char *p = pl_test_write(dir, name, text);

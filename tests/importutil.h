@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "preprocess/import/edges/reader.h"
+#include "preprocess/import/names/names.h"
 #include "preprocess/import/recipe/recipe.h"
 #include "testutil.h"
 
@@ -46,6 +47,13 @@ pl_recipe *pl_test_recipe_ok(const char *name, const char *text);
  *  at "path:line[:col]:" and `reason`, and hands out no recipe. */
 void pl_test_recipe_fails(const char *name, const char *text, unsigned long line,
                           unsigned long col, const char *reason);
+
+/** A new gene-name table with the gene list at `path` (a header line first
+ *  when `header`): it loads. @return the table, for pl__names_free(). */
+pl_names *pl_test_names_from(const char *path, int header);
+
+/** pl_test_names_from() of `list` written to dir/name (no header line). */
+pl_names *pl_test_names(const char *name, const char *list);
 
 /** Assert that `rc` is `code` and that err->msg starts with "path:line:" (and
  *  "col:" after it when col > 0) and contains `reason`. */

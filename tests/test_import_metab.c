@@ -29,11 +29,7 @@ TestSuite(import_metab, .init = pl_test_dir_init, .fini = teardown);
 static void genes(const char *list)
 {
     pl__names_free(nm);
-    pl_err err;
-    char *p = pl_test_write(dir, "genes.txt", list);
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    cr_assert_eq(pl__names_load_genes(nm, p, 0, &err), 0, "%s", err.msg);
-    free(p);
+    nm = pl_test_names("genes.txt", list);
 }
 
 static int read_model(const char *text, int codec, int strict, pl_err *err)
@@ -264,9 +260,8 @@ Test(import_metab, real_yeast_gem_matches_derived_tables, .timeout = 300)
     char yml[4096], gl[4096], cmd[9000];
     snprintf(yml, sizeof yml, "%s/real/yeast-gem/yeast-GEM.yml.gz", root);
     snprintf(gl, sizeof gl, "%s/real/yeast-gem/genes.tsv.gz", root);
+    nm = pl_test_names_from(gl, 1);
     pl_err err;
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    cr_assert_eq(pl__names_load_genes(nm, gl, 1, &err), 0, "%s", err.msg);
     cr_assert_eq(pl__metab_init(&m, nm, 1, &err), 0);
     cr_assert_eq(pl__metab_read_yeastgem(&m, yml, &err), 0, "%s", err.msg);
 

@@ -23,18 +23,9 @@ static void teardown(void)
 }
 TestSuite(import_samples, .init = pl_test_dir_init, .fini = teardown);
 
-static void genes_from(const char *p, int header)
-{
-    pl_err err;
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    cr_assert_eq(pl__names_load_genes(nm, p, header, &err), 0, "%s", err.msg);
-}
-
 static void genes(const char *list)
 {
-    char *p = pl_test_write(dir, "genes.txt", list);
-    genes_from(p, 0);
-    free(p);
+    nm = pl_test_names("genes.txt", list);
 }
 
 /* Each emitted sample as "id g1,g2 | l1 l2 | c1 c2\n" (labels "%.9g",
@@ -216,7 +207,7 @@ Test(import_samples, sga_real_subsets_match_awk)
     char *root = pl_test_real_data();
     char gl[4096];
     snprintf(gl, sizeof gl, "%s/real/dango-string/yeast_string_genes.txt.gz", root);
-    genes_from(gl, 0);
+    nm = pl_test_names_from(gl, 0);
     const char *files[] = {"SGA_ExE", "SGA_ExN_NxE", "SGA_NxN"};
     unsigned long total_dropped = 0;
     for (int i = 0; i < 3; i++) {

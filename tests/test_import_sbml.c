@@ -19,11 +19,7 @@ static pl_metab m, y;
 static void setup(void)
 {
     pl_test_dir_init();
-    pl_err err;
-    char *p = pl_test_write(dir, "genes.txt", "G1\nG2\nG3\nG4\nG5\n");
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    cr_assert_eq(pl__names_load_genes(nm, p, 0, &err), 0, "%s", err.msg);
-    free(p);
+    nm = pl_test_names("genes.txt", "G1\nG2\nG3\nG4\nG5\n");
 }
 static void teardown(void)
 {
@@ -355,10 +351,9 @@ Test(import_sbml, real_yeast_gem_through_cobrapy, .timeout = 600)
              "gzip '%s'", yml, xml, xml);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     strcat(xml, ".gz");
-    pl_err err;
     pl__names_free(nm);
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    cr_assert_eq(pl__names_load_genes(nm, gl, 1, &err), 0, "%s", err.msg);
+    nm = pl_test_names_from(gl, 1);
+    pl_err err;
     cr_assert_eq(pl__metab_init(&y, nm, 1, &err), 0);
     cr_assert_eq(pl__metab_read_yeastgem(&y, yml, &err), 0, "%s", err.msg);
     cr_assert_eq(pl__metab_init(&m, nm, 1, &err), 0);

@@ -315,11 +315,8 @@ Test(import_string_actions, random_aliases_against_the_model)
 {
     for (int it = 0; it < 20; it++) {
         rng = 900 + (uint64_t)it;
-        pl_names *nm;
+        pl_names *nm = pl_test_names("g.txt", "Y000\nY001\nY002\nY003\nY004\nY005\n");
         pl_err err = {0};
-        cr_assert_eq(pl__names_new(&nm, &err), 0);
-        char *gp = pl_test_write(dir, "g.txt", "Y000\nY001\nY002\nY003\nY004\nY005\n");
-        cr_assert_eq(pl__names_load_genes(nm, gp, 0, &err), 0, "%s", err.msg);
         pl_alias_spec spec = {.kind = PL_ALIAS_STRING};
         int keep[4] = {1, 1, 1, 1};
         if (it % 2) {
@@ -378,25 +375,22 @@ Test(import_string_actions, random_aliases_against_the_model)
                          "alias %s", s);
         }
         pl__names_free(nm);
-        free((char *)spec.path), free(gp);
+        free((char *)spec.path);
     }
 }
 
 static void aliases_fail(const char *body, unsigned long line, unsigned long col,
                          const char *why)
 {
-    pl_names *nm;
+    pl_names *nm = pl_test_names("g.txt", "Y000\nY001\n");
     pl_err err = {0};
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    char *gp = pl_test_write(dir, "g.txt", "Y000\nY001\n");
-    cr_assert_eq(pl__names_load_genes(nm, gp, 0, &err), 0, "%s", err.msg);
     char *p = pl_test_write(dir, "bad-aliases.txt", body);
     pl_alias_spec spec = {.kind = PL_ALIAS_STRING, .path = p};
     pl_alias_stats st;
     pl_test_expect_at(pl__names_load_aliases(nm, &spec, &st, &err), PL_EPARSE, &err, p, line,
                       col, why);
     pl__names_free(nm);
-    free(p), free(gp);
+    free(p);
 }
 
 #define AHEAD "#string_protein_id\talias\tsource\n"
