@@ -69,10 +69,9 @@ Test(recipe_set, dcell_files_split_by_file)
                                     "    set: {split: %s}\n", split[k], it, split[k]);
         }
         char *rp = pl_test_put_text(dir, "r.yaml", &r);
-        char *out = pl_test_path(dir, "db"), *msg;
+        char *out = pl_test_path(dir, "db");
         pl_test_rmtree(out);
-        cr_assert_eq(build(rp, out, &msg), 0, "%s", msg);
-        free(msg);
+        pl_test_run_expect(NULL, 0, NULL, "build --recipe '%s' -o '%s' --quiet", rp, out);
         pl_db *db;
         pl_err err = {0};
         cr_assert_eq(pl_db_open(out, &db, &err), 0, "%s", err.msg);
@@ -257,11 +256,11 @@ Test(recipe_set, header_that_is_data)
         "  - {format: table, file: rows.tsv, header: false, gene_columns: [2, 3], labels: [4]}\n",
         "  - {format: table, file: named.tsv, gene_columns: [gene1, gene2], labels: [score]}\n"};
     for (size_t i = 0; i < 2; i++) {
-        char text[1024], *msg;
+        char text[1024];
         snprintf(text, sizeof text, "%s%s", head, good[i]);
         char *rp = pl_test_write(dir, "r.yaml", text), *out = pl_test_path(dir, "db");
         pl_test_rmtree(out);
-        cr_assert_eq(build(rp, out, &msg), 0, "good %zu: %s", i, msg);
-        free(msg), free(rp), free(out);
+        pl_test_run_expect(NULL, 0, NULL, "build --recipe '%s' -o '%s' --quiet", rp, out);
+        free(rp), free(out);
     }
 }
