@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -138,6 +139,14 @@ void pl_test_recipe_fails(const char *name, const char *text, unsigned long line
     int rc = pl__recipe_load(p, NULL, &r, &err);
     cr_assert_null(r);
     pl_test_expect_at(rc, PL_EPARSE, &err, p, line, col, reason);
+    free(p);
+}
+
+void pl_test_expect_no_db(const char *name)
+{
+    char *p = pl_test_path(dir, name);
+    struct stat st;
+    cr_assert(lstat(p, &st) < 0 && errno == ENOENT, "%s left behind", p);
     free(p);
 }
 

@@ -55,6 +55,10 @@ pl_names *pl_test_names_from(const char *path, int header);
 /** pl_test_names_from() of `list` written to dir/name (no header line). */
 pl_names *pl_test_names(const char *name, const char *list);
 
+/** Nothing is at dir/name (the suite's `dir`): a failed build left no
+ *  database behind. */
+void pl_test_expect_no_db(const char *name);
+
 /** Assert that `rc` is `code` and that err->msg starts with "path:line:" (and
  *  "col:" after it when col > 0) and contains `reason`. */
 void pl_test_expect_at(int rc, int code, const pl_err *err, const char *path, unsigned long line,

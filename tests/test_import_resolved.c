@@ -109,14 +109,6 @@ static void write_recipe(const char *extra)
     free(pl_test_put_text(dir, "r.yaml", &t));
 }
 
-static void expect_no_db(const char *name)
-{
-    char *p = pl_test_path(dir, name);
-    struct stat st;
-    cr_assert(lstat(p, &st) < 0 && errno == ENOENT, "%s left behind", p);
-    free(p);
-}
-
 Test(import_resolved, low_share_refused_by_check_and_build)
 {
     for (int it = 0; it < 6; it++) {
@@ -137,7 +129,7 @@ Test(import_resolved, low_share_refused_by_check_and_build)
         cr_assert(strstr(out, "source phys format=delim"), "the report goes on: %s", out);
         free(out);
         pl_test_run_expect(dir, 1, want, "build --recipe r.yaml -o db --quiet");
-        expect_no_db("db");
+        pl_test_expect_no_db("db");
         /* a threshold under the share, or allow_empty, accepts it */
         char extra[128];
         snprintf(extra, sizeof extra, "    min_resolved: %.3f\n", share - 0.01);
@@ -169,7 +161,7 @@ Test(import_resolved, empty_source_refused)
              "filtered out, 0 with an unresolved name (resolved share 0.000); most frequent "
              "unresolved names: none (allow_empty: true or min_resolved: 0 accepts it)");
     pl_test_run_expect(dir, 1, want, "build --recipe r.yaml -o db --quiet");
-    expect_no_db("db");
+    pl_test_expect_no_db("db");
     write_recipe("    min_score: 100\n    min_resolved: 0\n");
     pl_test_run_expect(dir, 0, NULL, "build --recipe r.yaml -o db --quiet");
     /* nothing resolves: the names are those of another organism */
