@@ -89,18 +89,37 @@ const char *pl_test_put(const char *name, const char *text, int codec)
     return path;
 }
 
+void pl_test_read_fails(pl_test_reader read, void *ctx, const char *name, const char *text,
+                        int codec, unsigned long line, unsigned long col, const char *reason)
+{
+    pl_err err = {0};
+    int rc = read(ctx, pl_test_put(name, text, codec), &err);
+    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
+}
+
+/* The edge reader and options of pl_test_imp_fails(). */
+typedef struct imp_reader {
+    const char *fmt;
+    const pl_imp_opts *o;
+} imp_reader;
+
+static int read_edges(void *ctx, const char *p, pl_err *err)
+{
+    const imp_reader *r = ctx;
+    pl_test_text out = {0};
+    int rc = pl_test_imp_collect(r->fmt, p, r->o, &out, NULL, err);
+    free(out.s);
+    return rc;
+}
+
 void pl_test_imp_fails(const char *fmt, const pl_imp_opts *o, const char *name,
                        const char *text, int codec, unsigned long line, unsigned long col,
                        const char *reason)
 {
     pl_imp_opts d;
     pl__imp_opts_init(&d);
-    pl_test_text out = {0};
-    pl_err err;
-    int rc = pl_test_imp_collect(fmt, pl_test_put(name, text, codec), o ? o : &d, &out, NULL,
-                                 &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
-    free(out.s);
+    imp_reader r = {fmt, o ? o : &d};
+    pl_test_read_fails(read_edges, &r, name, text, codec, line, col, reason);
 }
 
 pl_names *pl_test_names_from(const char *path, int header)

@@ -32,9 +32,18 @@ int pl_test_imp_collect(const char *fmt, const char *path, const pl_imp_opts *o,
  *  gzip or zstd: the new `path` (the previous one freed). @return path. */
 const char *pl_test_put(const char *name, const char *text, int codec);
 
-/** Write `text` to dir/name with `codec` (pl_test_put), run reader `fmt` over
- *  it with options `o` (NULL: the defaults) and assert that it fails with
- *  PL_EPARSE at "path:line[:col]:" and `reason` (pl_test_expect_at). */
+/** A reader under test, as pl_test_read_fails() calls it: reads the file at
+ *  `path` (`ctx` the test's state). @return the reader's code. */
+typedef int (*pl_test_reader)(void *ctx, const char *path, pl_err *err);
+
+/** Write `text` to dir/name with `codec` (pl_test_put), read it with `read`
+ *  and assert that it fails with PL_EPARSE at "path:line[:col]:" and
+ *  `reason` (pl_test_expect_at). */
+void pl_test_read_fails(pl_test_reader read, void *ctx, const char *name, const char *text,
+                        int codec, unsigned long line, unsigned long col, const char *reason);
+
+/** pl_test_read_fails() of edge reader `fmt` with options `o` (NULL: the
+ *  defaults). */
 void pl_test_imp_fails(const char *fmt, const pl_imp_opts *o, const char *name,
                        const char *text, int codec, unsigned long line, unsigned long col,
                        const char *reason);

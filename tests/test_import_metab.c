@@ -32,20 +32,25 @@ static void genes(const char *list)
     nm = pl_test_names("genes.txt", list);
 }
 
+/* Read `p` as yeast-GEM into `m`; `strict` points at the mode. */
+static int read_yeastgem(void *strict, const char *p, pl_err *err)
+{
+    pl__metab_free(&m);
+    cr_assert_eq(pl__metab_init(&m, nm, *(const int *)strict, err), 0);
+    return pl__metab_read_yeastgem(&m, p, err);
+}
+
 static int read_model(const char *text, int codec, int strict, pl_err *err)
 {
-    pl_test_put("model.yml", text, codec);
-    pl__metab_free(&m);
-    cr_assert_eq(pl__metab_init(&m, nm, strict, err), 0);
-    return pl__metab_read_yeastgem(&m, path, err);
+    return read_yeastgem(&strict, pl_test_put("model.yml", text, codec), err);
 }
 
 static void expect_bad(const char *text, unsigned long line, unsigned long col,
                        const char *reason)
 {
-    pl_err err;
-    int rc = read_model(text, PL_TEST_PLAIN, 0, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
+    int strict = 0;
+    pl_test_read_fails(read_yeastgem, &strict, "model.yml", text, PL_TEST_PLAIN, line, col,
+                       reason);
 }
 
 /* The model's RMR entries as "rxn met stoich" lines. */

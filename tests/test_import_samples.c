@@ -47,22 +47,35 @@ static int collect(void *ctx, const pl_smp_row *r, pl_err *err)
     return 0;
 }
 
+/* One read of a sample table: its spec, the mode, where its rows go (NULL:
+ * nowhere). */
+typedef struct smp_read {
+    const pl_smp_spec *spec;
+    int strict;
+    pl_test_text *out;
+} smp_read;
+
+static int read_table(void *ctx, const char *p, pl_err *err)
+{
+    const smp_read *r = ctx;
+    pl_smp_spec s = *r->spec;
+    s.file = p;
+    pl__smp_result_free(&res);
+    return pl__smp_read(&s, nm, r->strict, r->out ? collect : NULL, r->out, &res, err);
+}
+
 static int read_as(const pl_smp_spec *s0, const char *text, int codec, int strict,
                    pl_test_text *out, pl_err *err)
 {
-    pl_test_put("s.tsv", text, codec);
-    pl_smp_spec s = *s0;
-    s.file = path;
-    pl__smp_result_free(&res);
-    return pl__smp_read(&s, nm, strict, out ? collect : NULL, out, &res, err);
+    smp_read r = {s0, strict, out};
+    return read_table(&r, pl_test_put("s.tsv", text, codec), err);
 }
 
 static void expect_bad(const pl_smp_spec *s, const char *text, unsigned long line,
                        unsigned long col, const char *reason)
 {
-    pl_err err;
-    int rc = read_as(s, text, PL_TEST_PLAIN, 0, NULL, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
+    smp_read r = {s, 0, NULL};
+    pl_test_read_fails(read_table, &r, "s.tsv", text, PL_TEST_PLAIN, line, col, reason);
 }
 
 /* -------------------------------------------------------------- table */

@@ -112,20 +112,24 @@ static const char *tiny_yaml =
     "    - !!omap\n      - id: \"G3\"\n"
     "    - !!omap\n      - id: \"G4\"\n";
 
-static int read_sbml(const char *text, int codec, pl_err *err)
+/* Read `p` as SBML into `m` (strict). */
+static int read_sbml_file(void *unused, const char *p, pl_err *err)
 {
-    pl_test_put("model.xml", text, codec);
+    (void)unused;
     pl__metab_free(&m);
     cr_assert_eq(pl__metab_init(&m, nm, 1, err), 0);
-    return pl__metab_read_sbml(&m, path, err);
+    return pl__metab_read_sbml(&m, p, err);
+}
+
+static int read_sbml(const char *text, int codec, pl_err *err)
+{
+    return read_sbml_file(NULL, pl_test_put("model.xml", text, codec), err);
 }
 
 static void expect_bad(const char *text, int codec, unsigned long line, unsigned long col,
                        const char *reason)
 {
-    pl_err err;
-    int rc = read_sbml(text, codec, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
+    pl_test_read_fails(read_sbml_file, NULL, "model.xml", text, codec, line, col, reason);
 }
 
 /* Two metabolisms hold the same reactions, metabolites, RMR, GPR and
