@@ -376,18 +376,20 @@ Test(import_string_actions, random_aliases_against_the_model)
     }
 }
 
+/* Load `p` as a STRING alias table into the name table `nm`. */
+static int read_aliases(void *nm, const char *p, pl_err *err)
+{
+    pl_alias_spec spec = {.kind = PL_ALIAS_STRING, .path = p};
+    pl_alias_stats st;
+    return pl__names_load_aliases(nm, &spec, &st, err);
+}
+
 static void aliases_fail(const char *body, unsigned long line, unsigned long col,
                          const char *why)
 {
     pl_names *nm = pl_test_names("g.txt", "Y000\nY001\n");
-    pl_err err = {0};
-    char *p = pl_test_write(dir, "bad-aliases.txt", body);
-    pl_alias_spec spec = {.kind = PL_ALIAS_STRING, .path = p};
-    pl_alias_stats st;
-    pl_test_expect_at(pl__names_load_aliases(nm, &spec, &st, &err), PL_EPARSE, &err, p, line,
-                      col, why);
+    pl_test_read_fails(read_aliases, nm, "bad-aliases.txt", body, PL_TEST_PLAIN, line, col, why);
     pl__names_free(nm);
-    free(p);
 }
 
 #define AHEAD "#string_protein_id\talias\tsource\n"
