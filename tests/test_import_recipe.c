@@ -25,13 +25,17 @@ static void setup(void)
 }
 TestSuite(import_recipe, .init = setup, .fini = pl_test_dir_fini);
 
-static const char *good =
-    "version: 1\n"
-    "genes:\n"
-    "  file: genes.txt\n"
-    "  aliases:\n"
-    "    - {file: alias.tsv, format: table, header: true, gene_column: 2, alias_column: 1}\n"
+/* A recipe's genes, with the alias table setup() writes, up to its edges. */
+#define ALIASED                                                                                  \
+    "version: 1\n"                                                                               \
+    "genes:\n"                                                                                   \
+    "  file: genes.txt\n"                                                                        \
+    "  aliases:\n"                                                                               \
+    "    - {file: alias.tsv, format: table, header: true, gene_column: 2, alias_column: 1}\n"    \
     "edges:\n"
+
+static const char *good =
+    ALIASED
     "  - name: physical\n"
     "    format: string\n"
     "    file: links.txt.gz\n"
@@ -197,7 +201,6 @@ Test(import_recipe, bad_documents)
     pl_test_recipe_fails("empty.yaml", "", 1, 1, "empty recipe");
 }
 
-/* Run the program; stdout into *out (malloc'd). @return the exit status. */
 /* Run `pertload recipe check ARGS`; stdout and stderr into *out (malloc'd).
  * @return the exit status. */
 static int run(const char *args, char **out)
@@ -208,12 +211,7 @@ static int run(const char *args, char **out)
 }
 
 static const char *small =
-    "version: 1\n"
-    "genes:\n"
-    "  file: genes.txt\n"
-    "  aliases:\n"
-    "    - {file: alias.tsv, format: table, header: true, gene_column: 2, alias_column: 1}\n"
-    "edges:\n"
+    ALIASED
     "  - {name: physical, format: string, file: links.txt.gz, min_score: 400}\n"
     "  - {name: regulatory, format: yeastract, file: reg.tsv.zst}\n";
 
@@ -350,10 +348,8 @@ Test(import_recipe, check_reports_metabolism_and_samples)
     free(pl_test_write(dir, "s2.tsv", "genes\tfitness\tsplit\nYAL002W\t0.25\tval\n"));
     free(pl_test_write(dir, "s3.tsv", "genes\tscore\nYAL002W\t0.25\n"));
     free(pl_test_write(dir, "reg2.tsv", "TFC3;VPS8\n"));
-    const char *head = "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
-                       "    - {file: alias.tsv, format: table, header: true, gene_column: 2, "
-                       "alias_column: 1}\nedges:\n  - {name: regulatory, format: yeastract, "
-                       "file: reg2.tsv}\nmetabolism: {format: yeast-gem, file: m.yml}\n";
+    const char *head = ALIASED "  - {name: regulatory, format: yeastract, file: reg2.tsv}\n"
+                               "metabolism: {format: yeast-gem, file: m.yml}\n";
     char text[2048];
     snprintf(text, sizeof text, "%ssamples:\n  - {format: table, file: s1.tsv, categories: "
              "[split]}\n  - {format: table, file: s2.tsv, categories: [split]}\n", head);
@@ -492,10 +488,7 @@ static void write_go(void)
 Test(import_recipe, check_reports_ontology)
 {
     write_go();
-    const char *head = "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
-                       "    - {file: alias.tsv, format: table, header: true, gene_column: 2, "
-                       "alias_column: 1}\nedges:\n  - {name: regulatory, format: yeastract, "
-                       "file: reg1.tsv}\n";
+    const char *head = ALIASED "  - {name: regulatory, format: yeastract, file: reg1.tsv}\n";
     char text[2048], args[8192], want[8192], *out;
     snprintf(text, sizeof text, "%sontology: {format: obo, file: go.obo, annotations: go.gaf, "
              "relations: [is_a, part_of]}\n", head);
