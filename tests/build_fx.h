@@ -1,7 +1,8 @@
 /* The fixture of the pl_build() error tests (test_build_errors.c,
- * test_build_output.c): a temporary directory with a small valid input set
- * (four genes, one edge type, two samples) that each test spoils, and the
- * checks that a failed build named its input and left nothing behind. */
+ * test_build_output.c, test_rules_errors.c): a temporary directory with a
+ * small valid input set (four genes, one edge type, two samples) that each
+ * test spoils, and the checks that a failed build named its input and left
+ * nothing behind. */
 #ifndef PL_TEST_BUILD_FX_H
 #define PL_TEST_BUILD_FX_H
 

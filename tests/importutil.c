@@ -2,9 +2,11 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -80,6 +82,93 @@ int pl_test_imp_collect(const char *fmt, const char *path, const pl_imp_opts *o,
     return pl__imp_read_file(f, path, o, collect, out, st ? st : &local, err);
 }
 
+const char *pl_test_put(const char *name, const char *text, int codec)
+{
+    free(path);
+    path = pl_test_write_codec(dir, name, text, strlen(text), codec);
+    return path;
+}
+
+void pl_test_read_fails(pl_test_reader read, void *ctx, const char *name, const char *text,
+                        int codec, unsigned long line, unsigned long col, const char *reason)
+{
+    pl_err err = {0};
+    int rc = read(ctx, pl_test_put(name, text, codec), &err);
+    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
+}
+
+/* The edge reader and options of pl_test_imp_fails(). */
+typedef struct imp_reader {
+    const char *fmt;
+    const pl_imp_opts *o;
+} imp_reader;
+
+static int read_edges(void *ctx, const char *p, pl_err *err)
+{
+    const imp_reader *r = ctx;
+    pl_test_text out = {0};
+    int rc = pl_test_imp_collect(r->fmt, p, r->o, &out, NULL, err);
+    free(out.s);
+    return rc;
+}
+
+void pl_test_imp_fails(const char *fmt, const pl_imp_opts *o, const char *name,
+                       const char *text, int codec, unsigned long line, unsigned long col,
+                       const char *reason)
+{
+    pl_imp_opts d;
+    pl__imp_opts_init(&d);
+    imp_reader r = {fmt, o ? o : &d};
+    pl_test_read_fails(read_edges, &r, name, text, codec, line, col, reason);
+}
+
+pl_names *pl_test_names_from(const char *path, int header)
+{
+    pl_names *nm;
+    pl_err err = {0};
+    cr_assert_eq(pl__names_new(&nm, &err), 0);
+    cr_assert_eq(pl__names_load_genes(nm, path, header, &err), 0, "%s", err.msg);
+    return nm;
+}
+
+pl_names *pl_test_names(const char *name, const char *list)
+{
+    char *p = pl_test_write(dir, name, list);
+    pl_names *nm = pl_test_names_from(p, 0);
+    free(p);
+    return nm;
+}
+
+pl_recipe *pl_test_recipe_ok(const char *name, const char *text)
+{
+    char *p = pl_test_write(dir, name, text);
+    pl_recipe *r = NULL;
+    pl_err err = {0};
+    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    free(p);
+    return r;
+}
+
+void pl_test_recipe_fails(const char *name, const char *text, unsigned long line,
+                          unsigned long col, const char *reason)
+{
+    char *p = pl_test_write(dir, name, text);
+    pl_recipe *r = (pl_recipe *)1;
+    pl_err err = {0};
+    int rc = pl__recipe_load(p, NULL, &r, &err);
+    cr_assert_null(r);
+    pl_test_expect_at(rc, PL_EPARSE, &err, p, line, col, reason);
+    free(p);
+}
+
+void pl_test_expect_no_db(const char *name)
+{
+    char *p = pl_test_path(dir, name);
+    struct stat st;
+    cr_assert(lstat(p, &st) < 0 && errno == ENOENT, "%s left behind", p);
+    free(p);
+}
+
 void pl_test_expect_at(int rc, int code, const pl_err *err, const char *path, unsigned long line,
                        unsigned long col, const char *reason)
 {
@@ -93,6 +182,20 @@ void pl_test_expect_at(int rc, int code, const pl_err *err, const char *path, un
     cr_assert(strncmp(err->msg, prefix, strlen(prefix)) == 0,
               "message '%s' does not start with '%s'", err->msg, prefix);
     cr_assert(strstr(err->msg, reason), "message '%s' does not say '%s'", err->msg, reason);
+}
+
+void pl_test_run_expect(const char *cwd, int status, const char *want, const char *fmt, ...)
+{
+    char args[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    char *out;
+    cr_assert_eq(pl_test_run_in(cwd, args, &out), status, "pertload %s:\n%s", args, out);
+    if (want)
+        cr_assert(strstr(out, want), "pertload %s: want '%s' in\n%s", args, want, out);
+    free(out);
 }
 
 char *pl_test_real_data(void)

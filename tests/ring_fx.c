@@ -2,6 +2,7 @@
 #include "ring_fx.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -148,6 +149,35 @@ int check(const void *slot, uint64_t bytes, uint64_t b)
         if (w[i] != b * WORD_MIX + i)
             return -1;
     return 0;
+}
+
+pl__ring_hdr *map_header(const char *name)
+{
+    char shm[128];
+    snprintf(shm, sizeof shm, "/pertload-%s", name);
+    int fd = shm_open(shm, O_RDWR, 0);
+    cr_assert_geq(fd, 0);
+    pl__ring_hdr *h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    cr_assert_neq(h, MAP_FAILED);
+    return h;
+}
+
+pl_ring *attach_ok(const char *name, int ms)
+{
+    pl_ring *r;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_attach(name, ms, &r, &err), 0, "%s", err.msg);
+    return r;
+}
+
+const void *take_ok(pl_ring *r, uint64_t b, uint64_t bytes)
+{
+    const void *slot;
+    pl_err err = {0};
+    cr_assert_eq(pl_ring_next(r, b, &slot, &err), 0, "%s", err.msg);
+    cr_assert_eq(check(slot, bytes, b), 0, "batch %llu", (unsigned long long)b);
+    return slot;
 }
 
 /* A child's last act: wait to be killed. */

@@ -80,6 +80,18 @@ void fill(void *slot, uint64_t bytes, uint64_t b);
 /** 0 when `slot` holds batch b's contents, else -1. */
 int check(const void *slot, uint64_t bytes, uint64_t b);
 
+/** The header page of ring `name`'s segment, mapped read-write for a test to
+ *  damage or rewrite; munmap(h, 4096) when done. */
+pl__ring_hdr *map_header(const char *name);
+
+/** The test attaches to ring `name` as its consumer, waiting up to `ms`: it
+ *  attaches. @return the ring. */
+pl_ring *attach_ok(const char *name, int ms);
+
+/** The consumer takes batch b of `r` (pl_ring_next() returns 0) and its slot
+ *  holds batch b's `bytes` (fill()). @return the slot, still to release. */
+const void *take_ok(pl_ring *r, uint64_t b, uint64_t bytes);
+
 /** A child's last act: wait to be killed. */
 _Noreturn void idle_forever(void);
 

@@ -15,14 +15,7 @@
 #include "preprocess/rules.h"
 #include "testutil.h"
 
-static char *dir;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(build_input, .init = setup, .fini = teardown);
+TestSuite(build_input, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 static const char *gene_names[] = {"YAL001C", "YAL002W", "YAL003W", "YAL004W", "YAL005C"};
 /* physical: YAL001C-YAL002W, YAL003W-YAL004W, YAL005C-YAL001C; regulatory:

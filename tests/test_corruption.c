@@ -295,6 +295,32 @@ static void expect_open_fails(int code, const char *want)
         expect_msg(&err, want);
 }
 
+/* Flip byte `at` of the value of `key` in table `dbi` of the damaged copy's
+ * data.mdb: pl_db_open() fails with PL_ECORRUPT and a message containing
+ * `want`. */
+static void value_open_fails(int dbi, const char *key, uint64_t at, const char *want)
+{
+    size_t len;
+    uint64_t off = locate(dbi, key, strlen(key), &len);
+    flip(PL_FILE_LMDB, off + at);
+    expect_open_fails(PL_ECORRUPT, want);
+}
+
+/* pl_graph_load(db) fails with PL_ECORRUPT and a message containing `want`,
+ * handing out no graph. */
+static void expect_graph_fails(pl_db *db, const char *want)
+{
+    pl_graph *gr = (pl_graph *)&gr;
+    pl_err err = {0};
+    int rc = pl_graph_load(db, &gr, &err);
+    if (rc == 0)
+        pl_graph_free(gr);
+    cr_expect_eq(rc, PL_ECORRUPT, "pl_graph_load: rc %d (%s): %s", rc, pl_errname(rc),
+                 err.msg);
+    cr_expect_null(rc == 0 ? NULL : gr);
+    expect_msg(&err, want);
+}
+
 static void expect_verify_fails(pl_db *db, const char *want)
 {
     pl_err err = {0};
@@ -356,15 +382,7 @@ static void incidence_case(uint32_t kind)
     snprintf(want, sizeof want, "inc/kind %u/gene %u", kind, g);
     pl_db *db = open_bad();
     expect_verify_fails(db, want);
-    pl_graph *gr = (pl_graph *)&gr;
-    pl_err err = {0};
-    int rc = pl_graph_load(db, &gr, &err);
-    if (rc == 0)
-        pl_graph_free(gr);
-    cr_expect_eq(rc, PL_ECORRUPT, "pl_graph_load: rc %d (%s): %s", rc, pl_errname(rc),
-                 err.msg);
-    cr_expect_null(rc == 0 ? NULL : gr);
-    expect_msg(&err, want);
+    expect_graph_fails(db, want);
     pl_db_close(db);
 }
 
@@ -422,15 +440,7 @@ Test(corruption, rmr_array)
     flip(PL_FILE_LMDB, off + (len - 8) / 2);
     pl_db *db = open_bad();
     expect_verify_fails(db, "key edges/rmr: checksum mismatch");
-    pl_graph *gr = (pl_graph *)&gr;
-    pl_err err = {0};
-    int rc = pl_graph_load(db, &gr, &err);
-    if (rc == 0)
-        pl_graph_free(gr);
-    cr_expect_eq(rc, PL_ECORRUPT, "pl_graph_load: rc %d (%s): %s", rc, pl_errname(rc),
-                 err.msg);
-    cr_expect_null(rc == 0 ? NULL : gr);
-    expect_msg(&err, "key edges/rmr: checksum mismatch");
+    expect_graph_fails(db, "key edges/rmr: checksum mismatch");
     pl_db_close(db);
 }
 
@@ -723,50 +733,33 @@ Test(corruption, edge_fingerprint)
 
 Test(corruption, meta_value)
 {
-    size_t len;
-    uint64_t off = locate(PL_DBI_META, "meta", 4, &len);
-    flip(PL_FILE_LMDB, off + 16); /* n_genes */
-    expect_open_fails(PL_ECORRUPT, "key meta/meta: checksum mismatch");
+    value_open_fails(PL_DBI_META, "meta", 16 /* n_genes */, "key meta/meta: checksum mismatch");
 }
 
 Test(corruption, meta_magic)
 {
-    size_t len;
-    uint64_t off = locate(PL_DBI_META, "meta", 4, &len);
-    flip(PL_FILE_LMDB, off + 2);
-    expect_open_fails(PL_ECORRUPT, "meta/meta");
+    value_open_fails(PL_DBI_META, "meta", 2, "meta/meta");
 }
 
 Test(corruption, block_index)
 {
-    size_t len;
-    uint64_t off = locate(PL_DBI_META, "blocks", 6, &len);
-    flip(PL_FILE_LMDB, off + sizeof(struct pl__block_entry) + 4);
-    expect_open_fails(PL_ECORRUPT, "key meta/blocks: checksum mismatch");
+    value_open_fails(PL_DBI_META, "blocks", sizeof(struct pl__block_entry) + 4,
+                     "key meta/blocks: checksum mismatch");
 }
 
 Test(corruption, params_value)
 {
-    size_t len;
-    uint64_t off = locate(PL_DBI_META, "params", 6, &len);
-    flip(PL_FILE_LMDB, off + 1);
-    expect_open_fails(PL_ECORRUPT, "key meta/params: checksum mismatch");
+    value_open_fails(PL_DBI_META, "params", 1, "key meta/params: checksum mismatch");
 }
 
 Test(corruption, gene_names)
 {
-    size_t len;
-    uint64_t off = locate(PL_DBI_NAMES, "genes", 5, &len);
-    flip(PL_FILE_LMDB, off + 1);
-    expect_open_fails(PL_ECORRUPT, "key names/genes: checksum mismatch");
+    value_open_fails(PL_DBI_NAMES, "genes", 1, "key names/genes: checksum mismatch");
 }
 
 Test(corruption, type_names)
 {
-    size_t len;
-    uint64_t off = locate(PL_DBI_NAMES, "types", 5, &len);
-    flip(PL_FILE_LMDB, off + 3);
-    expect_open_fails(PL_ECORRUPT, "key names/types: checksum mismatch");
+    value_open_fails(PL_DBI_NAMES, "types", 3, "key names/types: checksum mismatch");
 }
 
 /* ------------------------------------------------------- sample store */

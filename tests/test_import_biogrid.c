@@ -9,16 +9,7 @@
 
 #include "importutil.h"
 
-static char *dir, *path;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
-    path = NULL;
-}
-TestSuite(import_biogrid, .init = setup, .fini = teardown);
+TestSuite(import_biogrid, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 /* The TAB 3.0 header as BioGRID publishes it. */
 static const char *const tab3_cols[37] = {
@@ -72,9 +63,8 @@ static void sample(pl_test_text *t)
 static int read_with(const pl_test_text *t, int codec, const pl_imp_opts *o, pl_test_text *out,
                      pl_imp_stats *st, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, "b.tab3.txt", t->s, t->len, codec);
-    return pl_test_imp_collect("biogrid", path, o, out, st, err);
+    return pl_test_imp_collect("biogrid", pl_test_put("b.tab3.txt", t->s, codec), o, out, st,
+                               err);
 }
 
 Test(import_biogrid, filters_and_codecs)
@@ -146,11 +136,7 @@ Test(import_biogrid, real_tab2_sample)
 static void expect_bad(const pl_test_text *t, int codec, const pl_imp_opts *o,
                        unsigned long line, unsigned long col, const char *reason)
 {
-    pl_test_text out = {0};
-    pl_err err;
-    int rc = read_with(t, codec, o, &out, NULL, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
-    free(out.s);
+    pl_test_imp_fails("biogrid", o, "b.tab3.txt", t->s, codec, line, col, reason);
 }
 
 Test(import_biogrid, bad_wrong_header)

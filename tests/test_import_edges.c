@@ -10,38 +10,29 @@
 
 #include "importutil.h"
 
-static char *dir, *path, *genes;
+static char *genes;
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     genes = pl_test_write(dir, "genes.txt", "YAL001C\nYAL002W\nQ0045\nYBR123C"); /* no final \n */
 }
 static void teardown(void)
 {
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
+    pl_test_dir_fini();
     free(genes);
-    path = NULL;
 }
 TestSuite(import_edges, .init = setup, .fini = teardown);
 
 static int read_as(const char *fmt, const char *text, int codec, const pl_imp_opts *o,
                    pl_test_text *out, pl_imp_stats *st, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, "e.txt", text, strlen(text), codec);
-    return pl_test_imp_collect(fmt, path, o, out, st, err);
+    return pl_test_imp_collect(fmt, pl_test_put("e.txt", text, codec), o, out, st, err);
 }
 
 static void expect_bad(const char *fmt, const char *text, int codec, const pl_imp_opts *o,
                        unsigned long line, unsigned long col, const char *reason)
 {
-    pl_test_text out = {0};
-    pl_err err;
-    int rc = read_as(fmt, text, codec, o, &out, NULL, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
-    free(out.s);
+    pl_test_imp_fails(fmt, o, "e.txt", text, codec, line, col, reason);
 }
 
 static pl_imp_opts dango_opts(void)

@@ -14,48 +14,43 @@
 #include "preprocess/import/metab/metab.h"
 #include "src/core/rule.h"
 
-static char *dir, *path;
 static pl_names *nm;
 static pl_metab m;
 
-static void setup(void) { dir = pl_test_tmpdir(); }
 static void teardown(void)
 {
     pl__metab_free(&m);
     pl__names_free(nm);
     nm = NULL;
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
-    path = NULL;
+    pl_test_dir_fini();
 }
-TestSuite(import_metab, .init = setup, .fini = teardown);
+TestSuite(import_metab, .init = pl_test_dir_init, .fini = teardown);
 
 static void genes(const char *list)
 {
     pl__names_free(nm);
-    pl_err err;
-    char *p = pl_test_write(dir, "genes.txt", list);
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    cr_assert_eq(pl__names_load_genes(nm, p, 0, &err), 0, "%s", err.msg);
-    free(p);
+    nm = pl_test_names("genes.txt", list);
+}
+
+/* Read `p` as yeast-GEM into `m`; `strict` points at the mode. */
+static int read_yeastgem(void *strict, const char *p, pl_err *err)
+{
+    pl__metab_free(&m);
+    cr_assert_eq(pl__metab_init(&m, nm, *(const int *)strict, err), 0);
+    return pl__metab_read_yeastgem(&m, p, err);
 }
 
 static int read_model(const char *text, int codec, int strict, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, "model.yml", text, strlen(text), codec);
-    pl__metab_free(&m);
-    cr_assert_eq(pl__metab_init(&m, nm, strict, err), 0);
-    return pl__metab_read_yeastgem(&m, path, err);
+    return read_yeastgem(&strict, pl_test_put("model.yml", text, codec), err);
 }
 
 static void expect_bad(const char *text, unsigned long line, unsigned long col,
                        const char *reason)
 {
-    pl_err err;
-    int rc = read_model(text, PL_TEST_PLAIN, 0, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
+    int strict = 0;
+    pl_test_read_fails(read_yeastgem, &strict, "model.yml", text, PL_TEST_PLAIN, line, col,
+                       reason);
 }
 
 /* The model's RMR entries as "rxn met stoich" lines. */
@@ -270,9 +265,8 @@ Test(import_metab, real_yeast_gem_matches_derived_tables, .timeout = 300)
     char yml[4096], gl[4096], cmd[9000];
     snprintf(yml, sizeof yml, "%s/real/yeast-gem/yeast-GEM.yml.gz", root);
     snprintf(gl, sizeof gl, "%s/real/yeast-gem/genes.tsv.gz", root);
+    nm = pl_test_names_from(gl, 1);
     pl_err err;
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    cr_assert_eq(pl__names_load_genes(nm, gl, 1, &err), 0, "%s", err.msg);
     cr_assert_eq(pl__metab_init(&m, nm, 1, &err), 0);
     cr_assert_eq(pl__metab_read_yeastgem(&m, yml, &err), 0, "%s", err.msg);
 

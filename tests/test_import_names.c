@@ -11,19 +11,17 @@
 #include "preprocess/import/edges/import.h"
 #include "preprocess/import/names/names.h"
 
-static char *dir;
 static pl_names *nm;
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     pl_err err = {0};
     cr_assert_eq(pl__names_new(&nm, &err), 0);
 }
 static void teardown(void)
 {
     pl__names_free(nm);
-    pl_test_rmtree(dir);
-    free(dir);
+    pl_test_dir_fini();
 }
 TestSuite(import_names, .init = setup, .fini = teardown);
 

@@ -12,10 +12,9 @@
 #include "preprocess/import/recipe/recipe.h"
 #include "preprocess/import/source/source.h"
 
-static char *dir;
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     free(pl_test_write(dir, "genes.txt", "YAL001C\nYAL002W\nYAL003W\n"));
     free(pl_test_write(dir, "alias.tsv", "Name\tORF\nTFC3\tYAL001C\nVPS8\tYAL002W\n"));
     const char *s = "protein1 protein2 combined_score\n4932.YAL001C 4932.YAL002W 500\n"
@@ -24,20 +23,19 @@ static void setup(void)
     const char *y = "TFC3;VPS8\nTFC3;ADE5,7\nVPS8;yal003w\n";
     free(pl_test_write_codec(dir, "reg.tsv.zst", y, strlen(y), PL_TEST_ZSTD));
 }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(import_recipe, .init = setup, .fini = teardown);
+TestSuite(import_recipe, .init = setup, .fini = pl_test_dir_fini);
+
+/* A recipe's genes, with the alias table setup() writes, up to its edges. */
+#define ALIASED                                                                                  \
+    "version: 1\n"                                                                               \
+    "genes:\n"                                                                                   \
+    "  file: genes.txt\n"                                                                        \
+    "  aliases:\n"                                                                               \
+    "    - {file: alias.tsv, format: table, header: true, gene_column: 2, alias_column: 1}\n"    \
+    "edges:\n"
 
 static const char *good =
-    "version: 1\n"
-    "genes:\n"
-    "  file: genes.txt\n"
-    "  aliases:\n"
-    "    - {file: alias.tsv, format: table, header: true, gene_column: 2, alias_column: 1}\n"
-    "edges:\n"
+    ALIASED
     "  - name: physical\n"
     "    format: string\n"
     "    file: links.txt.gz\n"
@@ -120,13 +118,7 @@ Test(import_recipe, every_key)
 static void expect_bad(const char *text, unsigned long line, unsigned long col,
                        const char *reason)
 {
-    char *p = pl_test_write(dir, "bad.yaml", text);
-    pl_recipe *r = (pl_recipe *)1;
-    pl_err err = {0};
-    int rc = pl__recipe_load(p, NULL, &r, &err);
-    cr_assert_null(r);
-    pl_test_expect_at(rc, PL_EPARSE, &err, p, line, col, reason);
-    free(p);
+    pl_test_recipe_fails("bad.yaml", text, line, col, reason);
 }
 
 #define HEAD "version: 1\ngenes:\n  file: genes.txt\nedges:\n"
@@ -206,14 +198,9 @@ Test(import_recipe, bad_documents)
     expect_bad("- a\n- b\n", 1, 1, "a recipe is a mapping");
     expect_bad("version: 1\nedges:\n  - {name: a, format: yeastract, file: x}\n", 1, 1,
                "the recipe has no 'genes' with a 'file'");
-    char *p = pl_test_write(dir, "empty.yaml", "");
-    pl_recipe *r;
-    pl_err err = {0};
-    pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, 1, 1, "empty recipe");
-    free(p);
+    pl_test_recipe_fails("empty.yaml", "", 1, 1, "empty recipe");
 }
 
-/* Run the program; stdout into *out (malloc'd). @return the exit status. */
 /* Run `pertload recipe check ARGS`; stdout and stderr into *out (malloc'd).
  * @return the exit status. */
 static int run(const char *args, char **out)
@@ -224,12 +211,7 @@ static int run(const char *args, char **out)
 }
 
 static const char *small =
-    "version: 1\n"
-    "genes:\n"
-    "  file: genes.txt\n"
-    "  aliases:\n"
-    "    - {file: alias.tsv, format: table, header: true, gene_column: 2, alias_column: 1}\n"
-    "edges:\n"
+    ALIASED
     "  - {name: physical, format: string, file: links.txt.gz, min_score: 400}\n"
     "  - {name: regulatory, format: yeastract, file: reg.tsv.zst}\n";
 
@@ -255,19 +237,13 @@ Test(import_recipe, check_reports_lists_and_strict)
     cr_assert_str_eq(list, want);
     free(list);
     /* strict: the first unresolved name fails the check, at its file:line:col */
-    snprintf(args, sizeof args, "--strict '%s'", p);
-    cr_assert_eq(run(args, &out), 1, "%s", out);
     snprintf(want, sizeof want, "pertload recipe: %s/links.txt.gz:4:19: unresolved gene name "
              "'NOPE' (strict mode)", dir);
-    cr_assert(strstr(out, want), "%s", out);
-    free(out);
+    pl_test_run_expect(NULL, 1, want, "recipe check --strict '%s'", p);
     /* a recipe error: exit 1 and recipe:line:col; usage errors: exit 2 */
     char *b = pl_test_write(dir, "b.yaml", HEAD "  - {name: a, format: nope, file: x}\n");
-    snprintf(args, sizeof args, "'%s'", b);
-    cr_assert_eq(run(args, &out), 1, "%s", out);
     snprintf(want, sizeof want, "%s:5:23: unknown format 'nope'", b);
-    cr_assert(strstr(out, want), "%s", out);
-    free(out);
+    pl_test_run_expect(NULL, 1, want, "recipe check '%s'", b);
     cr_assert_eq(run("--bogus x", &out), 2, "%s", out);
     free(out);
     /* a missing data file: named, exit 1, no unresolved list left behind */
@@ -288,23 +264,20 @@ Test(import_recipe, check_reports_lists_and_strict)
 
 Test(import_recipe, metabolism_and_sample_keys)
 {
-    char *p = pl_test_write(dir, "ms.yaml", HEAD EDGE
-                            "metabolism: {format: sbml, file: m.xml.gz}\n"
-                            "samples:\n"
-                            "  - format: sga\n"
-                            "    file: /abs/SGA_ExE.txt\n"
-                            "  - format: table\n"
-                            "    file: s.csv\n"
-                            "    sep: ','\n"
-                            "    header: true\n"
-                            "    comment: '#'\n"
-                            "    gene_columns: [query, array]\n"
-                            "    id: 1\n"
-                            "    labels: [fitness, 5]\n"
-                            "    categories: [split]\n");
-    pl_recipe *r;
-    pl_err err = {0};
-    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    pl_recipe *r = pl_test_recipe_ok("ms.yaml", HEAD EDGE
+                                     "metabolism: {format: sbml, file: m.xml.gz}\n"
+                                     "samples:\n"
+                                     "  - format: sga\n"
+                                     "    file: /abs/SGA_ExE.txt\n"
+                                     "  - format: table\n"
+                                     "    file: s.csv\n"
+                                     "    sep: ','\n"
+                                     "    header: true\n"
+                                     "    comment: '#'\n"
+                                     "    gene_columns: [query, array]\n"
+                                     "    id: 1\n"
+                                     "    labels: [fitness, 5]\n"
+                                     "    categories: [split]\n");
     char want[4200];
     snprintf(want, sizeof want, "%s/m.xml.gz", dir);
     cr_assert_eq(r->metabolism.model, PL_METAB_SBML);
@@ -327,19 +300,16 @@ Test(import_recipe, metabolism_and_sample_keys)
     cr_assert_eq(t->n_categories, 1);
     cr_assert_str_eq(t->categories[0], "split");
     pl__recipe_free(r);
-    free(p);
     /* one mapping is one table; yeast-gem by name, with its reaction rule */
-    p = pl_test_write(dir, "ms1.yaml", HEAD EDGE "metabolism:\n  format: yeast-gem\n  file: y.yml\n"
-                      "  reaction_rule: any\n"
-                      "samples: {format: table, file: s.tsv, genes: mutant, gene_sep: '+'}\n");
-    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    r = pl_test_recipe_ok("ms1.yaml", HEAD EDGE "metabolism:\n  format: yeast-gem\n  file: y.yml\n"
+                          "  reaction_rule: any\n"
+                          "samples: {format: table, file: s.tsv, genes: mutant, gene_sep: '+'}\n");
     cr_assert_eq(r->metabolism.model, PL_METAB_YEASTGEM);
     cr_assert_eq(r->metabolism.reaction_rule, PL_REACTION_ANY);
     cr_assert_eq(r->n_tables, 1);
     cr_assert_str_eq(r->tables[0].genes, "mutant");
     cr_assert_eq(r->tables[0].gene_sep, '+');
     pl__recipe_free(r);
-    free(p);
 }
 
 Test(import_recipe, bad_metabolism_and_samples)
@@ -378,10 +348,8 @@ Test(import_recipe, check_reports_metabolism_and_samples)
     free(pl_test_write(dir, "s2.tsv", "genes\tfitness\tsplit\nYAL002W\t0.25\tval\n"));
     free(pl_test_write(dir, "s3.tsv", "genes\tscore\nYAL002W\t0.25\n"));
     free(pl_test_write(dir, "reg2.tsv", "TFC3;VPS8\n"));
-    const char *head = "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
-                       "    - {file: alias.tsv, format: table, header: true, gene_column: 2, "
-                       "alias_column: 1}\nedges:\n  - {name: regulatory, format: yeastract, "
-                       "file: reg2.tsv}\nmetabolism: {format: yeast-gem, file: m.yml}\n";
+    const char *head = ALIASED "  - {name: regulatory, format: yeastract, file: reg2.tsv}\n"
+                               "metabolism: {format: yeast-gem, file: m.yml}\n";
     char text[2048];
     snprintf(text, sizeof text, "%ssamples:\n  - {format: table, file: s1.tsv, categories: "
              "[split]}\n  - {format: table, file: s2.tsv, categories: [split]}\n", head);
@@ -417,30 +385,25 @@ Test(import_recipe, check_reports_metabolism_and_samples)
     snprintf(text, sizeof text, "%ssamples:\n  - {format: table, file: s1.tsv, categories: "
              "[split]}\n  - {format: table, file: s3.tsv}\n", head);
     p = pl_test_write(dir, "ms2.yaml", text);
-    snprintf(args, sizeof args, "'%s'", p);
-    cr_assert_eq(run(args, &out), 1, "%s", out);
     snprintf(want, sizeof want, "%s/s3.tsv:1: the labels and categories differ from those of "
              "the first sample table", dir);
-    cr_assert(strstr(out, want), "%s", out);
-    free(out), free(p), free(u);
+    pl_test_run_expect(NULL, 1, want, "recipe check '%s'", p);
+    free(p), free(u);
 }
 
 /* ------------------------------------------------------------ ontology */
 
 Test(import_recipe, ontology_keys)
 {
-    char *p = pl_test_write(dir, "o.yaml", HEAD EDGE
-                            "ontology:\n"
-                            "  format: obo\n"
-                            "  file: go.obo.gz\n"
-                            "  annotations: /abs/gene_association.sgd.gz\n"
-                            "  namespaces: [biological_process, cellular_component]\n"
-                            "  relations: [is_a, part_of]\n"
-                            "  exclude_evidence: IEA\n"
-                            "  min_term_genes: 3\n");
-    pl_recipe *r;
-    pl_err err = {0};
-    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    pl_recipe *r = pl_test_recipe_ok("o.yaml", HEAD EDGE
+                                     "ontology:\n"
+                                     "  format: obo\n"
+                                     "  file: go.obo.gz\n"
+                                     "  annotations: /abs/gene_association.sgd.gz\n"
+                                     "  namespaces: [biological_process, cellular_component]\n"
+                                     "  relations: [is_a, part_of]\n"
+                                     "  exclude_evidence: IEA\n"
+                                     "  min_term_genes: 3\n");
     const pl_recipe_ontology *o = &r->ontology;
     char want[4200];
     snprintf(want, sizeof want, "%s/go.obo.gz", dir);
@@ -454,19 +417,14 @@ Test(import_recipe, ontology_keys)
     cr_assert_str_eq(o->opts.exclude_evidence, "IEA");
     cr_assert_eq(o->opts.min_term_genes, 3);
     pl__recipe_free(r);
-    free(p);
-    p = pl_test_write(dir, "o2.yaml", HEAD EDGE "ontology: {format: dcell, file: dc.txt}\n");
-    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    r = pl_test_recipe_ok("o2.yaml", HEAD EDGE "ontology: {format: dcell, file: dc.txt}\n");
     cr_assert_str_eq(r->ontology.format, "dcell");
     cr_assert_null(r->ontology.annotations);
     cr_assert_eq(r->ontology.opts.min_term_genes, 0);
     pl__recipe_free(r);
-    free(p);
-    p = pl_test_write(dir, "o3.yaml", HEAD EDGE);
-    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    r = pl_test_recipe_ok("o3.yaml", HEAD EDGE);
     cr_assert_null(r->ontology.format);
     pl__recipe_free(r);
-    free(p);
 }
 
 #define OBO "ontology: {format: obo, file: o, annotations: a, "
@@ -530,10 +488,7 @@ static void write_go(void)
 Test(import_recipe, check_reports_ontology)
 {
     write_go();
-    const char *head = "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
-                       "    - {file: alias.tsv, format: table, header: true, gene_column: 2, "
-                       "alias_column: 1}\nedges:\n  - {name: regulatory, format: yeastract, "
-                       "file: reg1.tsv}\n";
+    const char *head = ALIASED "  - {name: regulatory, format: yeastract, file: reg1.tsv}\n";
     char text[2048], args[8192], want[8192], *out;
     snprintf(text, sizeof text, "%sontology: {format: obo, file: go.obo, annotations: go.gaf, "
              "relations: [is_a, part_of]}\n", head);
@@ -554,31 +509,24 @@ Test(import_recipe, check_reports_ontology)
     cr_assert_str_eq(list, want);
     free(list);
     /* strict: the annotation's gene at its file:line:col (column 3) */
-    snprintf(args, sizeof args, "--strict '%s'", p);
-    cr_assert_eq(run(args, &out), 1, "%s", out);
     snprintf(want, sizeof want, "pertload recipe: %s/go.gaf:5:8: unresolved gene name 'NOPE' "
              "(strict mode)", dir);
-    cr_assert(strstr(out, want), "%s", out);
-    free(out), free(p);
+    pl_test_run_expect(NULL, 1, want, "recipe check --strict '%s'", p);
+    free(p);
     /* the three-column file: its genes through the aliases too */
     snprintf(text, sizeof text, "%sontology: {format: dcell, file: dc.txt}\n", head);
     p = pl_test_write(dir, "dc.yaml", text);
-    snprintf(args, sizeof args, "--unresolved '%s' '%s'", u, p);
-    cr_assert_eq(run(args, &out), 0, "%s", out);
     snprintf(want, sizeof want, "ontology format=dcell terms=2 annotations=1 strata=2 rows=2 "
              "unresolved=1 unresolved_names=1 file=%s/dc.txt\n", dir);
-    cr_assert(strstr(out, want), "%s", out);
-    free(out);
+    pl_test_run_expect(NULL, 0, want, "recipe check --unresolved '%s' '%s'", u, p);
     list = pl_test_read_file(u, &len);
     snprintf(want, sizeof want, "ontology\tNOPE2\t1\t%s/dc.txt:3\n", dir);
     cr_assert(strstr(list, want), "%s", list);
     free(list);
-    snprintf(args, sizeof args, "--strict '%s'", p);
-    cr_assert_eq(run(args, &out), 1, "%s", out);
     snprintf(want, sizeof want, "%s/dc.txt:3:6: unresolved gene name 'NOPE2' (strict mode)",
              dir);
-    cr_assert(strstr(out, want), "%s", out);
-    free(out), free(p), free(u);
+    pl_test_run_expect(NULL, 1, want, "recipe check --strict '%s'", p);
+    free(p), free(u);
 }
 
 /* A recipe nested a million levels deep ran past a minute in libyaml: the
@@ -598,11 +546,8 @@ Test(import_recipe, nesting_limit)
  * line gave them. */
 Test(import_recipe, limits)
 {
-    char *p = pl_test_write(dir, "r.yaml", HEAD "  - {name: a, format: yeastract, file: x}\n"
-                                              "max_line: 4M\nmax_text: 1073741824\n");
-    pl_recipe *r;
-    pl_err err = {0};
-    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    pl_recipe *r = pl_test_recipe_ok("r.yaml", HEAD "  - {name: a, format: yeastract, file: x}\n"
+                                                "max_line: 4M\nmax_text: 1073741824\n");
     cr_assert_eq(r->max_line, 4u << 20);
     cr_assert_eq(r->max_text, 1u << 30);
     uint64_t line, text;
@@ -616,7 +561,6 @@ Test(import_recipe, limits)
     pl__src_limits(&line, &text);
     cr_assert_eq(line, 8u << 20);
     pl__recipe_free(r);
-    free(p);
     expect_bad(HEAD "  - {name: a, format: yeastract, file: x}\nmax_line: lots\n", 6, 11,
                "max_line wants a number of bytes (1048576, 4M, 1G), got 'lots'");
 }

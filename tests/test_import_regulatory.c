@@ -9,35 +9,18 @@
 
 #include "importutil.h"
 
-static char *dir, *path;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
-    path = NULL;
-}
-TestSuite(import_regulatory, .init = setup, .fini = teardown);
+TestSuite(import_regulatory, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 static int read_as(const char *fmt, const char *text, int codec, const pl_imp_opts *o,
                    pl_test_text *out, pl_imp_stats *st, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, "r.tsv", text, strlen(text), codec);
-    return pl_test_imp_collect(fmt, path, o, out, st, err);
+    return pl_test_imp_collect(fmt, pl_test_put("r.tsv", text, codec), o, out, st, err);
 }
 
 static void expect_bad(const char *fmt, const char *text, int codec, const pl_imp_opts *o,
                        unsigned long line, unsigned long col, const char *reason)
 {
-    pl_test_text out = {0};
-    pl_err err;
-    pl_imp_opts d;
-    pl__imp_opts_init(&d);
-    int rc = read_as(fmt, text, codec, o ? o : &d, &out, NULL, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
-    free(out.s);
+    pl_test_imp_fails(fmt, o, "r.tsv", text, codec, line, col, reason);
 }
 
 /* ------------------------------------------------------------ YEASTRACT */

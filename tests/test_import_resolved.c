@@ -14,22 +14,14 @@
 
 #include "importutil.h"
 
-static char *dir;
-
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     free(pl_test_write(dir, "genes.txt", "G0\nG1\nG2\nG3\nG4\nG5\nG6\nG7\nG8\nG9\n"));
     free(pl_test_write(dir, "samples.tsv", "genes\tfitness\nG0\t1\n"));
 }
 
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-
-TestSuite(import_resolved, .init = setup, .fini = teardown);
+TestSuite(import_resolved, .init = setup, .fini = pl_test_dir_fini);
 
 /* Run `pertload ARGS` in `dir`; stdout and stderr into *out (malloc'd).
  * @return the exit status. */
@@ -46,13 +38,6 @@ enum { NX = 14 }; /* unknown names X0..X13 */
 typedef struct edges {
     int a[400], b[400], n;
 } edges;
-
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33) % n;
-}
 
 /* One name: a gene with probability p_known/100, else an unknown one
  * (skewed, so that counts differ). */
@@ -124,14 +109,6 @@ static void write_recipe(const char *extra)
     free(pl_test_put_text(dir, "r.yaml", &t));
 }
 
-static void expect_no_db(const char *name)
-{
-    char *p = pl_test_path(dir, name);
-    struct stat st;
-    cr_assert(lstat(p, &st) < 0 && errno == ENOENT, "%s left behind", p);
-    free(p);
-}
-
 Test(import_resolved, low_share_refused_by_check_and_build)
 {
     for (int it = 0; it < 6; it++) {
@@ -151,19 +128,15 @@ Test(import_resolved, low_share_refused_by_check_and_build)
         cr_assert(strstr(out, want), "check: want '%s' in\n%s", want, out);
         cr_assert(strstr(out, "source phys format=delim"), "the report goes on: %s", out);
         free(out);
-        cr_assert_eq(run("build --recipe r.yaml -o db --quiet", &out), 1, "%s", out);
-        cr_assert(strstr(out, want), "build: want '%s' in\n%s", want, out);
-        free(out);
-        expect_no_db("db");
+        pl_test_run_expect(dir, 1, want, "build --recipe r.yaml -o db --quiet");
+        pl_test_expect_no_db("db");
         /* a threshold under the share, or allow_empty, accepts it */
         char extra[128];
         snprintf(extra, sizeof extra, "    min_resolved: %.3f\n", share - 0.01);
         write_recipe(extra);
-        cr_assert_eq(run("recipe check r.yaml", &out), 0, "%s", out);
-        free(out);
+        pl_test_run_expect(dir, 0, NULL, "recipe check r.yaml");
         write_recipe("    allow_empty: true\n");
-        cr_assert_eq(run("build --recipe r.yaml -o db2 --quiet", &out), 0, "%s", out);
-        free(out);
+        pl_test_run_expect(dir, 0, NULL, "build --recipe r.yaml -o db2 --quiet");
         char *p = pl_test_path(dir, "db2");
         pl_db *db;
         pl_err err;
@@ -183,17 +156,14 @@ Test(import_resolved, empty_source_refused)
     rng = 9;
     write_edges(&e, 50, 100);
     write_recipe("    min_score: 100\n");
-    char *out, want[4096];
+    char want[4096];
     snprintf(want, sizeof want, "edge source 'phys' (./edges.tsv) keeps no edge: 50 rows, 50 "
              "filtered out, 0 with an unresolved name (resolved share 0.000); most frequent "
              "unresolved names: none (allow_empty: true or min_resolved: 0 accepts it)");
-    cr_assert_eq(run("build --recipe r.yaml -o db --quiet", &out), 1, "%s", out);
-    cr_assert(strstr(out, want), "want '%s' in\n%s", want, out);
-    free(out);
-    expect_no_db("db");
+    pl_test_run_expect(dir, 1, want, "build --recipe r.yaml -o db --quiet");
+    pl_test_expect_no_db("db");
     write_recipe("    min_score: 100\n    min_resolved: 0\n");
-    cr_assert_eq(run("build --recipe r.yaml -o db --quiet", &out), 0, "%s", out);
-    free(out);
+    pl_test_run_expect(dir, 0, NULL, "build --recipe r.yaml -o db --quiet");
     /* nothing resolves: the names are those of another organism */
     write_edges(&e, 30, 0);
     char names[2048];
@@ -202,21 +172,14 @@ Test(import_resolved, empty_source_refused)
              "filtered out, 30 with an unresolved name (resolved share 0.000); most frequent "
              "unresolved names: %s (", names);
     write_recipe("");
-    cr_assert_eq(run("recipe check r.yaml", &out), 1, "%s", out);
-    cr_assert(strstr(out, want), "want '%s' in\n%s", want, out);
-    free(out);
+    pl_test_run_expect(dir, 1, want, "recipe check r.yaml");
 }
 
 Test(import_resolved, bad_min_resolved)
 {
     write_recipe("    min_resolved: 1.5\n");
-    char *out, want[1024];
-    cr_assert_eq(run("recipe check r.yaml", &out), 1, "%s", out);
-    snprintf(want, sizeof want, "r.yaml:11:19: 'min_resolved' must be a share 0..1");
-    cr_assert(strstr(out, want), "want '%s' in\n%s", want, out);
-    free(out);
+    pl_test_run_expect(dir, 1, "r.yaml:11:19: 'min_resolved' must be a share 0..1",
+                       "recipe check r.yaml");
     write_recipe("    allow_empty: maybe\n");
-    cr_assert_eq(run("recipe check r.yaml", &out), 1, "%s", out);
-    cr_assert(strstr(out, "r.yaml:11:18:"), "%s", out);
-    free(out);
+    pl_test_run_expect(dir, 1, "r.yaml:11:18:", "recipe check r.yaml");
 }

@@ -13,35 +13,21 @@
 #include "preprocess/import/samples/provider.h"
 #include "preprocess/import/samples/samples.h"
 
-static char *dir, *path;
 static pl_names *nm;
 static pl_smp_result res;
 
-static void setup(void) { dir = pl_test_tmpdir(); }
 static void teardown(void)
 {
     pl__smp_result_free(&res);
     pl__names_free(nm);
     nm = NULL;
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
-    path = NULL;
+    pl_test_dir_fini();
 }
-TestSuite(import_samples, .init = setup, .fini = teardown);
-
-static void genes_from(const char *p, int header)
-{
-    pl_err err;
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    cr_assert_eq(pl__names_load_genes(nm, p, header, &err), 0, "%s", err.msg);
-}
+TestSuite(import_samples, .init = pl_test_dir_init, .fini = teardown);
 
 static void genes(const char *list)
 {
-    char *p = pl_test_write(dir, "genes.txt", list);
-    genes_from(p, 0);
-    free(p);
+    nm = pl_test_names("genes.txt", list);
 }
 
 /* Each emitted sample as "id g1,g2 | l1 l2 | c1 c2\n" (labels "%.9g",
@@ -63,23 +49,35 @@ static int collect(void *ctx, const pl_smp_row *r, pl_err *err)
     return 0;
 }
 
+/* One read of a sample table: its spec, the mode, where its rows go (NULL:
+ * nowhere). */
+typedef struct smp_read {
+    const pl_smp_spec *spec;
+    int strict;
+    pl_test_text *out;
+} smp_read;
+
+static int read_table(void *ctx, const char *p, pl_err *err)
+{
+    const smp_read *r = ctx;
+    pl_smp_spec s = *r->spec;
+    s.file = p;
+    pl__smp_result_free(&res);
+    return pl__smp_read(&s, nm, r->strict, r->out ? collect : NULL, r->out, &res, err);
+}
+
 static int read_as(const pl_smp_spec *s0, const char *text, int codec, int strict,
                    pl_test_text *out, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, "s.tsv", text, strlen(text), codec);
-    pl_smp_spec s = *s0;
-    s.file = path;
-    pl__smp_result_free(&res);
-    return pl__smp_read(&s, nm, strict, out ? collect : NULL, out, &res, err);
+    smp_read r = {s0, strict, out};
+    return read_table(&r, pl_test_put("s.tsv", text, codec), err);
 }
 
 static void expect_bad(const pl_smp_spec *s, const char *text, unsigned long line,
                        unsigned long col, const char *reason)
 {
-    pl_err err;
-    int rc = read_as(s, text, PL_TEST_PLAIN, 0, NULL, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
+    smp_read r = {s, 0, NULL};
+    pl_test_read_fails(read_table, &r, "s.tsv", text, PL_TEST_PLAIN, line, col, reason);
 }
 
 /* -------------------------------------------------------------- table */
@@ -224,7 +222,7 @@ Test(import_samples, sga_real_subsets_match_awk)
     char *root = pl_test_real_data();
     char gl[4096];
     snprintf(gl, sizeof gl, "%s/real/dango-string/yeast_string_genes.txt.gz", root);
-    genes_from(gl, 0);
+    nm = pl_test_names_from(gl, 0);
     const char *files[] = {"SGA_ExE", "SGA_ExN_NxE", "SGA_NxN"};
     unsigned long total_dropped = 0;
     for (int i = 0; i < 3; i++) {

@@ -13,28 +13,20 @@
 #include "preprocess/import/metab/metab.h"
 #include "src/core/rule.h"
 
-static char *dir, *path;
 static pl_names *nm;
 static pl_metab m, y;
 
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
-    pl_err err;
-    char *p = pl_test_write(dir, "genes.txt", "G1\nG2\nG3\nG4\nG5\n");
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    cr_assert_eq(pl__names_load_genes(nm, p, 0, &err), 0, "%s", err.msg);
-    free(p);
+    pl_test_dir_init();
+    nm = pl_test_names("genes.txt", "G1\nG2\nG3\nG4\nG5\n");
 }
 static void teardown(void)
 {
     pl__metab_free(&m);
     pl__metab_free(&y);
     pl__names_free(nm);
-    pl_test_rmtree(dir);
-    free(dir);
-    free(path);
-    path = NULL;
+    pl_test_dir_fini();
 }
 TestSuite(import_sbml, .init = setup, .fini = teardown);
 
@@ -120,21 +112,24 @@ static const char *tiny_yaml =
     "    - !!omap\n      - id: \"G3\"\n"
     "    - !!omap\n      - id: \"G4\"\n";
 
-static int read_sbml(const char *text, int codec, pl_err *err)
+/* Read `p` as SBML into `m` (strict). */
+static int read_sbml_file(void *unused, const char *p, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, "model.xml", text, strlen(text), codec);
+    (void)unused;
     pl__metab_free(&m);
     cr_assert_eq(pl__metab_init(&m, nm, 1, err), 0);
-    return pl__metab_read_sbml(&m, path, err);
+    return pl__metab_read_sbml(&m, p, err);
+}
+
+static int read_sbml(const char *text, int codec, pl_err *err)
+{
+    return read_sbml_file(NULL, pl_test_put("model.xml", text, codec), err);
 }
 
 static void expect_bad(const char *text, int codec, unsigned long line, unsigned long col,
                        const char *reason)
 {
-    pl_err err;
-    int rc = read_sbml(text, codec, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
+    pl_test_read_fails(read_sbml_file, NULL, "model.xml", text, codec, line, col, reason);
 }
 
 /* Two metabolisms hold the same reactions, metabolites, RMR, GPR and
@@ -360,10 +355,9 @@ Test(import_sbml, real_yeast_gem_through_cobrapy, .timeout = 600)
              "gzip '%s'", yml, xml, xml);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     strcat(xml, ".gz");
-    pl_err err;
     pl__names_free(nm);
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    cr_assert_eq(pl__names_load_genes(nm, gl, 1, &err), 0, "%s", err.msg);
+    nm = pl_test_names_from(gl, 1);
+    pl_err err;
     cr_assert_eq(pl__metab_init(&y, nm, 1, &err), 0);
     cr_assert_eq(pl__metab_read_yeastgem(&y, yml, &err), 0, "%s", err.msg);
     cr_assert_eq(pl__metab_init(&m, nm, 1, &err), 0);

@@ -18,16 +18,7 @@
 #include "preprocess/import/source/source.h"
 #include "src/core/checksum.h"
 
-static char *dir;
-
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-
-TestSuite(import_source, .init = setup, .fini = teardown);
+TestSuite(import_source, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 /* Every line of `path` joined with '\n' (so that the text round-trips);
  * returns the source's code, the text in *out. */

@@ -12,14 +12,7 @@
 
 #include "importutil.h"
 
-static char *dir;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(import_string, .init = setup, .fini = teardown);
+TestSuite(import_string, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 #define DETAILED "protein1 protein2 neighborhood fusion cooccurence coexpression " \
                  "experimental database textmining combined_score\n"
@@ -28,25 +21,18 @@ TestSuite(import_string, .init = setup, .fini = teardown);
              "experiments_transferred database database_transferred textmining " \
              "textmining_transferred combined_score\n"
 
-static char *path;
+/* The file name of a STRING file written with `codec`. */
+static const char *name_for(int codec) { return codec == PL_TEST_GZIP ? "s.txt.gz" : "s.txt"; }
 
 /* Write `text` as dir/name with `codec` and read it as STRING. */
 static int read_text(const char *text, int codec, const pl_imp_opts *o, pl_test_text *out,
                      pl_imp_stats *st, pl_err *err)
 {
-    free(path);
-    path = pl_test_write_codec(dir, codec == PL_TEST_GZIP ? "s.txt.gz" : "s.txt", text,
-                               strlen(text), codec);
-    return pl_test_imp_collect("string", path, o, out, st, err);
+    return pl_test_imp_collect("string", pl_test_put(name_for(codec), text, codec), o, out, st,
+                               err);
 }
 
-static void fini_path(void)
-{
-    free(path);
-    path = NULL;
-}
-
-Test(import_string, detailed_channel_and_min_score, .fini = fini_path)
+Test(import_string, detailed_channel_and_min_score)
 {
     const char *text = DETAILED
         "4932.YAL001C 4932.YBR123C 0 0 0 62 400 0 120 431\n"
@@ -78,7 +64,7 @@ Test(import_string, detailed_channel_and_min_score, .fini = fini_path)
     free(out.s);
 }
 
-Test(import_string, full_experiments_and_transferred, .fini = fini_path)
+Test(import_string, full_experiments_and_transferred)
 {
     const char *text = FULL "9606.A 9606.B 0 0 0 0 0 0 0 300 150 0 0 0 0 500\n";
     pl_imp_opts o;
@@ -96,7 +82,7 @@ Test(import_string, full_experiments_and_transferred, .fini = fini_path)
     free(out.s);
 }
 
-Test(import_string, v11_links_and_physical_header, .fini = fini_path)
+Test(import_string, v11_links_and_physical_header)
 {
     const char *text = "protein1 protein2 combined_score\n"
                        "4932.YAL001C 4932.YAL002W 181\n";
@@ -110,7 +96,7 @@ Test(import_string, v11_links_and_physical_header, .fini = fini_path)
 }
 
 /* The same records from a pipe on standard input ("-") as from the file. */
-Test(import_string, pipe_gives_the_same_records, .fini = fini_path)
+Test(import_string, pipe_gives_the_same_records)
 {
     pl_test_text t = {0};
     pl_test_tprintf(&t, DETAILED);
@@ -194,14 +180,10 @@ static void expect_bad(const char *text, int codec, const char *channel, unsigne
     pl_imp_opts o;
     pl__imp_opts_init(&o);
     o.channel = channel;
-    pl_test_text out = {0};
-    pl_err err;
-    int rc = read_text(text, codec, &o, &out, NULL, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, path, line, col, reason);
-    free(out.s);
+    pl_test_imp_fails("string", &o, name_for(codec), text, codec, line, col, reason);
 }
 
-Test(import_string, bad_wrong_header, .fini = fini_path)
+Test(import_string, bad_wrong_header)
 {
     expect_bad("4932.A 4932.B 500\n", PL_TEST_PLAIN, NULL, 1, 0, "not a STRING links header");
     expect_bad("protein1 combined_score protein2\nA 1 B\n", PL_TEST_GZIP, NULL, 1, 0,
@@ -211,7 +193,7 @@ Test(import_string, bad_wrong_header, .fini = fini_path)
     expect_bad("", PL_TEST_PLAIN, NULL, 1, 0, "empty file");
 }
 
-Test(import_string, bad_channel_not_in_file, .fini = fini_path)
+Test(import_string, bad_channel_not_in_file)
 {
     expect_bad("protein1 protein2 combined_score\n4932.A 4932.B 1\n", PL_TEST_PLAIN, "fusion",
                1, 0, "channel 'fusion' is not a column of this file (it has: combined_score)");
@@ -223,13 +205,13 @@ Test(import_string, bad_channel_not_in_file, .fini = fini_path)
     cr_assert(strstr(err.msg, "unknown STRING channel 'experimentz'"), "%s", err.msg);
 }
 
-Test(import_string, bad_missing_column, .fini = fini_path)
+Test(import_string, bad_missing_column)
 {
     expect_bad(DETAILED "4932.A 4932.B 0 0 0 0 0 0 0 100\n4932.A 4932.C 0 0 0 0 0 0 100\n",
                PL_TEST_ZSTD, NULL, 3, 0, "expected 10 fields as in the header, found 9 (missing column)");
 }
 
-Test(import_string, bad_number, .fini = fini_path)
+Test(import_string, bad_number)
 {
     expect_bad("protein1 protein2 combined_score\n4932.A 4932.B 0.5\n", PL_TEST_PLAIN, NULL, 2,
                15, "bad combined_score score '0.5'");
@@ -237,7 +219,7 @@ Test(import_string, bad_number, .fini = fini_path)
                15, "bad combined_score score '1001' (expected an integer 0..1000)");
 }
 
-Test(import_string, bad_taxon_prefix, .fini = fini_path)
+Test(import_string, bad_taxon_prefix)
 {
     expect_bad("protein1 protein2 combined_score\n4932.A YAL001C 5\n", PL_TEST_PLAIN, NULL, 2, 8,
                "protein id 'YAL001C' is not TAXON.NAME");
@@ -245,7 +227,7 @@ Test(import_string, bad_taxon_prefix, .fini = fini_path)
                PL_TEST_PLAIN, NULL, 3, 8, "taxon 9606 differs from taxon 4932");
 }
 
-Test(import_string, bad_truncated_gzip, .fini = fini_path)
+Test(import_string, bad_truncated_gzip)
 {
     pl_test_text t = {0};
     pl_test_tprintf(&t, DETAILED);

@@ -16,21 +16,7 @@
 #include "preprocess/import/edges/import.h"
 #include "preprocess/import/recipe/recipe.h"
 
-static char *dir;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(import_string_actions, .init = setup, .fini = teardown);
-
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33) % n;
-}
+TestSuite(import_string_actions, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 static const char *const modes[] = {"activation", "binding",  "catalysis", "expression",
                                     "inhibition", "ptmod",    "reaction"};
@@ -111,15 +97,7 @@ Test(import_string_actions, random_files_against_the_model)
 static void actions_fails(const char *body, unsigned long line, unsigned long col,
                           const char *why)
 {
-    char *p = pl_test_write(dir, "bad.txt", body);
-    pl_imp_opts o;
-    pl__imp_opts_init(&o);
-    pl_test_text got = {0};
-    pl_imp_stats st;
-    pl_err err = {0};
-    pl_test_expect_at(pl_test_imp_collect("string_actions", p, &o, &got, &st, &err), PL_EPARSE,
-                      &err, p, line, col, why);
-    free(got.s), free(p);
+    pl_test_imp_fails("string_actions", NULL, "bad.txt", body, PL_TEST_PLAIN, line, col, why);
 }
 
 Test(import_string_actions, malformed_actions)
@@ -165,15 +143,13 @@ Test(import_string_actions, recipe_keys)
                        "4932.Y000\t4932.Y001\tbinding\t\tf\tf\t700\n"
                        "4932.Y001\t4932.Y000\tbinding\t\tf\tf\t700\n"
                        "4932.Y002\t4932.Y003\tinhibition\tinhibition\tt\tt\t300\n"));
-    char *p = pl_test_write(dir, "r.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
-                            "  - {name: all, format: string_actions, file: a.txt}\n"
-                            "  - {name: act, format: string_actions, file: a.txt, directed: true,\n"
-                            "     modes: [activation, inhibition], min_score: 400}\n"
-                            "  - {name: und, format: string_actions, file: a.txt, directed: true,\n"
-                            "     pairs: unordered}\n");
-    pl_recipe *r;
-    pl_err err = {0};
-    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    pl_recipe *r = pl_test_recipe_ok(
+        "r.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+                  "  - {name: all, format: string_actions, file: a.txt}\n"
+                  "  - {name: act, format: string_actions, file: a.txt, directed: true,\n"
+                  "     modes: [activation, inhibition], min_score: 400}\n"
+                  "  - {name: und, format: string_actions, file: a.txt, directed: true,\n"
+                  "     pairs: unordered}\n");
     cr_assert_eq(r->sources[0].undirected, 1);
     cr_assert_eq(r->sources[1].undirected, 0);
     cr_assert_eq(r->sources[1].opts.n_modes, 2);
@@ -190,14 +166,12 @@ Test(import_string_actions, recipe_keys)
     cr_assert(strstr(out, "source und format=string_actions rows=5 filtered=3 unresolved=0 "
                           "unresolved_names=0 duplicates=0 kept=2 pairs=unordered"), "%s", out);
     free(out);
-    free(p);
-    p = pl_test_write(dir, "m.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
-                      "  - {name: x, format: string_actions, file: a.txt, modes: [bind]}\n");
-    pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, 4, 5,
-                      "edge source 'x': unknown STRING action mode 'bind'");
-    free(p);
-    p = pl_test_write(dir, "k.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
-                      "  - {name: x, format: string, file: a.txt, directed: true}\n");
+    pl_test_recipe_fails("m.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+                         "  - {name: x, format: string_actions, file: a.txt, modes: [bind]}\n",
+                         4, 5, "edge source 'x': unknown STRING action mode 'bind'");
+    pl_err err = {0};
+    char *p = pl_test_write(dir, "k.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
+                            "  - {name: x, format: string, file: a.txt, directed: true}\n");
     cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, "%s", err.msg);
     cr_assert(strstr(err.msg, "key 'directed' does not apply to format 'string'"), "%s",
               err.msg);
@@ -210,14 +184,9 @@ Test(import_string_actions, recipe_keys)
     free(pl_test_write(dir, "b.yaml", "version: 1\ngenes: {file: genes.txt}\nedges:\n"
                        "  - {name: x, format: string_actions, file: bad.txt}\n"
                        "samples: {format: tsv, file: s.tsv}\n"));
-    cr_assert_eq(run("build --recipe b.yaml -o db --quiet", &out), 1, "%s", out);
-    cr_assert(strstr(out, "bad.txt:3:30: bad is_directional 'maybe' (expected t or f)"), "%s",
-              out);
-    free(out);
-    char *db = pl_test_path(dir, "db");
-    struct stat sb;
-    cr_assert(lstat(db, &sb) < 0 && errno == ENOENT, "%s left behind", db);
-    free(db);
+    pl_test_run_expect(dir, 1, "bad.txt:3:30: bad is_directional 'maybe' (expected t or f)",
+                       "build --recipe b.yaml -o db --quiet");
+    pl_test_expect_no_db("db");
 }
 
 /* The edge arrays of `db`'s types and its recipe's source lines with the
@@ -283,13 +252,10 @@ Test(import_string_actions, types_per_mode_in_one_source)
         pl_test_tprintf(&one, "}}\n");
         free(pl_test_put_text(dir, "one.yaml", &one));
         free(pl_test_put_text(dir, "many.yaml", &many));
-        char *out;
         char *pa = pl_test_path(dir, "one.db"), *pb = pl_test_path(dir, "many.db");
         pl_test_rmtree(pa), pl_test_rmtree(pb);
-        cr_assert_eq(run("build --recipe one.yaml -o one.db --quiet", &out), 0, "%s", out);
-        free(out);
-        cr_assert_eq(run("build --recipe many.yaml -o many.db --quiet", &out), 0, "%s", out);
-        free(out);
+        pl_test_run_expect(dir, 0, NULL, "build --recipe one.yaml -o one.db --quiet");
+        pl_test_run_expect(dir, 0, NULL, "build --recipe many.yaml -o many.db --quiet");
         pl_test_text a = {0}, b = {0};
         db_edges(pa, &a);
         db_edges(pb, &b);
@@ -332,13 +298,8 @@ Test(import_string_actions, types_per_mode_in_one_source)
         char text[512];
         snprintf(text, sizeof text, "version: 1\ngenes: {file: genes.txt}\nedges:\n  - %s\n",
                  bad[i].src);
-        char *p = pl_test_write(dir, "bad.yaml", text);
-        pl_recipe *r;
-        pl_err err = {0};
         unsigned long line = strstr(bad[i].src, "\n") ? 5 : 4;
-        pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, line,
-                          bad[i].col, bad[i].why);
-        free(p);
+        pl_test_recipe_fails("bad.yaml", text, line, bad[i].col, bad[i].why);
     }
 }
 
@@ -351,11 +312,8 @@ Test(import_string_actions, random_aliases_against_the_model)
 {
     for (int it = 0; it < 20; it++) {
         rng = 900 + (uint64_t)it;
-        pl_names *nm;
+        pl_names *nm = pl_test_names("g.txt", "Y000\nY001\nY002\nY003\nY004\nY005\n");
         pl_err err = {0};
-        cr_assert_eq(pl__names_new(&nm, &err), 0);
-        char *gp = pl_test_write(dir, "g.txt", "Y000\nY001\nY002\nY003\nY004\nY005\n");
-        cr_assert_eq(pl__names_load_genes(nm, gp, 0, &err), 0, "%s", err.msg);
         pl_alias_spec spec = {.kind = PL_ALIAS_STRING};
         int keep[4] = {1, 1, 1, 1};
         if (it % 2) {
@@ -414,25 +372,24 @@ Test(import_string_actions, random_aliases_against_the_model)
                          "alias %s", s);
         }
         pl__names_free(nm);
-        free((char *)spec.path), free(gp);
+        free((char *)spec.path);
     }
+}
+
+/* Load `p` as a STRING alias table into the name table `nm`. */
+static int read_aliases(void *nm, const char *p, pl_err *err)
+{
+    pl_alias_spec spec = {.kind = PL_ALIAS_STRING, .path = p};
+    pl_alias_stats st;
+    return pl__names_load_aliases(nm, &spec, &st, err);
 }
 
 static void aliases_fail(const char *body, unsigned long line, unsigned long col,
                          const char *why)
 {
-    pl_names *nm;
-    pl_err err = {0};
-    cr_assert_eq(pl__names_new(&nm, &err), 0);
-    char *gp = pl_test_write(dir, "g.txt", "Y000\nY001\n");
-    cr_assert_eq(pl__names_load_genes(nm, gp, 0, &err), 0, "%s", err.msg);
-    char *p = pl_test_write(dir, "bad-aliases.txt", body);
-    pl_alias_spec spec = {.kind = PL_ALIAS_STRING, .path = p};
-    pl_alias_stats st;
-    pl_test_expect_at(pl__names_load_aliases(nm, &spec, &st, &err), PL_EPARSE, &err, p, line,
-                      col, why);
+    pl_names *nm = pl_test_names("g.txt", "Y000\nY001\n");
+    pl_test_read_fails(read_aliases, nm, "bad-aliases.txt", body, PL_TEST_PLAIN, line, col, why);
     pl__names_free(nm);
-    free(p), free(gp);
 }
 
 #define AHEAD "#string_protein_id\talias\tsource\n"
@@ -453,21 +410,17 @@ Test(import_string_actions, alias_recipe_keys)
 {
     free(pl_test_write(dir, "genes.txt", GENES));
     free(pl_test_write(dir, "al.txt", AHEAD "4932.Y000\tTFC3\tSGD_ID\n"));
-    char *p = pl_test_write(dir, "r.yaml", "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
-                            "    - {file: al.txt, format: string_aliases, sources: [SGD_ID]}\n"
-                            "edges:\n  - {name: x, format: yeastract, file: y.txt}\n");
-    pl_recipe *r;
-    pl_err err = {0};
-    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    pl_recipe *r = pl_test_recipe_ok("r.yaml", "version: 1\ngenes:\n  file: genes.txt\n"
+                                     "  aliases:\n"
+                                     "    - {file: al.txt, format: string_aliases, sources: "
+                                     "[SGD_ID]}\n"
+                                     "edges:\n  - {name: x, format: yeastract, file: y.txt}\n");
     cr_assert_eq(r->aliases[0].kind, PL_ALIAS_STRING);
     cr_assert_eq(r->aliases[0].n_sources, 1);
     cr_assert_str_eq(r->aliases[0].sources[0], "SGD_ID");
     pl__recipe_free(r);
-    free(p);
-    p = pl_test_write(dir, "s.yaml", "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
-                      "    - {file: al.txt, format: table, sources: [SGD_ID]}\n"
-                      "edges:\n  - {name: x, format: yeastract, file: y.txt}\n");
-    pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, 5, 7,
-                      "'sources' applies to format string_aliases only");
-    free(p);
+    pl_test_recipe_fails("s.yaml", "version: 1\ngenes:\n  file: genes.txt\n  aliases:\n"
+                         "    - {file: al.txt, format: table, sources: [SGD_ID]}\n"
+                         "edges:\n  - {name: x, format: yeastract, file: y.txt}\n",
+                         5, 7, "'sources' applies to format string_aliases only");
 }

@@ -24,19 +24,9 @@
 #include "src/core/error.h"
 #include "testutil.h"
 
-static char *dir;
-
-static void setup(void) { dir = pl_test_tmpdir(); }
-
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-
 /* ------------------------------------------------------- CLI numbers */
 
-TestSuite(cli_numbers, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(cli_numbers, .init = pl_test_dir_init, .fini = pl_test_dir_fini, .timeout = 60);
 
 /* `pertload ARGS...` exits with status 2 and says exactly `want`. */
 static void expect_usage_error(char *const argv[], const char *want)
@@ -104,7 +94,7 @@ Test(cli_numbers, other_commands)
 
 /* ----------------------------------------------------- long messages */
 
-TestSuite(long_messages, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(long_messages, .init = pl_test_dir_init, .fini = pl_test_dir_fini, .timeout = 60);
 
 /* A directory under the test directory whose path is about `len` bytes
  * (nested 200-byte names: each stays under NAME_MAX). */
@@ -242,7 +232,7 @@ Test(long_messages, ring_failure_keeps_reason)
 
 /* ------------------------------------------------ commit to a full disk */
 
-TestSuite(commit_errors, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(commit_errors, .init = pl_test_dir_init, .fini = pl_test_dir_fini, .timeout = 120);
 
 typedef struct child_result {
     int setup_errno;

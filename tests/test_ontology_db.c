@@ -11,12 +11,11 @@
 
 #include "testutil.h"
 
-static char *dir;
 static pl_test_inputs in;
 
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     in = (pl_test_inputs){.dir = dir};
     pl_test_text t = {0};
     pl_test_tprintf(&t, "G0\nG1\nG2\nG3\nG4\n");
@@ -30,8 +29,7 @@ static void setup(void)
 static void teardown(void)
 {
     pl_test_inputs_free(&in);
-    pl_test_rmtree(dir);
-    free(dir);
+    pl_test_dir_fini();
 }
 TestSuite(ontology_db, .init = setup, .fini = teardown);
 

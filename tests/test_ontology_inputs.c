@@ -9,7 +9,6 @@
 #include "importutil.h"
 #include "preprocess/ontology/ontology.h"
 
-static char *dir;
 static pl_strtab genes;
 static pl_onto_raw raw;
 static pl_onto_stats st;
@@ -17,7 +16,7 @@ static pl_onto on;
 
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     cr_assert_eq(pl__strtab_init(&genes), 0);
     const char *g[] = {"YAL001C", "YAL002W", "YAL003W", "YAL004W"};
     for (int i = 0; i < 4; i++)
@@ -29,15 +28,9 @@ static void teardown(void)
     pl__onto_raw_free(&raw);
     pl__onto_stats_free(&st);
     pl__strtab_free(&genes);
-    pl_test_rmtree(dir);
-    free(dir);
+    pl_test_dir_fini();
 }
 TestSuite(ontology_inputs, .init = setup, .fini = teardown);
-
-static int64_t resolve(void *ctx, const char *s, size_t len)
-{
-    return pl__strtab_find(ctx, s, len);
-}
 
 static int obo(const char *name, const char *text, const pl_onto_opts *o, char **path,
                pl_err *err)
@@ -46,15 +39,31 @@ static int obo(const char *name, const char *text, const pl_onto_opts *o, char *
     return pl__onto_read_obo(&raw, *path, o, &st, err);
 }
 
-static void obo_fails(const char *text, unsigned long line, unsigned long col, const char *why)
+/* The readers under test as pl_test_read_fails() calls them: OBO with no
+ * options into a fresh `raw`; the three-column file (not strict) and GAF
+ * (options `o`) into `raw` as it is. */
+static int read_obo(void *unused, const char *p, pl_err *err)
 {
-    char *p;
-    pl_err err = {0};
+    (void)unused;
     pl_onto_opts o = {0};
     pl__onto_raw_free(&raw);
-    int rc = obo("bad.obo", text, &o, &p, &err);
-    pl_test_expect_at(rc, PL_EPARSE, &err, p, line, col, why);
-    free(p);
+    return pl__onto_read_obo(&raw, p, &o, &st, err);
+}
+
+static int read_dcell(void *unused, const char *p, pl_err *err)
+{
+    (void)unused;
+    return pl__onto_read_dcell(&raw, p, pl_test_resolve, &genes, 0, &st, err);
+}
+
+static int read_gaf(void *o, const char *p, pl_err *err)
+{
+    return pl__onto_read_gaf(&raw, p, o, pl_test_resolve, &genes, &st, err);
+}
+
+static void obo_fails(const char *text, unsigned long line, unsigned long col, const char *why)
+{
+    pl_test_read_fails(read_obo, NULL, "bad.obo", text, PL_TEST_PLAIN, line, col, why);
 }
 
 Test(ontology_inputs, malformed_obo)
@@ -118,7 +127,8 @@ Test(ontology_inputs, dcell_cycle_and_self_loop)
     pl_err err = {0};
     const char *text = "R\tA\tdefault\nA\tB\tdefault\nB\tA\tdefault\nA\tYAL001C\tgene\n";
     char *p = pl_test_write_codec(dir, "d.txt.zst", text, strlen(text), PL_TEST_ZSTD);
-    cr_assert_eq(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&raw, p, pl_test_resolve, &genes, 0, &st, &err), 0,
+                 "%s", err.msg);
     pl_onto_opts o = {0};
     cr_assert_eq(pl__onto_build(&raw, 4, &o, &on, &st, &err), PL_EPARSE);
     cr_assert(strstr(err.msg, "A -> B -> A") || strstr(err.msg, "B -> A -> B"), "%s", err.msg);
@@ -128,7 +138,8 @@ Test(ontology_inputs, dcell_cycle_and_self_loop)
     free(p);
     pl__onto_raw_free(&raw);
     p = pl_test_write(dir, "s.txt", "R X default\nX X default\nX YAL002W gene\n");
-    cr_assert_eq(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&raw, p, pl_test_resolve, &genes, 0, &st, &err), 0,
+                 "%s", err.msg);
     cr_assert_eq(pl__onto_build(&raw, 4, &o, &on, &st, &err), PL_EPARSE);
     snprintf(at, sizeof at, "%s:2: the ontology has a cycle: X -> X", p);
     cr_assert(!strncmp(err.msg, at, strlen(at)), "%s", err.msg);
@@ -137,19 +148,12 @@ Test(ontology_inputs, dcell_cycle_and_self_loop)
 
 Test(ontology_inputs, malformed_dcell)
 {
-    pl_err err = {0};
-    char *p = pl_test_write(dir, "d.txt", "# comment\nR\tA\tdefault\nA\tYAL001C\n");
-    pl_test_expect_at(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), PL_EPARSE, &err,
-                      p, 3, 0, "2 columns where `parent child type` has 3");
-    free(p);
-    p = pl_test_write(dir, "e.txt", "R\t\tdefault\n");
-    pl_test_expect_at(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), PL_EPARSE, &err,
-                      p, 1, 3, "empty child");
-    free(p);
-    p = pl_test_write(dir, "f.txt", "R A default\nA B\xff gene\n");
-    pl_test_expect_at(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), PL_EPARSE, &err,
-                      p, 2, 4, "UTF-8");
-    free(p);
+    pl_test_read_fails(read_dcell, NULL, "d.txt", "# comment\nR\tA\tdefault\nA\tYAL001C\n",
+                       PL_TEST_PLAIN, 3, 0, "2 columns where `parent child type` has 3");
+    pl_test_read_fails(read_dcell, NULL, "e.txt", "R\t\tdefault\n", PL_TEST_PLAIN, 1, 3,
+                       "empty child");
+    pl_test_read_fails(read_dcell, NULL, "f.txt", "R A default\nA B\xff gene\n", PL_TEST_PLAIN,
+                       2, 4, "UTF-8");
 }
 
 static const char gaf_obo[] =
@@ -182,7 +186,8 @@ Test(ontology_inputs, gaf_rows_counts_and_unknown_genes)
         ROW("YAL004W", "", "GO:99", "IDA", "")                 /* unknown term */
         ROW("YAL001C", "", "GO:2", "TAS", "");                 /* duplicate pair */
     g = pl_test_write_codec(dir, "a.gaf.gz", text, strlen(text), PL_TEST_GZIP);
-    cr_assert_eq(pl__onto_read_gaf(&raw, g, &o, resolve, &genes, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_gaf(&raw, g, &o, pl_test_resolve, &genes, &st, &err), 0,
+                 "%s", err.msg);
     cr_assert_eq(st.rows, 11);
     cr_assert_eq(st.not_rows, 2);
     cr_assert_eq(st.evidence_skipped, 1);
@@ -216,26 +221,19 @@ Test(ontology_inputs, gaf_rows_counts_and_unknown_genes)
 
 Test(ontology_inputs, malformed_gaf)
 {
-    char *p, *g;
+    char *p;
     pl_err err = {0};
     pl_onto_opts o = {0};
     cr_assert_eq(obo("go.obo", gaf_obo, &o, &p, &err), 0, "%s", err.msg);
-    g = pl_test_write(dir, "a.gaf", "!c\n" ROW("ACT1", "", "GO:2", "IDA", "") "SGD\tS1\tX\n");
-    pl_test_expect_at(pl__onto_read_gaf(&raw, g, &o, resolve, &genes, &st, &err), PL_EPARSE,
-                      &err, g, 3, 0, "3 tab-separated columns where GAF 2.x has 15 to 17");
-    free(g);
-    g = pl_test_write(dir, "b.gaf", ROW("ACT1", "", "", "IDA", ""));
-    pl_test_expect_at(pl__onto_read_gaf(&raw, g, &o, resolve, &genes, &st, &err), PL_EPARSE,
-                      &err, g, 1, 14, "empty GO ID (column 5)");
-    free(g);
-    g = pl_test_write(dir, "c.gaf", ROW("", "", "GO:1", "IDA", ""));
-    pl_test_expect_at(pl__onto_read_gaf(&raw, g, &o, resolve, &genes, &st, &err), PL_EPARSE,
-                      &err, g, 1, 8, "empty DB Object Symbol (column 3)");
-    free(g);
-    g = pl_test_write(dir, "d.gaf", ROW("ACT1", "", "GO:1", "", ""));
-    pl_test_expect_at(pl__onto_read_gaf(&raw, g, &o, resolve, &genes, &st, &err), PL_EPARSE,
-                      &err, g, 1, 26, "empty evidence code (column 7)");
-    free(g);
+    pl_test_read_fails(read_gaf, &o, "a.gaf",
+                       "!c\n" ROW("ACT1", "", "GO:2", "IDA", "") "SGD\tS1\tX\n", PL_TEST_PLAIN, 3,
+                       0, "3 tab-separated columns where GAF 2.x has 15 to 17");
+    pl_test_read_fails(read_gaf, &o, "b.gaf", ROW("ACT1", "", "", "IDA", ""), PL_TEST_PLAIN, 1,
+                       14, "empty GO ID (column 5)");
+    pl_test_read_fails(read_gaf, &o, "c.gaf", ROW("", "", "GO:1", "IDA", ""), PL_TEST_PLAIN, 1, 8,
+                       "empty DB Object Symbol (column 3)");
+    pl_test_read_fails(read_gaf, &o, "d.gaf", ROW("ACT1", "", "GO:1", "", ""), PL_TEST_PLAIN, 1,
+                       26, "empty evidence code (column 7)");
     free(p);
 }
 
@@ -246,7 +244,8 @@ Test(ontology_inputs, min_genes_reattaches)
     pl_err err = {0};
     char *p = pl_test_write(dir, "m.txt", "R M is_a\nM L1 is_a\nM L2 is_a\nL1 YAL001C gene\n"
                             "L2 YAL002W gene\nM YAL003W gene\nR E is_a\n");
-    cr_assert_eq(pl__onto_read_dcell(&raw, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&raw, p, pl_test_resolve, &genes, 0, &st, &err), 0,
+                 "%s", err.msg);
     pl_onto_opts o = {.min_term_genes = 2};
     cr_assert_eq(pl__onto_build(&raw, 4, &o, &on, &st, &err), 0, "%s", err.msg);
     cr_assert_eq(on.n_terms, 2);

@@ -25,13 +25,6 @@ typedef struct model {
     int ag[MAXA], at[MAXA], anot[MAXA], aiea[MAXA], aunk[MAXA], asyn[MAXA];
 } model;
 
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33) % n;
-}
-
 /* Edges go from a later-defined child to an earlier parent... except that
  * the definition order is then shuffled so that it says nothing. */
 static void make(model *m, int shape)
@@ -71,11 +64,6 @@ static void make(model *m, int shape)
         m->aunk[i] = rnd(20) == 0;
         m->asyn[i] = rnd(2);
     }
-}
-
-static int64_t resolve(void *ctx, const char *s, size_t len)
-{
-    return pl__strtab_find(ctx, s, len);
 }
 
 /* What the filters keep of the model: terms, edges, annotation rows. */
@@ -345,8 +333,8 @@ Test(ontology_oracle, random_dags)
                 char *a, *b;
                 write_obo(&m, dir, &a, &b);
                 cr_assert_eq(pl__onto_read_obo(&r, a, &o, &st, &err), 0, "%s", err.msg);
-                cr_assert_eq(pl__onto_read_gaf(&r, b, &o, resolve, &genes, &st, &err), 0, "%s",
-                             err.msg);
+                cr_assert_eq(pl__onto_read_gaf(&r, b, &o, pl_test_resolve, &genes, &st, &err), 0,
+                             "%s", err.msg);
                 free(a);
                 free(b);
             } else {
@@ -359,8 +347,8 @@ Test(ontology_oracle, random_dags)
                     cr_assert_eq(pl__onto_raw_define(&r, k), 0);
                 }
                 char *a = write_dcell(&m, dir);
-                cr_assert_eq(pl__onto_read_dcell(&r, a, resolve, &genes, 0, &st, &err), 0, "%s",
-                             err.msg);
+                cr_assert_eq(pl__onto_read_dcell(&r, a, pl_test_resolve, &genes, 0, &st, &err), 0,
+                             "%s", err.msg);
                 free(a);
             }
             pl_onto on;

@@ -22,12 +22,11 @@
 
 enum { MAXT = 60, MAXG = 30, MAXE = 200 };
 
-static char *dir;
 static pl_strtab genes;
 
 static void setup(void)
 {
-    dir = pl_test_tmpdir();
+    pl_test_dir_init();
     cr_assert_eq(pl__strtab_init(&genes), 0);
     for (int g = 0; g < MAXG; g++) {
         char s[16];
@@ -39,23 +38,10 @@ static void setup(void)
 static void teardown(void)
 {
     pl__strtab_free(&genes);
-    pl_test_rmtree(dir);
-    free(dir);
+    pl_test_dir_fini();
 }
 
 TestSuite(ontology_topology, .init = setup, .fini = teardown);
-
-static int64_t resolve(void *ctx, const char *s, size_t len)
-{
-    return pl__strtab_find(ctx, s, len);
-}
-
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33) % n;
-}
 
 /* A random DAG: edges from a higher rank to a lower one, distinct; direct
  * annotations dir[t][g]; unk[t] unknown gene names listed under t. */
@@ -224,7 +210,7 @@ Test(ontology_topology, random_dags_against_closure_oracle)
         pl_onto_raw r = {0}, rr = {0};
         pl_onto_stats st = {0}, rst = {0};
         pl_err err = {0};
-        cr_assert_eq(pl__onto_read_dcell(&r, tp, resolve, &genes, 0, &st, &err), 0, "%s",
+        cr_assert_eq(pl__onto_read_dcell(&r, tp, pl_test_resolve, &genes, 0, &st, &err), 0, "%s",
                      err.msg);
         /* the reader's counts, from the model */
         cr_assert_eq(st.terms_read, (uint64_t)m.nt);
@@ -234,7 +220,7 @@ Test(ontology_topology, random_dags_against_closure_oracle)
         cr_assert_eq(st.repeated_children, repeated);
         cr_assert_eq(st.count_mismatches, 0, "%s", st.count_notes);
         cr_assert_eq(r.n_def, (uint64_t)m.nt);
-        cr_assert_eq(pl__onto_read_dcell(&rr, cp, resolve, &genes, 0, &rst, &err), 0, "%s",
+        cr_assert_eq(pl__onto_read_dcell(&rr, cp, pl_test_resolve, &genes, 0, &rst, &err), 0, "%s",
                      err.msg);
         pl_onto on, ref;
         cr_assert_eq(pl__onto_build(&r, MAXG, &o, &on, &st, &err), 0, "%s", err.msg);
@@ -261,7 +247,8 @@ Test(ontology_topology, block_order_and_direct_genes)
     pl_onto_raw r = {0};
     pl_onto_stats st = {0};
     pl_err err = {0};
-    cr_assert_eq(pl__onto_read_dcell(&r, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&r, p, pl_test_resolve, &genes, 0, &st, &err), 0,
+                 "%s", err.msg);
     cr_assert_eq(r.n_def, 2);
     cr_assert_str_eq(r.ids.names[r.def[0]], "B");
     cr_assert_str_eq(r.ids.names[r.def[1]], "A");
@@ -282,8 +269,8 @@ Test(ontology_topology, block_order_and_direct_genes)
     p = pl_test_write(dir, "u", "ROOT: A 2\nGENES: G0 NOPE\nTERMS:\n");
     pl_onto_raw r2 = {0};
     pl_onto_stats st2 = {0};
-    pl_test_expect_at(pl__onto_read_dcell(&r2, p, resolve, &genes, 1, &st2, &err), PL_EPARSE,
-                      &err, p, 2, 11, "unresolved gene name 'NOPE' (strict mode)");
+    pl_test_expect_at(pl__onto_read_dcell(&r2, p, pl_test_resolve, &genes, 1, &st2, &err),
+                      PL_EPARSE, &err, p, 2, 11, "unresolved gene name 'NOPE' (strict mode)");
     pl__onto_raw_free(&r2);
     pl__onto_stats_free(&st2);
     free(p);
@@ -295,7 +282,7 @@ static uint32_t closure_of(const char *text, const char *id, int strict, pl_onto
 {
     char *p = pl_test_write(dir, "c", text);
     pl_onto_raw r = {0};
-    *rc = pl__onto_read_dcell(&r, p, resolve, &genes, strict, st, err);
+    *rc = pl__onto_read_dcell(&r, p, pl_test_resolve, &genes, strict, st, err);
     uint32_t n = UINT32_MAX;
     pl_onto on;
     if (*rc == 0 && (*rc = pl__onto_build(&r, MAXG, &(pl_onto_opts){0}, &on, st, err)) == 0) {
@@ -381,7 +368,8 @@ Test(ontology_topology, repeated_children_one_link)
     pl_onto_raw r = {0};
     pl_onto_stats st = {0};
     pl_err err = {0};
-    cr_assert_eq(pl__onto_read_dcell(&r, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&r, p, pl_test_resolve, &genes, 0, &st, &err), 0,
+                 "%s", err.msg);
     getrusage(RUSAGE_SELF, &ru1);
     cr_assert_eq(st.edges_read, 3); /* R <- B, R <- C, C <- B */
     cr_assert_eq(r.n_edges, 3);
@@ -395,17 +383,21 @@ Test(ontology_topology, repeated_children_one_link)
     free(p);
 }
 
-static void malformed(const char *text, unsigned long line, unsigned long col, const char *why)
+/* Read `p` as a DCell topology (not strict), then free what it read. */
+static int read_topology(void *unused, const char *p, pl_err *err)
 {
-    char *p = pl_test_write(dir, "bad", text);
+    (void)unused;
     pl_onto_raw r = {0};
     pl_onto_stats st = {0};
-    pl_err err = {0};
-    pl_test_expect_at(pl__onto_read_dcell(&r, p, resolve, &genes, 0, &st, &err), PL_EPARSE, &err,
-                      p, line, col, why);
+    int rc = pl__onto_read_dcell(&r, p, pl_test_resolve, &genes, 0, &st, err);
     pl__onto_raw_free(&r);
     pl__onto_stats_free(&st);
-    free(p);
+    return rc;
+}
+
+static void malformed(const char *text, unsigned long line, unsigned long col, const char *why)
+{
+    pl_test_read_fails(read_topology, NULL, "bad", text, PL_TEST_PLAIN, line, col, why);
 }
 
 Test(ontology_topology, malformed_blocks)
@@ -435,13 +427,14 @@ Test(ontology_topology, keyword_first_and_self_loop)
     pl_onto_raw r = {0};
     pl_onto_stats st = {0};
     pl_err err = {0};
-    pl_test_expect_at(pl__onto_read_dcell(&r, p, resolve, &genes, 0, &st, &err), PL_EPARSE, &err,
-                      p, 1, 1, "GENES: before any ROOT:");
+    pl_test_expect_at(pl__onto_read_dcell(&r, p, pl_test_resolve, &genes, 0, &st, &err), PL_EPARSE,
+                      &err, p, 1, 1, "GENES: before any ROOT:");
     pl__onto_raw_free(&r);
     free(p);
     p = pl_test_write(dir, "s", "ROOT: A 1\nGENES: G0\nTERMS: A\n");
     pl_onto_raw r2 = {0};
-    cr_assert_eq(pl__onto_read_dcell(&r2, p, resolve, &genes, 0, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(pl__onto_read_dcell(&r2, p, pl_test_resolve, &genes, 0, &st, &err), 0,
+                 "%s", err.msg);
     pl_onto on;
     int rc = pl__onto_build(&r2, MAXG, &(pl_onto_opts){0}, &on, &st, &err);
     cr_assert_eq(rc, PL_EPARSE, "%s", err.msg);
@@ -478,8 +471,7 @@ Test(ontology_topology, build_option)
     char *bad = pl_test_path(dir, "bad.db");
     pl_test_expect_at(pl_test_inputs_build(&in, bad, &st, &err), PL_EPARSE, &err,
                       in.o.ontology_dcell, 6, 0, "term 'M' under TERMS: has no ROOT: block");
-    struct stat sb;
-    cr_assert(lstat(bad, &sb) < 0 && errno == ENOENT, "%s left behind", bad);
+    pl_test_expect_no_db("bad.db");
     free(out);
     free(bad);
     pl_test_inputs_free(&in);
@@ -524,15 +516,10 @@ Test(ontology_topology, recipe_without_edges)
         pl_db_close(db);
         free(rp), free(out);
     }
-    char *rp = pl_test_write(dir, "r.yaml", "version: 1\ngenes: {file: genes.txt}\nedges: []\n"
-                                            "samples:\n  - {format: dcell_samples, file: "
-                                            "train.txt}\n");
-    pl_recipe *r = NULL;
-    pl_err err = {0};
-    pl_test_expect_at(pl__recipe_load(rp, NULL, &r, &err), PL_EPARSE, &err, rp, 1, 1,
-                      "the recipe has no 'edges' (they may be left out, or empty, only with a "
-                      "'metabolism' or an 'ontology')");
-    free(rp);
+    pl_test_recipe_fails("r.yaml", "version: 1\ngenes: {file: genes.txt}\nedges: []\n"
+                                   "samples:\n  - {format: dcell_samples, file: train.txt}\n",
+                         1, 1, "the recipe has no 'edges' (they may be left out, or empty, only "
+                               "with a 'metabolism' or an 'ontology')");
 }
 
 /* What a build says of a topology: each count that differs from its closure
@@ -565,9 +552,7 @@ Test(ontology_topology, build_reports_counts_and_repeats)
                                             "ontology: {format: dcell, file: topo}\n"
                                             "samples: {format: tsv, file: s.tsv}\n");
     char *out = pl_test_path(dir, "rdb");
-    snprintf(args, sizeof args, "build --recipe '%s' -o '%s' --quiet", rp, out);
-    cr_assert_eq(pl_test_run_in(NULL, args, &msg), 0, "%s", msg);
-    free(msg);
+    pl_test_run_expect(NULL, 0, NULL, "build --recipe '%s' -o '%s' --quiet", rp, out);
     pl_db *db;
     pl_err err = {0};
     cr_assert_eq(pl_db_open(out, &db, &err), 0, "%s", err.msg);
@@ -575,12 +560,10 @@ Test(ontology_topology, build_reports_counts_and_repeats)
                      "count_mismatches=1\n"), "%s", pl_db_info_get(db)->recipe_sources);
     pl_db_close(db);
     pl_test_rmtree(out);
-    snprintf(args, sizeof args, "build --recipe '%s' -o '%s' --strict", rp, out);
-    cr_assert_eq(pl_test_run_in(NULL, args, &msg), 1, "%s", msg);
     snprintf(want, sizeof want, "%s:1: the ROOT: count of term 'R' is 2 where its gene closure "
              "(1 direct under GENES: and its descendants') has 3 (strict mode)", topo);
-    cr_assert(strstr(msg, want), "%s", msg);
+    pl_test_run_expect(NULL, 1, want, "build --recipe '%s' -o '%s' --strict", rp, out);
     struct stat sb;
     cr_assert(lstat(out, &sb) < 0, "%s built", out);
-    free(msg), free(out), free(rp), free(topo);
+    free(out), free(rp), free(topo);
 }

@@ -10,14 +10,7 @@
 
 #include "importutil.h"
 
-static char *dir;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(recipe_codecs, .init = setup, .fini = teardown);
+TestSuite(recipe_codecs, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 static const char *const files[][2] = {
     {"reactions.txt", "r1\nr2\n"},
@@ -41,10 +34,7 @@ static pl_db *build(const char *sub, int which, int codec)
                             "  - {name: reg, format: yeastract, file: e.txt}\n"
                             "metabolism: {format: tsv, reactions: reactions.txt, gpr: gpr.tsv, "
                             "rmr: rmr.tsv}\nsamples: {format: tsv, file: samples.tsv}\n");
-    const char *bin = getenv("PERTLOAD_BIN");
-    cr_assert_not_null(bin);
-    snprintf(cmd, sizeof cmd, "'%s' build --recipe '%s' -o '%s/db' --quiet", bin, r, d);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    pl_test_run_expect(NULL, 0, NULL, "build --recipe '%s' -o '%s/db' --quiet", r, d);
     snprintf(cmd, sizeof cmd, "%s/db", d);
     pl_db *db;
     pl_err err;

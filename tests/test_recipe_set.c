@@ -17,21 +17,7 @@
 #include "importutil.h"
 #include "preprocess/import/recipe/recipe.h"
 
-static char *dir;
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(recipe_set, .init = setup, .fini = teardown);
-
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
-{
-    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (uint32_t)(rng >> 33) % n;
-}
+TestSuite(recipe_set, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 static int build(const char *recipe, const char *out, char **msg)
 {
@@ -83,10 +69,9 @@ Test(recipe_set, dcell_files_split_by_file)
                                     "    set: {split: %s}\n", split[k], it, split[k]);
         }
         char *rp = pl_test_put_text(dir, "r.yaml", &r);
-        char *out = pl_test_path(dir, "db"), *msg;
+        char *out = pl_test_path(dir, "db");
         pl_test_rmtree(out);
-        cr_assert_eq(build(rp, out, &msg), 0, "%s", msg);
-        free(msg);
+        pl_test_run_expect(NULL, 0, NULL, "build --recipe '%s' -o '%s' --quiet", rp, out);
         pl_db *db;
         pl_err err = {0};
         cr_assert_eq(pl_db_open(out, &db, &err), 0, "%s", err.msg);
@@ -121,11 +106,7 @@ static void bad(const char *part, unsigned long line, unsigned long col, const c
     char text[2048];
     snprintf(text, sizeof text, "version: 1\ngenes: {file: g.txt}\nedges:\n"
              "  - {name: e, format: yeastract, file: e.txt}\nsamples:\n%s", part);
-    char *p = pl_test_write(dir, "bad.yaml", text);
-    pl_recipe *r = NULL;
-    pl_err err = {0};
-    pl_test_expect_at(pl__recipe_load(p, NULL, &r, &err), PL_EPARSE, &err, p, line, col, why);
-    free(p);
+    pl_test_recipe_fails("bad.yaml", text, line, col, why);
 }
 
 Test(recipe_set, bad_set)
@@ -152,17 +133,14 @@ Test(recipe_set, bad_set)
 Test(recipe_set, sga_with_set)
 {
     free(pl_test_write(dir, "g.txt", "G0\n"));
-    char *p = pl_test_write(dir, "r.yaml", "version: 1\ngenes: {file: g.txt}\nedges:\n"
-                            "  - {name: e, format: yeastract, file: e.txt}\nsamples:\n"
-                            "  - {format: sga, file: s.txt, set: {screen: nxn, batch: '1'}}\n");
-    pl_recipe *r;
-    pl_err err = {0};
-    cr_assert_eq(pl__recipe_load(p, NULL, &r, &err), 0, "%s", err.msg);
+    pl_recipe *r = pl_test_recipe_ok(
+        "r.yaml", "version: 1\ngenes: {file: g.txt}\nedges:\n"
+                  "  - {name: e, format: yeastract, file: e.txt}\nsamples:\n"
+                  "  - {format: sga, file: s.txt, set: {screen: nxn, batch: '1'}}\n");
     cr_assert_eq(r->tables[0].n_set, 2);
     cr_assert_str_eq(r->tables[0].set_names[1], "batch");
     cr_assert_str_eq(r->tables[0].set_values[1], "1");
     pl__recipe_free(r);
-    free(p);
 }
 
 /* format dcell_samples fixes its layout: only file and set apply. */
@@ -278,11 +256,11 @@ Test(recipe_set, header_that_is_data)
         "  - {format: table, file: rows.tsv, header: false, gene_columns: [2, 3], labels: [4]}\n",
         "  - {format: table, file: named.tsv, gene_columns: [gene1, gene2], labels: [score]}\n"};
     for (size_t i = 0; i < 2; i++) {
-        char text[1024], *msg;
+        char text[1024];
         snprintf(text, sizeof text, "%s%s", head, good[i]);
         char *rp = pl_test_write(dir, "r.yaml", text), *out = pl_test_path(dir, "db");
         pl_test_rmtree(out);
-        cr_assert_eq(build(rp, out, &msg), 0, "good %zu: %s", i, msg);
-        free(msg), free(rp), free(out);
+        pl_test_run_expect(NULL, 0, NULL, "build --recipe '%s' -o '%s' --quiet", rp, out);
+        free(rp), free(out);
     }
 }

@@ -182,22 +182,19 @@ Test(ring, producer_blocks_while_ring_full)
 {
     const char *name = ring_name("full");
     pid_t p = spawn(blocked_producer_main, name);
-    pl_ring *r;
-    pl_err err = {0};
-    cr_assert_eq(pl_ring_attach(name, 10000, &r, &err), 0, "%s", err.msg);
+    pl_ring *r = attach_ok(name, 10000);
     cr_assert_eq(await_stage(1, 10000), 0);
-    const void *slot;
-    cr_assert_eq(pl_ring_next(r, 0, &slot, &err), 0, "%s", err.msg);
-    cr_assert_eq(check(slot, 4096, 0), 0);
+    take_ok(r, 0, 4096);
     sleep_ms(300);
     cr_assert_eq(atomic_load(&B->stage), 1, "acquire(2) returned while the ring was full");
     uint64_t t_release = now_ns();
     pl_ring_release(r, 0, 1);
     for (uint64_t b = 1; b < 3; b++) {
-        cr_assert_eq(pl_ring_next(r, b, &slot, &err), 0, "%s", err.msg);
-        cr_assert_eq(check(slot, 4096, b), 0);
+        take_ok(r, b, 4096);
         pl_ring_release(r, b, 1);
     }
+    const void *slot;
+    pl_err err = {0};
     cr_assert_eq(pl_ring_next(r, 3, &slot, &err), 1);
     pl_ring_detach(r);
     cr_assert_eq(reap(p, 10000), 0);
@@ -585,9 +582,8 @@ Test(ring, counters_and_wait_times)
 {
     const char *name = ring_name("count");
     pid_t p = spawn(slow_start_producer_main, name);
-    pl_ring *r;
+    pl_ring *r = attach_ok(name, 10000);
     pl_err err = {0};
-    cr_assert_eq(pl_ring_attach(name, 10000, &r, &err), 0, "%s", err.msg);
     uint64_t samples = 0, b = 0;
     for (;; b++) {
         const void *slot;

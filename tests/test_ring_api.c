@@ -105,15 +105,13 @@ Test(ring, failure_message_reaches_consumer)
 {
     const char *name = ring_name("fail");
     pid_t p = spawn(failing_producer_main, name);
-    pl_ring *r;
-    pl_err err = {0};
-    cr_assert_eq(pl_ring_attach(name, 10000, &r, &err), 0, "%s", err.msg);
+    pl_ring *r = attach_ok(name, 10000);
     cr_assert_eq(await_stage(1, 10000), 0);
-    const void *slot;
     /* Published before the failure: still delivered. */
-    cr_assert_eq(pl_ring_next(r, 0, &slot, &err), 0, "%s", err.msg);
-    cr_assert_eq(check(slot, 4096, 0), 0);
+    take_ok(r, 0, 4096);
     pl_ring_release(r, 0, 1);
+    const void *slot;
+    pl_err err = {0};
     cr_assert_eq(pl_ring_next(r, 1, &slot, &err), PL_EPEER);
     cr_assert_null(slot);
     cr_assert(strstr(err.msg, "sample store block 7 is corrupt") && strstr(err.msg, name),
@@ -198,13 +196,7 @@ Test(ring, attach_rejects_malformed_headers)
     pl_ring *r, *c = NULL;
     pl_err err = {0};
     cr_assert_eq(pl_ring_create(name, 2, 4096, 0, &r, &err), 0, "%s", err.msg);
-    char shm[128];
-    snprintf(shm, sizeof shm, "/pertload-%s", name);
-    int fd = shm_open(shm, O_RDWR, 0);
-    cr_assert_geq(fd, 0);
-    pl__ring_hdr *h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    cr_assert_neq(h, MAP_FAILED);
+    pl__ring_hdr *h = map_header(name);
     struct {
         const char *what;
         size_t off, size;
@@ -261,13 +253,7 @@ Test(ring, records_the_database_it_serves)
         cr_assert_eq(src.edge_fingerprint[t], db.edge_fingerprint[t], "type %d", t);
     /* The consumer's copy, taken at attach: the shared header rewritten
      * later changes nothing. */
-    char shm[128];
-    snprintf(shm, sizeof shm, "/pertload-%s", name);
-    int fd = shm_open(shm, O_RDWR, 0);
-    cr_assert_geq(fd, 0);
-    pl__ring_hdr *h = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    cr_assert_neq(h, MAP_FAILED);
+    pl__ring_hdr *h = map_header(name);
     h->source.gene_fingerprint = 1;
     pl_ring_source_get(c, &src);
     cr_assert_eq(src.gene_fingerprint, db.gene_fingerprint);
@@ -678,9 +664,8 @@ Test(ring, consumer_leaving_after_the_last_release)
 {
     const char *name = ring_name("drain");
     pid_t p = spawn(drain_wait_main, name);
-    pl_ring *c;
+    pl_ring *c = attach_ok(name, 5000);
     pl_err err = {0};
-    cr_assert_eq(pl_ring_attach(name, 5000, &c, &err), 0, "%s", err.msg);
     const void *slot;
     cr_assert_eq(pl_ring_next(c, 0, &slot, &err), 0, "%s", err.msg);
     /* The producer sleeps in its wait for the slot: past its publish, the

@@ -4,79 +4,29 @@
  * nor a "<out>.tmp-*" directory behind; and the lines it accepts (headers,
  * lines without a tab, genes outside the gene list when they are dropped). */
 #include <criterion/criterion.h>
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "pertload.h"
+#include "build_fx.h"
 #include "testutil.h"
 
-static struct {
-    char *dir, *out, *rules;
-    const char *names[1], *files[1];
-    char *genes, *edges, *samples, *gpr;
-    pl_build_opts o;
-    pl_build_stats st;
-    pl_err err;
-} F;
-
-static void fx_init(void)
+/* The build fixture (build_fx.h) with inputs of its own: a gene named like a
+ * reaction's rule, one edge, one sample. */
+static void rx_init(void)
 {
-    memset(&F, 0, sizeof F);
-    F.dir = pl_test_tmpdir();
-    F.out = pl_test_path(F.dir, "db");
-    F.genes = pl_test_write(F.dir, "genes.txt", "g1\ng2\ng3\ngpr1\n");
-    F.edges = pl_test_write(F.dir, "phys.tsv", "g1\tg2\n");
-    F.samples = pl_test_write(F.dir, "samples.tsv", "genes\tfitness\ng1\t0.5\n");
-    F.names[0] = "phys";
-    F.files[0] = F.edges;
-    F.o.out = F.out;
-    F.o.genes = F.genes;
-    F.o.n_types = 1;
-    F.o.type_names = F.names;
-    F.o.type_files = F.files;
-    F.o.samples = F.samples;
+    fx_init();
+    F.o.genes = F.genes = put("genes.txt", "g1\ng2\ng3\ngpr1\n");
+    F.files[0] = F.edges = put("phys.tsv", "g1\tg2\n");
+    F.o.samples = F.samples = put("samples.tsv", "genes\tfitness\ng1\t0.5\n");
 }
 
-static void fx_fini(void)
-{
-    if (F.dir)
-        pl_test_rmtree(F.dir);
-    free(F.dir);
-    free(F.out);
-    free(F.rules);
-    free(F.genes);
-    free(F.edges);
-    free(F.samples);
-    free(F.gpr);
-    memset(&F, 0, sizeof F);
-}
-
-TestSuite(rules_errors, .init = fx_init, .fini = fx_fini);
+TestSuite(rules_errors, .init = rx_init, .fini = fx_fini);
 
 static int build_rules(const char *text)
 {
-    free(F.rules);
-    F.rules = pl_test_write(F.dir, "rules.tsv", text);
-    F.o.rules = F.rules;
-    memset(&F.err, 0, sizeof F.err);
-    return pl_build(&F.o, &F.st, &F.err);
-}
-
-/* Nothing at the output path, no temporary directory beside it. */
-static void expect_clean(void)
-{
-    struct stat st;
-    cr_assert(lstat(F.out, &st) < 0 && errno == ENOENT, "%s exists after a failed build",
-              F.out);
-    DIR *d = opendir(F.dir);
-    cr_assert_not_null(d);
-    for (struct dirent *e; (e = readdir(d));)
-        cr_assert(strncmp(e->d_name, "db.tmp-", 7) != 0, "%s left behind", e->d_name);
-    closedir(d);
+    F.o.rules = put("rules.tsv", text);
+    return build();
 }
 
 /* The build of `text` fails with "rules.tsv:line:col: what". */
@@ -85,7 +35,7 @@ static void expect_parse_error(const char *text, int line, int col, const char *
     int rc = build_rules(text);
     cr_assert_eq(rc, PL_EPARSE, "rc %d (%s)", rc, F.err.msg);
     char want[1400];
-    snprintf(want, sizeof want, "%s:%d:%d: %s", F.rules, line, col, what);
+    snprintf(want, sizeof want, "%s:%d:%d: %s", F.o.rules, line, col, what);
     cr_assert_str_eq(F.err.msg, want);
     expect_clean();
 }
@@ -180,8 +130,7 @@ Test(rules_errors, first_line_data_and_lines_without_tabs)
 
 Test(rules_errors, options_that_exclude_each_other)
 {
-    F.gpr = pl_test_write(F.dir, "gpr.tsv", "g1\tr1\n");
-    F.o.gpr = F.gpr;
+    F.o.gpr = put("gpr.tsv", "g1\tr1\n");
     cr_assert_eq(build_rules("r1\tg1\n"), PL_EUSAGE);
     cr_expect(strstr(F.err.msg, "the rules give the GPR edges; give one of them"), "%s",
               F.err.msg);

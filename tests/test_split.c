@@ -20,8 +20,6 @@
 #define N_GENES 40
 #define N_ROWS 2600 /* three sample-store blocks of 1024 rows */
 
-static char *dir;
-
 static const char *const levels[] = {"train", "val", "test"};
 
 /* In `d`: genes.txt, one edge file, and a table of N_ROWS rows (with a text
@@ -99,13 +97,7 @@ static uint64_t rows_in_file(const char *name, const char *level, uint32_t *rows
     return n;
 }
 
-static void setup(void) { dir = pl_test_tmpdir(); }
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-TestSuite(split, .init = setup, .fini = teardown);
+TestSuite(split, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 Test(split, level_rows_are_the_rows_of_the_level_in_the_file)
 {

@@ -39,17 +39,7 @@ static const char *const lines[N_KINDS][6] = {
      NULL},
 };
 
-static char *dir;
-
-static void setup(void) { dir = pl_test_tmpdir(); }
-
-static void teardown(void)
-{
-    pl_test_rmtree(dir);
-    free(dir);
-}
-
-TestSuite(text_inputs, .init = setup, .fini = teardown);
+TestSuite(text_inputs, .init = pl_test_dir_init, .fini = pl_test_dir_fini);
 
 /* The inputs in sub-directory `sub` of the test directory: `bom` (a kind, or
  * -1) starts with a byte order mark, every line ends with `eol`. */

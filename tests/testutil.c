@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "src/core/fileio.h"
+#include "src/core/strtab.h"
 
 void pl_test_die(const char *fmt, ...)
 {
@@ -40,6 +41,27 @@ char *pl_test_tmpdir(void)
 }
 
 void pl_test_rmtree(const char *path) { pl__rmtree(path); }
+
+char *dir, *path;
+
+void pl_test_dir_init(void) { dir = pl_test_tmpdir(); }
+
+void pl_test_dir_fini(void)
+{
+    if (dir)
+        pl_test_rmtree(dir);
+    free(dir);
+    free(path);
+    dir = path = NULL;
+}
+
+uint64_t rng;
+
+uint32_t rnd(uint32_t n)
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng >> 33) % n;
+}
 
 void pl_test_become_nobody(void)
 {
@@ -442,6 +464,11 @@ int pl_test_rule_holds(const char *rule, int (*deleted)(void *ctx, const char *n
     if (rule_token(&e, &t) != 0)
         e.bad = 1;
     return e.bad ? -1 : v;
+}
+
+int64_t pl_test_resolve(void *ctx, const char *s, size_t len)
+{
+    return pl__strtab_find(ctx, s, len);
 }
 
 int pl_test_db_deleted(void *ctx, const char *name, size_t len)

@@ -17,6 +17,24 @@ void pl_test_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), nore
  *  frees the string and removes the tree with pl_test_rmtree(). */
 char *pl_test_tmpdir(void);
 
+/** The running suite's temporary directory (made by pl_test_dir_init) and
+ *  the last file a test wrote into it for a reader to fail on (importutil's
+ *  pl_test_put); pl_test_dir_fini frees both. */
+extern char *dir, *path;
+
+/** A suite's .init: `dir` = pl_test_tmpdir(). */
+void pl_test_dir_init(void);
+
+/** A suite's .fini: remove and free `dir`, free `path`; both end NULL. */
+void pl_test_dir_fini(void);
+
+/** The state of rnd(); a test seeds it before each draw of its inputs. */
+extern uint64_t rng;
+
+/** The tests' linear congruential generator (Knuth's MMIX constants): steps
+ *  `rng` and returns its bits 33..63 modulo `n` (n > 0). */
+uint32_t rnd(uint32_t n);
+
 /** Remove a directory tree (pl__rmtree: whatever the owners, never through a
  *  symbolic link). */
 void pl_test_rmtree(const char *path);
@@ -145,6 +163,10 @@ typedef struct pl_test_deleted {
     const unsigned char *P;
 } pl_test_deleted;
 int pl_test_db_deleted(void *ctx, const char *name, size_t len);
+
+/** A gene-name resolver of the readers (preprocess/ontology): the index of
+ *  `s` in the pl_strtab `ctx` (core/strtab.h), -1 when it has none. */
+int64_t pl_test_resolve(void *ctx, const char *s, size_t len);
 
 /** An assertion that formats its message only when it fails (Criterion's
  *  cr_assert formats every time), so that grids of checks run at full speed. */
