@@ -26,7 +26,7 @@
 
 typedef struct opts {
     const char *db;
-    uint32_t batch, threads;
+    uint32_t batch, threads, depth;
     uint64_t batches;
     pl_bench_json *json; /* figures for the report driver */
 } opts;
@@ -55,7 +55,7 @@ static int run_pass(const opts *o, int backend, uint32_t dense, uint64_t keep, p
     lo.plan.seed = 1;
     lo.dense = dense;
     lo.threads = o->threads;
-    lo.depth = 2;
+    lo.depth = o->depth;
     lo.backend = backend;
     pl_loader *l;
     PL_TRY(pl_loader_open(&lo, &l, err));
@@ -223,15 +223,16 @@ static int device_times(const opts *o, const pass *host, pl_err *err)
 int pl_bench_gpu(int argc, char **argv)
 {
     const char *usage = "usage: pertload bench gpu DB [--batch-size B] [--batches N] "
-                        "[--threads T] [--json FILE]\n";
+                        "[--threads T] [--depth D] [--json FILE]\n";
     pl_bench_json j;
     const char *json = NULL;
-    unsigned long long batch = 64, batches = 200, threads = 2;
-    opts o = {NULL, 64, 2, 200, &j};
+    unsigned long long batch = 64, batches = 200, threads = 2, depth = 2;
+    opts o = {NULL, 64, 2, 2, 200, &j};
     const pl_bench_opt table[] = {
         {"--batch-size", PL_BENCH_OPT_U64, &batch, NULL},
         {"--batches", PL_BENCH_OPT_U64, &batches, NULL},
         {"--threads", PL_BENCH_OPT_U64, &threads, NULL},
+        {"--depth", PL_BENCH_OPT_U64, &depth, NULL},
         {"--json", PL_BENCH_OPT_STR, &json, NULL},
     };
     if (pl_bench_opts("bench gpu", usage, argc, argv, table, sizeof table / sizeof *table, &o.db))
@@ -239,7 +240,8 @@ int pl_bench_gpu(int argc, char **argv)
     o.batch = (uint32_t)(batch > (1u << 20) ? 0 : batch);
     o.batches = batches;
     o.threads = (uint32_t)(threads > 256 ? 0 : threads);
-    if (!o.db || o.batch == 0 || o.batches < 2 || o.threads == 0) {
+    o.depth = (uint32_t)(depth > 64 ? 0 : depth);
+    if (!o.db || o.batch == 0 || o.batches < 2 || o.threads == 0 || o.depth < 2) {
         fputs(usage, stderr);
         return 2;
     }
@@ -291,7 +293,7 @@ int pl_bench_gpu(int argc, char **argv)
            (double)p[0].st.slot_bytes / 1e6, (double)p[1].st.mask_bytes / 1e6,
            (double)p[2].st.mask_bytes / 1e6);
     printf("\nhost backend (copy thread, masks expanded on the CPU), %u worker thread%s, "
-           "depth 2:\n", o.threads, o.threads == 1 ? "" : "s");
+           "depth %u:\n", o.threads, o.threads == 1 ? "" : "s", o.depth);
     printf("  %-6s %10s %14s\n", "masks", "batches", "samples/s");
     for (int m = 0; m < 3; m++) {
         printf("  %-6s %10llu %14.0f\n", mode_names[m], (unsigned long long)p[m].batches,
@@ -304,7 +306,7 @@ int pl_bench_gpu(int argc, char **argv)
     if (devices > 0) {
         rc = device_times(&o, &p[0], &err);
         printf("\nCUDA backend end to end (each batch's event waited for), %u worker thread%s, "
-               "depth 2:\n", o.threads, o.threads == 1 ? "" : "s");
+               "depth %u:\n", o.threads, o.threads == 1 ? "" : "s", o.depth);
         printf("  %-6s %10s %14s\n", "masks", "batches", "samples/s");
         for (uint32_t m = 0; rc == 0 && m < 3; m++) {
             pass c;

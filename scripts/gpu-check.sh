@@ -268,8 +268,11 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
         for db in db db0; do
             for t in 2 4 8 16; do
                 [ "$t" -le "$(nproc)" ] || continue
-                echo "--- $db, threads $t"
-                "$1" bench gpu "$2/$db" --batch-size 64 --batches 200 --threads "$t"
+                for d in 2 8; do
+                    echo "--- $db, threads $t, depth $d"
+                    "$1" bench gpu "$2/$db" --batch-size 64 --batches 400 --threads "$t" \
+                        --depth "$d"
+                done
             done
         done
     ' bench "$bundle/bin/pertload" "$work/bench"
