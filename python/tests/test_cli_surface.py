@@ -5,7 +5,8 @@ gives; every command's --help and the program's --version; `serve --io`
 and `--order rows` give the batches of the default; `inspect --recipe` of a
 database built without one; `top`'s continuous mode and its MASTER_ADDR grouping; `build
 --reaction-rule any` and `--drop-unknown-genes` on the command line; `bench
-khop` against `masks --khop` and `bench memory --table` against its JSON;
+khop` against `masks --khop` and `bench memory --table` against its JSON; `bench
+gpu --depth` against the buffers it runs with;
 `top` and a dead producer's segment; `build --evidence` and
 `--exclude-evidence` against the GAF rows they keep; `masks` of an ontology
 database (text, --all, --khop, --genes) against its JSON."""
@@ -277,6 +278,27 @@ def test_bench_memory_table_reports_its_json(small, tmp_path):
     shared = next(ln for ln in lines if "shared table (default)" in ln)
     assert f" {r['pss_private_bytes'] / 2**20:.1f} MiB" in private, out
     assert f" {r['pss_shared_bytes'] / 2**20:.1f} MiB" in shared, out
+
+
+@pytest.mark.parametrize("depth", [2, 5])
+def test_bench_gpu_depth_sets_the_device_buffers(small, tmp_path, depth):
+    """`bench gpu --depth D`: the loader runs with D device buffers (its
+    stats say so) and the text names the depth; without a device the host
+    backend is measured."""
+    js = tmp_path / "gpu.json"
+    out = run_cli("bench", "gpu", small.db, "--batch-size", 8, "--batches", 6, "--depth",
+                  depth, "--json", js).stdout
+    assert f"{depth} device x " in out, out
+    assert f"worker threads, depth {depth}:" in out, out
+    assert json.loads(js.read_text())["batch_size"] == 8
+
+
+@pytest.mark.parametrize("depth", ["1", "0", "65", "x"])
+def test_bench_gpu_refuses_a_depth_it_cannot_run(small, depth):
+    r = subprocess.run([pertload_bin(), "bench", "gpu", small.db, "--depth", depth],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "--depth" in r.stderr, r.stderr
 
 
 def test_top_counts_a_dead_producers_segment_as_stale(small):
