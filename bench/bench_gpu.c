@@ -239,12 +239,9 @@ int pl_bench_gpu(int argc, char **argv)
     o.batch = (uint32_t)(batch > (1u << 20) ? 0 : batch);
     o.batches = batches;
     o.threads = (uint32_t)(threads > 256 ? 0 : threads);
-    if (!o.db || o.batch == 0 || o.batches < 2 || o.threads == 0) {
-        fputs(usage, stderr);
-        return 2;
-    }
-    if (pl_bench_json_open(&j, json) < 0)
-        return 1;
+    int st = pl_bench_begin(usage, o.db && o.batch && o.batches >= 2 && o.threads, &j, json);
+    if (st)
+        return st;
     pl_err err = {0};
     int devices = pl_loader_devices(&err);
     pl_bench_json_num(&j, "devices", devices);
