@@ -135,13 +135,10 @@ int pl_bench_collate(int argc, char **argv)
     if (pl_bench_opts("bench collate", usage, argc, argv, opts, sizeof opts / sizeof *opts,
                       &path))
         return 2;
-    if (!path || B == 0) {
-        fputs(usage, stderr);
-        return 2;
-    }
     pl_bench_json j;
-    if (pl_bench_json_open(&j, json) < 0)
-        return 1;
+    int st = pl_bench_begin(usage, path && B, &j, json);
+    if (st)
+        return st;
     pl_err err = {0};
     pl_db *db = NULL;
     pl_graph *g = NULL;

@@ -241,12 +241,10 @@ int pl_bench_gpu(int argc, char **argv)
     o.batches = batches;
     o.threads = (uint32_t)(threads > 256 ? 0 : threads);
     o.depth = (uint32_t)(depth > 64 ? 0 : depth);
-    if (!o.db || o.batch == 0 || o.batches < 2 || o.threads == 0 || o.depth < 2) {
-        fputs(usage, stderr);
-        return 2;
-    }
-    if (pl_bench_json_open(&j, json) < 0)
-        return 1;
+    int st = pl_bench_begin(usage, o.db && o.batch && o.batches >= 2 && o.threads && o.depth >= 2,
+                            &j, json);
+    if (st)
+        return st;
     pl_err err = {0};
     int devices = pl_loader_devices(&err);
     pl_bench_json_num(&j, "devices", devices);

@@ -91,10 +91,8 @@ int pl_bench_khop(int argc, char **argv)
     };
     if (pl_bench_opts("bench khop", usage, argc, argv, opts, sizeof opts / sizeof *opts, &path))
         return 2;
-    if (!path || max_genes < 1 || max_genes > UINT32_MAX) {
-        fputs(usage, stderr);
+    if (pl_bench_begin(usage, path && max_genes >= 1 && max_genes <= UINT32_MAX, NULL, NULL))
         return 2;
-    }
     pl_err err = {0};
     pl_db *db = NULL;
     pl__khop *kh = NULL;

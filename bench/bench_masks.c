@@ -172,51 +172,53 @@ static uint64_t run_engine(pl_masks *m, const samples *s, uint64_t n)
     return total;
 }
 
-static uint64_t run_or_many(peer_ctx *p, const samples *s, uint64_t n)
+/* One peer's count for list `kind` of a sample of genes gs[0..k): the
+ * positions it removes (in p->out), less the reactions kept. */
+typedef uint64_t (*peer_fn)(peer_ctx *p, uint32_t kind, const int32_t *gs, uint32_t k);
+
+/* A peer over samples [0, n), every list of each: its counts summed. */
+static uint64_t run_peer(peer_ctx *p, const samples *s, uint64_t n, peer_fn one)
 {
-    const pl_graph *g = p->g;
     uint64_t total = 0;
-    const roaring_bitmap_t *in[1024];
     for (uint64_t i = 0; i < n; i++) {
         const int32_t *gs = s->genes + s->ptr[i];
         uint32_t k = (uint32_t)(s->ptr[i + 1] - s->ptr[i]);
-        for (uint32_t kind = 0; kind < g->n_lists; kind++) {
-            size_t m = peer_inputs(p, kind, gs, k, in, 1024);
-            roaring_bitmap_t *u = roaring_bitmap_or_many(m, in);
-            roaring_bitmap_to_uint32_array(u, p->out);
-            uint64_t c = roaring_bitmap_get_cardinality(u);
-            c = keep_reactions(p, kind, p->out, c, gs, k);
-            total += c;
-            roaring_bitmap_free(u);
-        }
+        for (uint32_t kind = 0; kind < p->g->n_lists; kind++)
+            total += one(p, kind, gs, k);
     }
     return total;
 }
 
-static uint64_t run_or_pairwise(peer_ctx *p, const samples *s, uint64_t n)
+/* The union `u` (freed) written into p->out: its count, less the reactions
+ * kept. */
+static uint64_t union_count(peer_ctx *p, uint32_t kind, roaring_bitmap_t *u, const int32_t *gs,
+                            uint32_t k)
 {
-    const pl_graph *g = p->g;
-    uint64_t total = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        const int32_t *gs = s->genes + s->ptr[i];
-        uint32_t k = (uint32_t)(s->ptr[i + 1] - s->ptr[i]);
-        for (uint32_t kind = 0; kind < g->n_lists; kind++) {
-            roaring_bitmap_t *u = roaring_bitmap_create();
-            const roaring_bitmap_t *in[1024];
-            size_t m = peer_inputs(p, kind, gs, k, in, 1024);
-            for (size_t j = 0; j < m; j++) {
-                roaring_bitmap_t *v = roaring_bitmap_or(u, in[j]);
-                roaring_bitmap_free(u);
-                u = v;
-            }
-            roaring_bitmap_to_uint32_array(u, p->out);
-            uint64_t c = roaring_bitmap_get_cardinality(u);
-            c = keep_reactions(p, kind, p->out, c, gs, k);
-            total += c;
-            roaring_bitmap_free(u);
-        }
+    roaring_bitmap_to_uint32_array(u, p->out);
+    uint64_t c = roaring_bitmap_get_cardinality(u);
+    c = keep_reactions(p, kind, p->out, c, gs, k);
+    roaring_bitmap_free(u);
+    return c;
+}
+
+static uint64_t or_many(peer_ctx *p, uint32_t kind, const int32_t *gs, uint32_t k)
+{
+    const roaring_bitmap_t *in[1024];
+    size_t m = peer_inputs(p, kind, gs, k, in, 1024);
+    return union_count(p, kind, roaring_bitmap_or_many(m, in), gs, k);
+}
+
+static uint64_t or_pairwise(peer_ctx *p, uint32_t kind, const int32_t *gs, uint32_t k)
+{
+    roaring_bitmap_t *u = roaring_bitmap_create();
+    const roaring_bitmap_t *in[1024];
+    size_t m = peer_inputs(p, kind, gs, k, in, 1024);
+    for (size_t j = 0; j < m; j++) {
+        roaring_bitmap_t *v = roaring_bitmap_or(u, in[j]);
+        roaring_bitmap_free(u);
+        u = v;
     }
-    return total;
+    return union_count(p, kind, u, gs, k);
 }
 
 /* A textbook two-way merge with bounds checks. */
@@ -239,35 +241,26 @@ static uint64_t merge_plain(const uint32_t *a, uint64_t na, const uint32_t *b, u
     return n;
 }
 
-static uint64_t run_plain_merge(peer_ctx *p, const samples *s, uint64_t n)
+static uint64_t plain_merge(peer_ctx *p, uint32_t kind, const int32_t *gs, uint32_t k)
 {
     const pl_graph *g = p->g;
-    uint64_t total = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        const int32_t *gs = s->genes + s->ptr[i];
-        uint32_t k = (uint32_t)(s->ptr[i + 1] - s->ptr[i]);
-        for (uint32_t kind = 0; kind < g->n_lists; kind++) {
-            uint64_t len = 0, l;
-            int rmr = kind >= g->n_gene_lists;
-            uint64_t parts = rmr ? p->n_rx : k;
-            for (uint64_t j = 0; j < parts; j++) {
-                const uint32_t *b;
-                if (rmr) {
-                    b = g->rmr_vals + g->rmr_off[p->rx[j]];
-                    l = g->rmr_off[p->rx[j] + 1] - g->rmr_off[p->rx[j]];
-                } else {
-                    b = pl__graph_list(g, kind, (uint32_t)gs[j], &l);
-                }
-                len = merge_plain(p->out, len, b, l, p->tmp);
-                uint32_t *t = p->out;
-                p->out = p->tmp;
-                p->tmp = t;
-            }
-            len = keep_reactions(p, kind, p->out, len, gs, k);
-            total += len;
+    uint64_t len = 0, l;
+    int rmr = kind >= g->n_gene_lists;
+    uint64_t parts = rmr ? p->n_rx : k;
+    for (uint64_t j = 0; j < parts; j++) {
+        const uint32_t *b;
+        if (rmr) {
+            b = g->rmr_vals + g->rmr_off[p->rx[j]];
+            l = g->rmr_off[p->rx[j] + 1] - g->rmr_off[p->rx[j]];
+        } else {
+            b = pl__graph_list(g, kind, (uint32_t)gs[j], &l);
         }
+        len = merge_plain(p->out, len, b, l, p->tmp);
+        uint32_t *t = p->out;
+        p->out = p->tmp;
+        p->tmp = t;
     }
-    return total;
+    return keep_reactions(p, kind, p->out, len, gs, k);
 }
 
 static uint64_t run_write_only(peer_ctx *p, pl_masks *m, const samples *s, uint64_t n,
@@ -371,13 +364,10 @@ int pl_bench_masks(int argc, char **argv)
     };
     if (pl_bench_opts("bench masks", usage, argc, argv, opts, sizeof opts / sizeof *opts, &path))
         return 2;
-    if (!path || k_genes > UINT32_MAX) {
-        fputs(usage, stderr);
-        return 2;
-    }
     pl_bench_json j;
-    if (pl_bench_json_open(&j, json) < 0)
-        return 1;
+    int st = pl_bench_begin(usage, path && k_genes <= UINT32_MAX, &j, json);
+    if (st)
+        return st;
     pl_err err = {0};
     pl_db *db = NULL;
     pl_graph *g = NULL;
@@ -467,14 +457,14 @@ int pl_bench_masks(int argc, char **argv)
     double t_eng = (pl__now() - t0) / reps, base = np && t_eng > 0 ? (double)np / t_eng : 0;
     report(&j, "engine_subset", np, t_eng, base, want, want);
     t0 = pl__now();
-    uint64_t got = run_plain_merge(&p, &s, np);
+    uint64_t got = run_peer(&p, &s, np, plain_merge);
     report(&j, "plain_merge", np, pl__now() - t0, base, got, want);
     t0 = pl__now();
-    got = run_or_pairwise(&p, &s, np);
+    got = run_peer(&p, &s, np, or_pairwise);
     report(&j, "roaring_or", np, pl__now() - t0, base, got, want);
     uint64_t nm = np < 2000 ? np : 2000;
     t0 = pl__now();
-    got = run_or_many(&p, &s, nm);
+    got = run_peer(&p, &s, nm, or_many);
     uint64_t want_m = run_engine(m, &s, nm);
     report(&j, "roaring_or_many", nm, pl__now() - t0, base, got, want_m);
     double t_w;

@@ -28,10 +28,8 @@ int pl_bench_memory(int argc, char **argv)
         return 2;
     if (table)
         return pl_bench_memory_table(table, ranks > 256 ? 0 : (int)ranks, json);
-    if (mib == 0 || mib > (1ull << 20) || reps == 0) {
-        fputs(usage, stderr);
+    if (pl_bench_begin(usage, mib && mib <= (1ull << 20) && reps, NULL, NULL))
         return 2;
-    }
     size_t n = (size_t)mib << 20;
     unsigned char *a = aligned_alloc(4096, n), *b = aligned_alloc(4096, n);
     if (!a || !b) {

@@ -144,6 +144,15 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void pl__bench_payload_setup(const char *db, uint64_t B, uint64_t T, char *file, size_t cap,
+                             pl__produce_opts *po)
+{
+    pl__path_join(file, cap, db, PL_FILE_PAYLOAD);
+    *po = (pl__produce_opts){.db = db,
+                             .plan = {.seed = 1, .world_size = 1, .batch_size = (uint32_t)B},
+                             .threads = (uint32_t)T};
+}
+
 double pl__bench_median(const double *v, unsigned n)
 {
     double s[64];
@@ -185,21 +194,18 @@ int pl_bench_payload(int argc, char **argv)
     if (pl_bench_opts("bench payload", usage, argc, argv, opts, sizeof opts / sizeof *opts,
                       &path))
         return 2;
-    if (!path || !B || !T || !R || R > 64 || K > UINT32_MAX || Wb > UINT32_MAX ||
-        ((K || Wb) && !block)) { /* at most 64 rounds: the arrays below */
-        fputs(usage, stderr);
+    /* at most 64 rounds: the arrays below */
+    if (pl_bench_begin(usage, path && B && T && R && R <= 64 && K <= UINT32_MAX &&
+                       Wb <= UINT32_MAX && (!(K || Wb) || block), NULL, NULL))
         return 2;
-    }
     pl_err err = {0};
     char file[4096];
-    pl__path_join(file, sizeof file, path, PL_FILE_PAYLOAD);
-    pl__produce_opts po = {.db = path,
-                           .plan = {.seed = 1, .world_size = 1, .batch_size = (uint32_t)B,
-                                    .shuffle = shuffle,
-                                    .order = block ? PL_ORDER_BLOCK : PL_ORDER_ROWS,
-                                    .block_rows = (uint32_t)K,
-                                    .window_blocks = (uint32_t)Wb},
-                           .threads = (uint32_t)T};
+    pl__produce_opts po;
+    pl__bench_payload_setup(path, B, T, file, sizeof file, &po);
+    po.plan.shuffle = shuffle;
+    po.plan.order = block ? PL_ORDER_BLOCK : PL_ORDER_ROWS;
+    po.plan.block_rows = (uint32_t)K;
+    po.plan.window_blocks = (uint32_t)Wb;
     pl__bench_pool pl = {.n = (uint32_t)T * 2};
     pl__bench_payload_file pf = {0};
     double seq[64], prod[64], share[64];

@@ -41,6 +41,13 @@ int pl__bench_sequential(const char *path, uint64_t off, uint64_t len, double *r
 int pl__bench_producer_round(const pl__produce_opts *po, const char *file, pl__bench_pool *pl,
                              double *rate, pl__bench_payload_file *pf, pl_err *err);
 
+/** What both modes read: `file` (`cap` bytes) the payload file of database
+ *  `db`, and the producer's options `po` for it: the plan of seed 1 on one
+ *  rank in batches of `B` rows, rows in order (the caller sets order,
+ *  shuffle and blocks), `T` threads. */
+void pl__bench_payload_setup(const char *db, uint64_t B, uint64_t T, char *file, size_t cap,
+                             pl__produce_opts *po);
+
 /** The median of v[0..n), n <= 64. */
 double pl__bench_median(const double *v, unsigned n);
 

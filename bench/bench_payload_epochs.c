@@ -131,17 +131,14 @@ int pl__bench_payload_epochs(int argc, char **argv)
     if (pl_bench_opts("bench payload", usage, argc, argv, opts, sizeof opts / sizeof *opts,
                       &path))
         return 2;
-    if (!path || !B || !T || !R || R > 64 || K > UINT32_MAX || B * T > 65536) {
-        fputs(usage, stderr);
+    if (pl_bench_begin(usage, path && B && T && R && R <= 64 && K <= UINT32_MAX &&
+                       B * T <= 65536, NULL, NULL))
         return 2;
-    }
     pl_err err = {0};
     char file[4096];
-    pl__path_join(file, sizeof file, path, PL_FILE_PAYLOAD);
-    pl__produce_opts po = {.db = path,
-                           .plan = {.seed = 1, .world_size = 1, .batch_size = (uint32_t)B,
-                                    .block_rows = (uint32_t)K},
-                           .threads = (uint32_t)T};
+    pl__produce_opts po;
+    pl__bench_payload_setup(path, B, T, file, sizeof file, &po);
+    po.plan.block_rows = (uint32_t)K;
     pl__bench_pool pl = {.n = (uint32_t)T * 2};
     pl__bench_payload_file pf = {0};
     const unsigned depth = (unsigned)(B * T); /* the producer's reads in flight at most */

@@ -140,17 +140,7 @@ def main():
                 direct[p].add(c)
             else:
                 children[p].append(c)
-    memo = {}
-
-    def genes_of(t):
-        if t not in memo:
-            s = set(direct[t])
-            for c in children[t]:
-                s |= genes_of(c)
-            memo[t] = s
-        return memo[t]
-
-    sys.setrecursionlimit(100000)
+    genes_of = ref.gene_closure(direct, children)
     kept = [t for t in order if genes_of(t)]
     gsets = [frozenset(genes_of(t)) for t in kept]
     info = run([exe, "inspect", dbs["onto"]])

@@ -44,3 +44,12 @@ usage:
     fputs(usage, stderr);
     return 2;
 }
+
+int pl_bench_begin(const char *usage, int ok, pl_bench_json *j, const char *json)
+{
+    if (!ok) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    return j && pl_bench_json_open(j, json) < 0 ? 1 : 0;
+}

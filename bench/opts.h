@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "json.h"
+
 typedef enum pl_bench_opt_kind {
     PL_BENCH_OPT_U64,  /* the next argument, a number (pl_cli_u64), into an unsigned long long */
     PL_BENCH_OPT_STR,  /* the next argument into a const char * */
@@ -31,5 +33,12 @@ typedef struct pl_bench_opt {
  *  pl_cli_u64 or `usage` was printed on stderr. */
 int pl_bench_opts(const char *cmd, const char *usage, int argc, char **argv,
                   const pl_bench_opt *opts, size_t n, const char **path);
+
+/** After pl_bench_opts: refuse the command line with `usage` on stderr
+ *  unless `ok` (the values' own checks), then, when `j` is given, open the
+ *  JSON output `json` into it (pl_bench_json_open; NULL: none).
+ *  @return 0, 2 (the exit status) once `usage` was printed, or 1 when the
+ *  JSON file cannot be created (its message printed). */
+int pl_bench_begin(const char *usage, int ok, pl_bench_json *j, const char *json);
 
 #endif

@@ -96,7 +96,9 @@ class Lazy:
         return masks, labels
 
 
-def _rule_holds(prog, gone):
+def _rule_stack(prog, gone):
+    """The stack a compiled rule (graph.rules: gene numbers, 0xFFFFFFFD true,
+    0xFFFFFFFE or, 0xFFFFFFFF and) leaves with the genes of `gone` false."""
     stack = []
     for w in prog.tolist():
         if w < 0xFFFFFFFD:
@@ -106,6 +108,11 @@ def _rule_holds(prog, gone):
         else:
             b, a = stack.pop(), stack.pop()
             stack.append(a and b if w == 0xFFFFFFFF else a or b)
+    return stack
+
+
+def _rule_holds(prog, gone):
+    stack = _rule_stack(prog, gone)
     return stack[-1] if stack else True
 
 

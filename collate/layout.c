@@ -60,16 +60,30 @@ int pl_layout_cuda_built(void)
     return PL_HAVE_CUDA;
 }
 
+/* The inputs union and tile share: the graph's edges (n_edges a sample, with
+ * `attr` gathered alike when given), the batch's lists and the node shifts. */
+static pl__layout_args edge_args(int op, const int64_t *src, const int64_t *dst,
+                                 const float *attr, uint64_t n_edges, const int64_t *pos,
+                                 const int64_t *ptr, uint32_t n, uint64_t n_pos,
+                                 int64_t shift_src, int64_t shift_dst)
+{
+    return (pl__layout_args){.op = op, .l = {pos, ptr, n, n_pos}, .per = n_edges, .src = src,
+                             .dst = dst, .attr = attr, .shift_src = shift_src,
+                             .shift_dst = shift_dst};
+}
+
 int pl_layout_union(int device, void *stream, const int64_t *src, const int64_t *dst,
                     const float *attr, uint64_t n_edges, const int64_t *pos, const int64_t *ptr,
                     uint32_t n, uint64_t n_pos, int64_t shift_src, int64_t shift_dst,
                     int64_t *out_src, int64_t *out_dst, float *out_attr, int64_t *out_ptr,
                     pl_err *err)
 {
-    pl__layout_args a = {.op = PL__LAYOUT_UNION, .l = {pos, ptr, n, n_pos}, .per = n_edges,
-                         .src = src, .dst = dst, .attr = attr, .shift_src = shift_src,
-                         .shift_dst = shift_dst, .out_src = out_src, .out_dst = out_dst,
-                         .out_attr = attr ? out_attr : NULL, .out_ptr = out_ptr};
+    pl__layout_args a = edge_args(PL__LAYOUT_UNION, src, dst, attr, n_edges, pos, ptr, n, n_pos,
+                                  shift_src, shift_dst);
+    a.out_src = out_src;
+    a.out_dst = out_dst;
+    a.out_attr = attr ? out_attr : NULL;
+    a.out_ptr = out_ptr;
     PL_FAIL_IF(n_edges && (!src || !dst), err, PL_EUSAGE, "layout union: no edge arrays");
     PL_FAIL_IF(n_pos < (uint64_t)n * n_edges && (!out_src || !out_dst), err, PL_EUSAGE,
                "layout union: no output arrays");
@@ -82,11 +96,12 @@ int pl_layout_tile(int device, void *stream, const int64_t *src, const int64_t *
                    int64_t *out_src, int64_t *out_dst, float *out_attr, uint8_t *out_kept,
                    pl_err *err)
 {
-    pl__layout_args a = {.op = PL__LAYOUT_TILE, .l = {pos, ptr, n, n_pos}, .per = n_edges,
-                         .src = src, .dst = dst, .attr = attr, .shift_src = shift_src,
-                         .shift_dst = shift_dst, .out_src = src ? out_src : NULL,
-                         .out_dst = src ? out_dst : NULL, .out_attr = attr ? out_attr : NULL,
-                         .out_kept = out_kept};
+    pl__layout_args a = edge_args(PL__LAYOUT_TILE, src, dst, attr, n_edges, pos, ptr, n, n_pos,
+                                  shift_src, shift_dst);
+    a.out_src = src ? out_src : NULL;
+    a.out_dst = src ? out_dst : NULL;
+    a.out_attr = attr ? out_attr : NULL;
+    a.out_kept = out_kept;
     PL_FAIL_IF(src && (!dst || (n && n_edges && (!out_src || !out_dst))), err, PL_EUSAGE,
                "layout tile: edge arrays incomplete");
     return layout_run(&a, device, stream, err);

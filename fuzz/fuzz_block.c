@@ -13,6 +13,7 @@
 
 #include "fuzzutil.h"
 #include "src/core/checksum.h"
+#include "src/core/dbformat.h"
 #include "src/core/sstore.h"
 
 #define MAX_RAW (1u << 22)
@@ -90,13 +91,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         e.n_rows = le32(raw);
         e.n_refs = le32(raw + 4);
     }
-    size_t cap = ZSTD_compressBound(raw_size);
-    uint8_t *comp = malloc(cap);
-    if (!comp)
-        fuzz_fail("out of memory");
-    size_t n = ZSTD_compress(comp, cap, raw, raw_size, 1);
-    if (ZSTD_isError(n))
-        fuzz_fail("zstd: %s", ZSTD_getErrorName(n));
+    void *comp;
+    size_t n;
+    pl_err err = {0};
+    if (pl__zstd_encode(raw, raw_size, 1, &comp, &n, &err) < 0)
+        fuzz_fail("zstd: %s", err.msg);
     decode(comp, n, e, n_labels, n_genes);
     free(comp);
     return 0;

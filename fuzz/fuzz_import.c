@@ -24,19 +24,13 @@ static int check_edge(void *ctx, const pl_imp_edge *e, const pl_src *src, pl_err
     return 0;
 }
 
-static void expect_named(int rc, const pl_err *err, const char *path)
-{
-    if (rc < 0 && strncmp(err->msg, path, strlen(path)) != 0)
-        fuzz_fail("error without the file's name: %s", err->msg);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
-        return 0;
-    unsigned pick = data[0] % 8;
+    unsigned pick;
     char path[64];
-    int fd = fuzz_memfile(data + 1, size - 1, path);
+    int fd = fuzz_pick_file(data, size, 8, &pick, path);
+    if (fd < 0)
+        return 0;
     pl_err err = {0};
     if (pick == 0) {
         pl_src *s;
@@ -55,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (rc == 0 && pl__src_bytes(s) < bytes)
             fuzz_fail("fewer bytes counted than handed out");
-        expect_named(rc, &err, path);
+        fuzz_expect_named(rc, 0, err.msg, path);
         pl__src_close(s);
         close(fd);
         return 0;
@@ -95,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t n = 0;
     pl_imp_stats st;
     int rc = pl__imp_read_file(pl__imp_format(fmts[pick]), path, &o, check_edge, &n, &st, &err);
-    expect_named(rc, &err, path);
+    fuzz_expect_named(rc, 0, err.msg, path);
     if (st.emitted != n || st.emitted + st.filtered > st.rows)
         fuzz_fail("counts disagree: rows %llu, filtered %llu, emitted %llu, seen %llu",
                   (unsigned long long)st.rows, (unsigned long long)st.filtered,

@@ -27,12 +27,6 @@ static pl_names *genes(void)
     return nm;
 }
 
-static void expect_named(int rc, const pl_err *err, const char *path)
-{
-    if (rc < 0 && rc != -ENOMEM && strncmp(err->msg, path, strlen(path)) != 0)
-        fuzz_fail("error without the file's name: %s", err->msg);
-}
-
 static void check_model(const pl_metab *m, uint32_t n_genes)
 {
     for (uint64_t i = 0; i < m->n_rmr; i++)
@@ -65,11 +59,11 @@ static int check_row(void *ctx, const pl_smp_row *r, pl_err *err)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
-        return 0;
-    unsigned pick = data[0] % 4;
+    unsigned pick;
     char path[64];
-    int fd = fuzz_memfile(data + 1, size - 1, path);
+    int fd = fuzz_pick_file(data, size, 4, &pick, path);
+    if (fd < 0)
+        return 0;
     pl_err err = {0};
     pl_names *nm = genes();
     uint32_t n_genes = pl__names_count(nm);
@@ -100,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                       (unsigned long long)r.kept, (unsigned long long)r.dropped);
         pl__smp_result_free(&r);
     }
-    expect_named(rc, &err, path);
+    fuzz_expect_named(rc, -ENOMEM, err.msg, path);
     close(fd);
     return 0;
 }

@@ -27,12 +27,6 @@ static int64_t resolve(void *ctx, const char *s, size_t len)
     return -1;
 }
 
-static void expect_named(int rc, const pl_err *err, const char *path)
-{
-    if (rc < 0 && rc != -ENOMEM && strncmp(err->msg, path, strlen(path)) != 0)
-        fuzz_fail("error without the file's name: %s", err->msg);
-}
-
 static void check(const pl_onto *o)
 {
     uint32_t T = o->n_terms, seen_groups = 0;
@@ -98,11 +92,11 @@ static const char obo[] = "[Term]\nid: GO:1\nnamespace: bp\n\n[Term]\nid: GO:2\n
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
-        return 0;
-    unsigned pick = data[0] % 4;
+    unsigned pick;
     char path[64], opath[64];
-    int fd = fuzz_memfile(data + 1, size - 1, path), ofd = -1;
+    int fd = fuzz_pick_file(data, size, 4, &pick, path), ofd = -1;
+    if (fd < 0)
+        return 0;
     pl_err err = {0};
     pl_onto_raw r = {0};
     pl_onto_stats st = {0};
@@ -127,11 +121,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         o.exclude_evidence = "IEA";
         rc = pl__onto_read_gaf(&r, path, &o, resolve, NULL, &st, &err);
     }
-    expect_named(rc, &err, path);
+    fuzz_expect_named(rc, -ENOMEM, err.msg, path);
     if (rc == 0) {
         pl_onto on;
         rc = pl__onto_build(&r, N_GENES, &o, &on, &st, &err);
-        expect_named(rc, &err, pick == 3 ? opath : path);
+        fuzz_expect_named(rc, -ENOMEM, err.msg, pick == 3 ? opath : path);
         if (rc == 0)
             check(&on);
         pl__onto_free(&on);

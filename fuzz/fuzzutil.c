@@ -43,6 +43,20 @@ int fuzz_memfile(const uint8_t *data, size_t size, char path[64])
     return fd;
 }
 
+int fuzz_pick_file(const uint8_t *data, size_t size, unsigned n, unsigned *pick, char path[64])
+{
+    if (size < 1)
+        return -1;
+    *pick = data[0] % n;
+    return fuzz_memfile(data + 1, size - 1, path);
+}
+
+void fuzz_expect_named(int rc, int unnamed, const char *msg, const char *path)
+{
+    if (rc < 0 && rc != unnamed && strncmp(msg, path, strlen(path)) != 0)
+        fuzz_fail("error without the file's name: %s", msg);
+}
+
 static char tmpdir[4096];
 
 static void remove_tmpdir(void)

@@ -9,19 +9,16 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <zlib.h>
-#include <zstd.h>
+
+#include "src/core/dbformat.h"
 
 void *pl_test_compress(const void *text, size_t len, int codec, size_t *out_len)
 {
     if (codec == PL_TEST_ZSTD) {
-        size_t cap = ZSTD_compressBound(len);
-        void *out = malloc(cap);
-        if (!out)
-            pl_test_die("out of memory");
-        size_t n = ZSTD_compress(out, cap, text, len, 3);
-        if (ZSTD_isError(n))
-            pl_test_die("ZSTD_compress: %s", ZSTD_getErrorName(n));
-        *out_len = n;
+        void *out;
+        pl_err err = {0};
+        if (pl__zstd_encode(text, len, 3, &out, out_len, &err) < 0)
+            pl_test_die("ZSTD_compress: %s", err.msg);
         return out;
     }
     z_stream z = {0};

@@ -75,6 +75,23 @@ def read_gaf(path, ids, alt, genes, exclude):
     return rows, unknown
 
 
+def gene_closure(direct, children):
+    """genes_of(t): the genes annotated to term t (direct[t], a set) or to
+    any term below it (children[t], its child terms), remembered per term."""
+    memo = {}
+
+    def genes_of(t):
+        if t not in memo:
+            s = set(direct[t])
+            for c in children[t]:
+                s |= genes_of(c)
+            memo[t] = s
+        return memo[t]
+
+    sys.setrecursionlimit(100000)
+    return genes_of
+
+
 def oracle(terms, ids, rows, namespaces, relations, min_genes):
     keep = [t["id"] for t in terms
             if not t["obsolete"] and (namespaces is None or t["ns"] in namespaces)]
@@ -90,17 +107,7 @@ def oracle(terms, ids, rows, namespaces, relations, min_genes):
     for g, t in rows:
         if t in kset:
             direct[t].add(g)
-    memo = {}
-
-    def genes_of(t):
-        if t not in memo:
-            s = set(direct[t])
-            for c in children[t]:
-                s |= genes_of(c)
-            memo[t] = s
-        return memo[t]
-
-    sys.setrecursionlimit(100000)
+    genes_of = gene_closure(direct, children)
     final = [t for t in keep if len(genes_of(t)) >= max(min_genes, 1)]
     index = {t: i for i, t in enumerate(final)}
 

@@ -182,6 +182,17 @@ def split_db(tmp_path_factory):
     return SplitDb(tmp_path_factory.mktemp("split") / "in")
 
 
+def bench_module(name):
+    """bench/NAME.py of this source tree, imported."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "bench" / (name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def rule_holds(rule, deleted):
     """A gene-reaction rule with the genes of `deleted` false and every other
     true, evaluated by Python itself (as COBRApy does): `and` binds tighter

@@ -1,24 +1,17 @@
 """bench/ranks.py, the multi-rank part of `pertload bench`: the rewrite to
 singles, doubles and triples, the per-step spread and the samples/s and
 stall share over time (the whole run is checked by test_bench_report)."""
-import importlib.util
-import os
 import random
 
 import numpy as np
 import pytest
 
 import pertload
-from conftest import run_cli
-
-BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench")
+from conftest import bench_module, run_cli
 
 
 def _ranks():
-    spec = importlib.util.spec_from_file_location("ranks", os.path.join(BENCH, "ranks.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("ranks")
 
 
 def test_mix_samples(tmp_path):

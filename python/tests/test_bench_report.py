@@ -11,7 +11,6 @@ budget evened out the removed positions of the steps.
 """
 import json
 import math
-import os
 import struct
 import subprocess
 
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 
 from pertload import program_path
+from conftest import bench_module
 
 
 def test_quick_report(tmp_path):
@@ -160,13 +160,7 @@ def _check_ranks(k):
 
 def _peers():
     """bench/peers.py of this source tree."""
-    import importlib.util
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
-                        "peers.py")
-    spec = importlib.util.spec_from_file_location("peers", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("peers")
 
 
 def test_lazy_peer_matches_oracle(small):

@@ -247,8 +247,9 @@ def test_long_path_keeps_the_reason(tmp_path):
     assert str(e.value).endswith(want)
 def test_graph_rules_are_the_rules_file(small):
     """graph.rules (the compiled programs) evaluate as the rules' text does."""
-    from conftest import rule_holds
+    from conftest import bench_module, rule_holds
 
+    rule_stack = bench_module("peers")._rule_stack
     g = pertload.Loader(small.db).graph
     assert g.reaction_rule == "gpr"
     off, code = g.rules
@@ -258,15 +259,7 @@ def test_graph_rules_are_the_rules_file(small):
         gone = set(rng.choice(g.n_genes, 3, replace=False).tolist())
         names = {g.gene_names[i] for i in gone}
         for r in range(g.n_reactions):
-            stack = []
-            for w in code[off[r]:off[r + 1]].tolist():
-                if w < 0xFFFFFFFD:
-                    stack.append(w not in gone)
-                elif w == 0xFFFFFFFD:
-                    stack.append(True)
-                else:
-                    b, a = stack.pop(), stack.pop()
-                    stack.append(a and b if w == 0xFFFFFFFF else a or b)
+            stack = rule_stack(code[off[r]:off[r + 1]], gone)
             assert len(stack) <= 1
             text = small.rules.get(r, "")
             assert (stack[0] if stack else True) == (rule_holds(text, names) if text else True)

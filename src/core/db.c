@@ -104,15 +104,22 @@ static int open_samples(pl_db *db, pl__sstore_header *h, pl_err *err)
     return pl__sstore_read_header(hdr, h, err);
 }
 
+/* File `p` of the database holds `bytes` bytes where the database expects
+ * `want`: PL_ECORRUPT, naming both. */
+static int size_mismatch(const char *p, uint64_t bytes, uint64_t want, pl_err *err)
+{
+    return pl__err(err, PL_ECORRUPT, "%s: %llu bytes, the database expects %llu (truncated or "
+                   "replaced)", p, (unsigned long long)bytes, (unsigned long long)want);
+}
+
 /* LMDB trusts the page structure of the file it maps: check the whole of
  * data.mdb against the size and XXH64 build recorded, first. */
 static int check_lmdb_file(const char *p, const pl__sstore_header *h, pl_err *err)
 {
     uint64_t bytes, sum;
     PL_TRY(pl__file_xxh64(p, &bytes, &sum, err));
-    PL_FAIL_IF(bytes != h->lmdb_bytes, err, PL_ECORRUPT,
-               "%s: %llu bytes, the database expects %llu (truncated or replaced)", p,
-               (unsigned long long)bytes, (unsigned long long)h->lmdb_bytes);
+    if (bytes != h->lmdb_bytes)
+        return size_mismatch(p, bytes, h->lmdb_bytes, err);
     PL_FAIL_IF(sum != h->lmdb_checksum, err, PL_ECORRUPT,
                "%s: checksum mismatch (the file is damaged or was modified after build)", p);
     return 0;
@@ -125,9 +132,8 @@ static int check_samples(pl_db *db, const pl__sstore_header *h, pl_err *err)
     pl__path_join(p, sizeof p, db->path, PL_FILE_SAMPLES);
     struct stat st;
     PL_FAIL_IF(fstat(db->samples_fd, &st) < 0, err, -errno, "%s: %s", p, strerror(errno));
-    PL_FAIL_IF((uint64_t)st.st_size != db->meta.samples_bytes, err, PL_ECORRUPT,
-               "%s: %llu bytes, the database expects %llu (truncated or replaced)", p,
-               (unsigned long long)st.st_size, (unsigned long long)db->meta.samples_bytes);
+    if ((uint64_t)st.st_size != db->meta.samples_bytes)
+        return size_mismatch(p, (uint64_t)st.st_size, db->meta.samples_bytes, err);
     return pl__sstore_check_header(h, db->meta.n_samples, db->meta.n_blocks,
                                    db->meta.n_labels, err);
 }
@@ -172,23 +178,30 @@ static int payload_matches(const pl_db *db, const pl__npy *n, pl_err *err)
     return 0;
 }
 
+/* The path of payload.npy in p[0..cap): 1, or 0 (p untouched) when the
+ * database has no payload. */
+static int payload_path(const pl_db *db, char *p, size_t cap)
+{
+    if (!db->meta.payload_dtype[0])
+        return 0;
+    pl__path_join(p, cap, db->path, PL_FILE_PAYLOAD);
+    return 1;
+}
+
 /* Open payload.npy and check it against the metadata. */
 static int open_payload(pl_db *db, pl_err *err)
 {
     const struct pl__meta *m = &db->meta;
-    if (!m->payload_dtype[0])
-        return 0;
     char p[4096];
-    pl__path_join(p, sizeof p, db->path, PL_FILE_PAYLOAD);
+    if (!payload_path(db, p, sizeof p))
+        return 0;
     int fd = pl__open_regular(p, 0, err);
     if (fd < 0)
         return fd;
     pl__npy n;
     int rc = pl__npy_open_fd(&n, fd, p, err);
     if (rc < 0 && n.file_size != m->payload_bytes)
-        rc = pl__err(err, PL_ECORRUPT, "%s: %llu bytes, the database expects %llu (truncated "
-                     "or replaced)", p, (unsigned long long)n.file_size,
-                     (unsigned long long)m->payload_bytes);
+        rc = size_mismatch(p, n.file_size, m->payload_bytes, err);
     else if (rc < 0 && rc != -ENOMEM)
         rc = pl__err_code(err, PL_ECORRUPT); /* a bad header: its message names it */
     else if (rc == 0)
@@ -540,10 +553,9 @@ static int verify_feat(pl_db *db, const MDB_val *k, const MDB_val *v, pl_err *er
 static int verify_payload(pl_db *db, pl_err *err)
 {
     const struct pl__meta *m = &db->meta;
-    if (!m->payload_dtype[0])
-        return 0;
     char p[4096];
-    pl__path_join(p, sizeof p, db->path, PL_FILE_PAYLOAD);
+    if (!payload_path(db, p, sizeof p))
+        return 0;
     const void *v;
     size_t len;
     int rc = pl__db_get(db->txn, db->dbi[PL_DBI_META], PL_DBI_META, "payload", 7, &v, &len,

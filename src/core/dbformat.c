@@ -92,19 +92,31 @@ int pl__db_get(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t kle
     return 0;
 }
 
-int pl__db_put_zstd(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t klen,
-                    const void *val, size_t len, pl_err *err)
+int pl__zstd_encode(const void *v, size_t len, int level, void **out, size_t *out_len,
+                    pl_err *err)
 {
+    *out = NULL;
     size_t cap = ZSTD_compressBound(len);
     void *buf = malloc(cap ? cap : 1);
     if (!buf)
         return pl__err(err, -ENOMEM, "out of memory compressing %zu bytes", len);
-    size_t n = ZSTD_compress(buf, cap, val, len, 3);
-    int rc;
-    if (ZSTD_isError(n))
-        rc = pl__err(err, PL_EZSTD, "compressing: %s", ZSTD_getErrorName(n));
-    else
-        rc = pl__db_put(txn, dbi, which, key, klen, buf, n, 0, err);
+    size_t n = ZSTD_compress(buf, cap, v, len, level);
+    if (ZSTD_isError(n)) {
+        free(buf);
+        return pl__err(err, PL_EZSTD, "compressing: %s", ZSTD_getErrorName(n));
+    }
+    *out = buf;
+    *out_len = n;
+    return 0;
+}
+
+int pl__db_put_zstd(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t klen,
+                    const void *val, size_t len, pl_err *err)
+{
+    void *buf;
+    size_t n;
+    PL_TRY(pl__zstd_encode(val, len, 3, &buf, &n, err));
+    int rc = pl__db_put(txn, dbi, which, key, klen, buf, n, 0, err);
     free(buf);
     return rc;
 }

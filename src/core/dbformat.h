@@ -254,6 +254,12 @@ int pl__feat_decode(const void *v, size_t len, const struct pl__meta *m, int typ
 int pl__zstd_decode(const void *v, size_t len, size_t want, void **out, const char *kd,
                     pl_err *err);
 
+/** Compress v[0..len) with zstd at `level` into a new malloc'd buffer
+ *  (`*out`, its `*out_len` bytes; NULL on failure).
+ *  @return 0, -ENOMEM or PL_EZSTD ("compressing: " and zstd's reason). */
+int pl__zstd_encode(const void *v, size_t len, int level, void **out, size_t *out_len,
+                    pl_err *err);
+
 /** Store `len` bytes zstd-compressed (level 3) with the trailer. */
 int pl__db_put_zstd(MDB_txn *txn, MDB_dbi dbi, int which, const void *key, size_t klen,
                     const void *val, size_t len, pl_err *err);

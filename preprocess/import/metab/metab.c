@@ -3,6 +3,7 @@
 #include "metab.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,15 @@
 #include "src/core/vec.h"
 
 #define NOMEM(err, file) pl__err((err), -ENOMEM, "%s: out of memory", (file))
+
+int pl__metab_vfail(pl_err *err, const char *file, uint64_t line, uint64_t col,
+                    const char *fmt, va_list ap)
+{
+    char why[600];
+    vsnprintf(why, sizeof why, fmt, ap);
+    return pl__err(err, PL_EPARSE, "%s:%llu:%llu: %s", file, (unsigned long long)line,
+                   (unsigned long long)col, why);
+}
 
 int pl__metab_init(pl_metab *m, const pl_names *nm, int strict, pl_err *err)
 {

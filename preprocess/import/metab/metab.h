@@ -19,6 +19,7 @@
 #ifndef PL_IMPORT_METAB_H
 #define PL_IMPORT_METAB_H
 
+#include <stdarg.h>
 #include <stdint.h>
 
 #include "preprocess/import/names/names.h"
@@ -83,6 +84,13 @@ int pl__metab_rmr(pl_metab *m, const char *file, uint64_t line, uint64_t col, in
  *  a rule written out from another form). */
 int pl__metab_rule(pl_metab *m, int64_t r, const char *file, uint64_t line, uint64_t col,
                    const char *s, size_t len, pl_err *err);
+
+/** Fail with PL_EPARSE at line `line`, column `col` of `file`: the message
+ *  "file:line:col: " and `fmt` formatted with `ap` (at most 599 bytes of it),
+ *  the readers' errors at a place in their input.
+ *  @return PL_EPARSE. */
+int pl__metab_vfail(pl_err *err, const char *file, uint64_t line, uint64_t col,
+                    const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
 
 /** Finish: every metabolite a reaction names is in the model's list when the
  *  model has one ("file:line: metabolite 'X' is not in the model's

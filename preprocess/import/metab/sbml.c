@@ -64,13 +64,11 @@ static int fail_at(sb *s, const SBase_t *b, const char *fmt, ...)
 
 static int fail_at(sb *s, const SBase_t *b, const char *fmt, ...)
 {
-    char why[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
+    int rc = pl__metab_vfail(s->err, s->path, SBase_getLine(b), SBase_getColumn(b), fmt, ap);
     va_end(ap);
-    return pl__err(s->err, PL_EPARSE, "%s:%u:%u: %s", s->path, SBase_getLine(b),
-                   SBase_getColumn(b), why);
+    return rc;
 }
 
 /* `id` as COBRApy reads it: without `prefix` (when something follows it),

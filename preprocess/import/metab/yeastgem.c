@@ -89,13 +89,12 @@ static int fail_ev(yp *y, const yaml_event_t *e, const char *fmt, ...)
 
 static int fail_ev(yp *y, const yaml_event_t *e, const char *fmt, ...)
 {
-    char why[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
+    int rc = pl__metab_vfail(y->err, y->path, e->start_mark.line + 1, e->start_mark.column + 1,
+                             fmt, ap);
     va_end(ap);
-    return pl__err(y->err, PL_EPARSE, "%s:%zu:%zu: %s", y->path, e->start_mark.line + 1,
-                   e->start_mark.column + 1, why);
+    return rc;
 }
 
 /* The next event into y->ev. */
