@@ -308,7 +308,6 @@ def as_batch(torch, out, B, edge_slices):
     if pyg is None:
         return out
     Batch, HeteroData = pyg
-    b = Batch(_base_cls=HeteroData)
     dev = out["gene"]["batch"].device
     zeros = torch.zeros(B, dtype=torch.int64, device=dev)
     per_sample = torch.arange(B + 1, device=dev)
@@ -324,48 +323,51 @@ def as_batch(torch, out, B, edge_slices):
             ar = per_sample[:B]
             per_pair[src, dst] = torch.stack((ar * src, ar * dst), 1).view(B, 2, 1)
         return per_pair[src, dst]
-    slices, incs = {}, {}
+    # The stores' contents as one mapping, given to the constructor at once
+    # (HeteroData(mapping) fills each store as store.update does): the
+    # per-attribute assignments of a store cost more than the layout's launches.
+    mapping, slices, incs, n_of = {}, {}, {}, {}
     for key, v in out.items():
         if isinstance(key, tuple) or not isinstance(v, dict):
             continue
-        n = v["num_nodes"] // B if B else 0
-        store = b[key]
-        store.num_nodes = v["num_nodes"]
-        store._num_nodes = [n] * B
+        n = n_of[key] = v["num_nodes"] // B if B else 0
+        m = mapping[key] = {"num_nodes": v["num_nodes"]}
         sl, inc = slices[key], incs[key] = {}, {}
         for attr, t in v.items():
             if attr in _DERIVED:
                 continue
-            store[attr] = t
+            m[attr] = t
             sl[attr] = v[attr + "_ptr"] if attr + "_ptr" in v else times(n)
             inc[attr] = zeros
-        store.batch, store.ptr = v["batch"], v["ptr"]
+        m["batch"], m["ptr"] = v["batch"], v["ptr"]
         for attr in ("perturbation_indices", "khop_genes"):
             if attr in v:
-                store[attr + "_ptr"] = v[attr + "_ptr"]
-                store[attr + "_batch"] = v[attr + "_batch"]
+                m[attr + "_ptr"] = v[attr + "_ptr"]
+                m[attr + "_batch"] = v[attr + "_batch"]
     for key, (index, eptr) in edge_slices.items():
         v = out[key]
-        store = b[key]
+        m = mapping[key] = {}
         sl, inc = slices[key], incs[key] = {}, {}
-        src, dst = b[key[0]]._num_nodes[:1] or [0], b[key[2]]._num_nodes[:1] or [0]
         for attr, t in v.items():
             if attr == "ptr":
                 continue
-            store[attr] = t
+            m[attr] = t
             sl[attr] = eptr
             inc[attr] = zeros
             if attr == index:
-                inc[attr] = increments(src[0], dst[0])
+                inc[attr] = increments(n_of[key[0]], n_of[key[2]])
             elif not isinstance(t, torch.Tensor):
                 sl[attr], inc[attr] = per_sample, None
     for key, attr in GLOBALS:
         if key in out:
-            setattr(b, attr, out[key])
+            mapping[attr] = out[key]
             slices[attr], incs[attr] = per_sample, zeros
     if "khop_capped" in out.get("gene", {}):
-        b.khop_capped = out["gene"]["khop_capped"]
+        mapping["khop_capped"] = out["gene"]["khop_capped"]
         slices["khop_capped"], incs["khop_capped"] = per_sample, zeros
+    b = Batch(_base_cls=HeteroData, _mapping=mapping)
+    for key, n in n_of.items():
+        b[key]._num_nodes = [n] * B
     b._num_graphs = B
     b._slice_dict, b._inc_dict = slices, incs
     return b
