@@ -93,7 +93,7 @@ EOF
        "$root"/python/tests/{test_pyg.py,test_loader.py,test_dataset.py} \
        "$root"/python/tests/test_layout_kernels.py "$bundle/tests/"
     mkdir -p "$bundle/bench"
-    cp "$root"/bench/{model_layouts.py,pyg_layout.py,keep_workers.py,epoch_start.py} \
+    cp "$root"/bench/{model_layouts.py,pyg_layout.py,layout_host.py,keep_workers.py,epoch_start.py} \
        "$bundle/bench/"
     cp "$root/scripts/minitest.py" "$here/gpu-check.sh" "$bundle/"
     # PyTorch Geometric as published, for the Batch layout's device test
@@ -278,9 +278,10 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
     ' bench "$bundle/bin/pertload" "$work/bench"
     # 8. the one-layer model step: layouts by torch ops, by the kernels, and
     # prefetched, beside the step alone (bench/model_layouts.py; the
-    # machine's torch_geometric); then DataLoader workers against the Loader
+    # machine's torch_geometric), and the host's share of the layouts
+    # (bench/layout_host.py); then DataLoader workers against the Loader
     # shellcheck disable=SC2016
-    step model_step 180 "$out/figures.txt" bash -c '
+    step model_step 240 "$out/figures.txt" bash -c '
         set -e
         cd "$3"
         echo "--- physical + regulatory, batch 64"
@@ -290,6 +291,10 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
         echo "--- all nine types, batch 8"
         "$1" model_layouts.py "$2/db" --device cuda --batch-size 8 --batches 2 \
             --epoch-batches "$4" --no-per-sample --switch-interval 0.5
+        echo "--- the host share of the layouts (bench/layout_host.py)"
+        "$1" layout_host.py "$2/db" --device cuda --types physical,regulatory \
+            --batch-size 64 --batches 20
+        "$1" layout_host.py "$2/db" --device cuda --batch-size 8 --batches 20
     ' bench "$py" "$work/bench" "$bundle/bench" "${GPU_CHECK_EPOCH_BATCHES:-60}"
     # shellcheck disable=SC2016
     step workers 200 "$out/figures.txt" bash -c '

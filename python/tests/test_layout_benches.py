@@ -1,7 +1,7 @@
-"""bench/pyg_layout.py and bench/model_layouts.py run end to end on the
-small database: their shared options (DB, --batch-size, --batches, --types,
-pyg_layout.options) and batches (pyg_layout.first_batches), and what each
-adds."""
+"""bench/pyg_layout.py, bench/model_layouts.py and bench/layout_host.py run
+end to end on the small database: their shared options (DB, --batch-size,
+--batches, --types, pyg_layout.options) and batches
+(pyg_layout.first_batches), and what each adds."""
 
 import os
 import subprocess
@@ -34,6 +34,17 @@ def test_model_layouts_bench_runs_with_the_shared_options(small, pyg_dir):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("1 batches of 16, 1 edge types"), r.stdout
     assert "| pyg |" in r.stdout and "| lazy |" in r.stdout
+
+
+def test_layout_host_bench_times_both_layouts_with_and_without_launches(small, pyg_dir):
+    r = bench("layout_host.py", small.db, "--batch-size", 8, "--batches", 2,
+              "--types", "physical", "--repeat", 1, pythonpath=[pyg_dir])
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "2 batches of 8, 1 edge types, on cpu", r.stdout
+    for layout, line in zip(("pyg", "lazy"), lines[1:]):
+        assert line.startswith(f"layout={layout!r}: ") and "us a batch with the kernels" in line
+        assert "with their launches left out (the host's share " in line, r.stdout
 
 
 def test_layout_benches_refuse_an_option_they_do_not_share(small):
