@@ -123,6 +123,20 @@ Test(import_edges, dango_bad_files)
     int rc = read_as("dango", "1\t2\t1\n", PL_TEST_PLAIN, &o, &out, NULL, &err);
     pl_test_expect_at(rc, PL_EPARSE, &err, bad, 2, 0, "empty line in a gene list");
     free(bad), free(out.s);
+    /* two names on a line; no name at all */
+    bad = pl_test_write(dir, "badgenes.txt", "A\nB C\n");
+    o.gene_list = bad;
+    out = (pl_test_text){0};
+    rc = read_as("dango", "1\t2\t1\n", PL_TEST_PLAIN, &o, &out, NULL, &err);
+    pl_test_expect_at(rc, PL_EPARSE, &err, bad, 2, 0,
+                      "expected one name a line in a gene list (index 2)");
+    free(bad), free(out.s);
+    bad = pl_test_write(dir, "badgenes.txt", "");
+    o.gene_list = bad;
+    out = (pl_test_text){0};
+    rc = read_as("dango", "1\t2\t1\n", PL_TEST_PLAIN, &o, &out, NULL, &err);
+    pl_test_expect_at(rc, PL_EPARSE, &err, bad, 1, 0, "empty gene list");
+    free(bad), free(out.s);
 }
 
 /* ------------------------------------------------------------ delimited */

@@ -181,6 +181,21 @@ Test(import_samples, table_malformed)
               err.msg);
 }
 
+/* A category's value: a level needs a name, and no tab or line break (the
+ * category store's own separators) in a table of another separator. */
+Test(import_samples, table_category_values_malformed)
+{
+    genes("A\nB\n");
+    pl_smp_spec s;
+    pl__smp_spec_init(&s);
+    s.sep = ',';
+    s.categories[s.n_categories++] = "split";
+    expect_bad(&s, "genes,split\nA,train\nB,\n", 3, 3,
+               "empty value in category column 'split' (a level needs a name)");
+    expect_bad(&s, "genes,split\nA,tr\tain\n", 2, 5,
+               "a tab or a line break in category column 'split'");
+}
+
 /* A column under both `labels` and `categories`: a category, and a label
  * holding its code; a category value must be a non-empty level name. */
 Test(import_samples, table_label_and_category_column)

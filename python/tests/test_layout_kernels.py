@@ -4,10 +4,13 @@ oracles written here and against pl_pyg_edges, on random graphs and lists
 with the awkward cases: samples that remove nothing or every edge, one
 sample, no sample, edges that are self-loops or repeated."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
 
+import pertload
 from pertload import kernels, pyg
 
 
@@ -125,6 +128,44 @@ def test_lists_that_break_the_rules_stay_inside_the_arrays():
     ptr = torch.tensor([0, 4, 99], dtype=torch.int64)  # past the list: clamped
     kept = kernels.nodes(torch, 10, 2, torch.device("cpu"), pos, ptr)["mask"]
     assert kept.shape == (20,)
+
+
+@pytest.mark.parametrize("pos, ptr, n, sets, why", [
+    ([1, 2, 3], [0, 3, 1, 3], 10, False, "ptr decreases"),
+    ([1, 12], [0, 2], 10, False, "holds a position outside 0..9"),
+    ([1, -1], [0, 2], 10, False, "holds a position outside 0..9"),
+    ([3, 1], [0, 2], 10, True, "positions of a sample are not increasing"),
+    ([3, 3], [0, 2], 10, True, "positions of a sample are not increasing"),
+    ([1, 2], [1, 2], 10, False, "ptr does not index its 2 positions"),
+    ([1, 2], [0, 1], 10, False, "ptr does not index its 2 positions"),
+    ([1, 2], [0, 3], 10, False, "ptr does not index its 2 positions"),
+])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_check_names_the_rule_a_list_breaks(pos, ptr, n, sets, why, dtype):
+    """kernels.check (pl_layout_check): ptr from 0 to the list's length and
+    never decreasing, every position in 0..n-1, with sets each sample's
+    strictly increasing; positions of 4 or 8 bytes."""
+    with pytest.raises(pertload.LoaderError, match=f"^slot: edges/x {re.escape(why)}$"):
+        kernels.check("edges/x", np.array(pos, dtype), np.array(ptr, np.int64), n, sets)
+    # the same list within the rules it keeps passes
+    if why == "positions of a sample are not increasing":
+        kernels.check("edges/x", np.array(pos, dtype), np.array(ptr, np.int64), n, False)
+
+
+def test_check_refuses_what_it_cannot_read():
+    """pl_layout_check itself: positions of another width, no ptr."""
+    import ctypes
+
+    from pertload import _lib
+
+    pos, ptr = np.array([1, 2], np.int64), np.array([0, 2], np.int64)
+    for width, p, why in ((2, ptr.ctypes.data, "positions of 2 bytes (4 or 8)"),
+                          (8, None, "ptr does not index its 2 positions")):
+        err = _lib.PlErr()
+        rc = _lib.lib().pl_layout_check(pos.ctypes.data, width, p, 1, 2, 10, 1,
+                                        ctypes.byref(err))
+        assert rc < 0 and err.text(rc) == why, err.text(rc)
+    assert kernels.check("edges/x", pos, ptr, 10, True) is None
 
 
 def test_a_device_call_without_a_device_is_an_error():

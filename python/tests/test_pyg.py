@@ -207,6 +207,7 @@ def test_pyg_edges_refuses_bad_lists_before_writing(small):
         "not above the one before": (np.array([1, 1], np.int64), np.array([0, 0, 2])),
         "out of range": (np.array([E], np.int64), np.array([0, 0, 1])),
         "ptr decreases": (np.array([0], np.int64), np.array([0, 1, 0])),
+        "ptr[0] is 1, not 0": (np.array([0], np.int64), np.array([1, 1])),
     }
     for why, (pos, ptr) in cases.items():
         ptr = ptr.astype(np.int64)
