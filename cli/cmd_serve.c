@@ -11,6 +11,7 @@
 #include "loader/io.h"
 #include "loader/serve.h"
 #include "masks/khop.h"
+#include "pl_config.h"
 
 static const char usage[] =
     "DB --ring NAME [--batch-size B] [--shuffle] [--seed S] [--epoch E]\n"
@@ -30,9 +31,18 @@ static const char usage[] =
     "       the first epoch only)\n"
     "       ('--' ends the options: OPTIONS -- DB for a path that starts with '-')";
 
+#if PL_COVERAGE
+void __gcov_dump(void); /* libgcov, linked into a coverage build */
+#endif
+
 static void on_signal(int sig)
 {
     pl__serve_abort();
+#if PL_COVERAGE
+    /* The Loader stops its serve with SIGTERM: a coverage build counts what
+     * the serve ran (the counters are otherwise written only at exit()). */
+    __gcov_dump();
+#endif
     signal(sig, SIG_DFL);
     raise(sig);
 }
