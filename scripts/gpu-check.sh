@@ -261,7 +261,7 @@ print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", tor
     # database (4 KiB payload rows read with O_DIRECT from the disk), and one
     # without payload (the collating threads alone)
     # shellcheck disable=SC2016
-    step bench_threads 120 "$out/bench_gpu.txt" bash -c '
+    step bench_threads 240 "$out/bench_gpu.txt" bash -c '
         set -e
         "$1" synth "$2/in0" --samples 8192 --seed 3 --quiet
         "$1" build -o "$2/db0" $(cat "$2/in0/build-args.txt") >/dev/null
