@@ -150,6 +150,16 @@ static void check_once(const uint32_t *seen, uint64_t n)
         cr_assert_eq(seen[i], 1, "row %llu served %u times", (unsigned long long)i, seen[i]);
 }
 
+/* Consume ring `ring` to its end: its n rows, each exactly once. */
+static void consume_each_once(const char *ring, uint64_t n)
+{
+    uint32_t *seen = calloc(n, sizeof *seen);
+    cr_assert_not_null(seen);
+    cr_assert_eq(consume(ring, seen, n), n);
+    check_once(seen, n);
+    free(seen);
+}
+
 /* Sum of the "Pss:" lines of /proc/PID/smaps_rollup, or of the mappings of
  * /proc/PID/smaps whose path holds `mapping` (kB). */
 static uint64_t pss_kb(pid_t pid, const char *mapping)
@@ -538,10 +548,7 @@ Test(table_shared, another_users_segment_means_a_private_table)
     snprintf(ring, sizeof ring, "tother-%d", (int)getpid());
     pid_t pid = serve_alone(db, ring, log);
     wait_ring(ring);
-    uint32_t *seen = calloc(20000, sizeof *seen);
-    cr_assert_eq(consume(ring, seen, 20000), 20000);
-    check_once(seen, 20000);
-    free(seen);
+    consume_each_once(ring, 20000);
     int rc = exit_status(pid);
     size_t len;
     char *text = pl_test_read_file(log, &len);
@@ -641,10 +648,7 @@ Test(table_shared, altered_segment_is_an_error)
     pl_test_xor_byte(seg, (uint64_t)st.st_size - 4096 - 64, 0x10);
     pid_t a = serve_alone(db, ring, log);
     wait_ring(ring);
-    uint32_t *seen = calloc(20000, sizeof *seen);
-    cr_assert_eq(consume(ring, seen, 20000), 20000);
-    check_once(seen, 20000);
-    free(seen);
+    consume_each_once(ring, 20000);
     wait_ok(a, "rank over a table with an altered graph image");
     pl_test_xor_byte(seg, (uint64_t)st.st_size - 4096 - 64, 0x10);
     /* The intact table of `db` under the name of `other`'s. */
@@ -683,16 +687,10 @@ Test(table_shared, replaced_database_gets_its_own_table)
     segment_in_log(log_b, seg_b, sizeof seg_b);
     cr_assert_str_neq(seg_a, seg_b, "the new database attached the old table");
     cr_assert(exists(seg_a) && exists(seg_b));
-    uint32_t *seen = calloc(50000, sizeof *seen);
-    cr_assert_eq(consume(ring_b, seen, 50000), 50000);
-    check_once(seen, 50000);
+    consume_each_once(ring_b, 50000);
     wait_ok(b, "rank over the new database");
-    free(seen);
-    seen = calloc(30000, sizeof *seen);
-    cr_assert_eq(consume(ring_a, seen, 30000), 30000);
-    check_once(seen, 30000);
+    consume_each_once(ring_a, 30000);
     wait_ok(a, "rank over the old database");
-    free(seen);
     cr_assert(!exists(seg_a) && !exists(seg_b));
     free(db);
     free(other);
@@ -761,14 +759,11 @@ Test(table_shared, fresh_temporary_name_of_another_creator_is_kept)
     snprintf(ring, sizeof ring, "tfresh-%d", (int)getpid());
     pid_t pid = serve_alone(db, ring, NULL);
     wait_ring(ring);
-    uint32_t *seen = calloc(3000, sizeof *seen);
-    cr_assert_eq(consume(ring, seen, 3000), 3000);
-    check_once(seen, 3000);
+    consume_each_once(ring, 3000);
     wait_ok(pid, "rank");
     int kept = exists(tmp);
     unlink(tmp);
     close(fd);
     cr_assert(kept, "a fresh temporary name of another creator was removed as unused");
-    free(seen);
     free(db);
 }
