@@ -19,7 +19,6 @@ import time
 
 import torch
 
-import pertload
 from pertload import kernels
 
 from pyg_layout import first_batches, options
